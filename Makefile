@@ -1,0 +1,45 @@
+# shardpiece: `make demo` runs the main job on the shipped sample corpus; `make test` runs the test suite.
+# Both create .venv/ at the repository root on first use (Python 3.10+, Java 17+ needed).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.shardpiece-installed
+export SPARK_LOCAL_IP := 127.0.0.1
+export PYSPARK_PYTHON := $(abspath $(BIN)/python)
+export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
+
+.PHONY: install test demo java clean bench
+
+install: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	@$(MAKE) --no-print-directory java
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	# bytepiece (a test oracle only) needs pyahocorasick built for bytes and no build isolation.
+	$(BIN)/python -m pip install --quiet cython setuptools wheel
+	AHOCORASICK_BYTES=1 $(BIN)/python -m pip install --quiet --no-binary pyahocorasick pyahocorasick
+	$(BIN)/python -m pip install --quiet --no-build-isolation bytepiece
+	@touch $(STAMP)
+
+java:
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1); \
+	if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
+	  echo "Java 17 or newer is needed for Spark (found: $${v:-none})."; \
+	  echo "Install it with:  sudo apt-get install -y openjdk-17-jre-headless   (Debian/Ubuntu)"; \
+	  echo "             or:  brew install openjdk@17   (macOS), then put its bin/ on PATH"; \
+	  exit 1; fi
+
+test: install
+	$(BIN)/python -m pytest -q -ra
+
+demo: install
+	$(BIN)/shardpiece demo
+
+bench: install
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

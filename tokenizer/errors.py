@@ -1,0 +1,26 @@
+"""Errors raised by shardpiece. Every message says what went wrong and how to fix it."""
+
+
+class ShardpieceError(Exception):
+    """Base class of every shardpiece error."""
+
+
+class ModelError(ShardpieceError, ValueError):
+    """A model's contents are inconsistent (lengths, types, special ids)."""
+
+
+class ModelFileError(ShardpieceError, ValueError):
+    """A model file cannot be read: truncated, corrupted, of an unknown format or of a newer format version."""
+
+    def __init__(self, path: str, problem: str):
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")
+
+
+class InputError(ShardpieceError, ValueError):
+    """Input text, ids or corpus data that cannot be processed as given."""
+
+
+class ConfigError(ShardpieceError, ValueError):
+    """A configuration file or command-line option is invalid."""
