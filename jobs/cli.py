@@ -14,6 +14,7 @@ SUBCOMMANDS = {
     "decode": ("jobs.encode", "decode lines of ids back to text"),
     "inspect": ("jobs.encode", "print a summary of a model file"),
     "train": ("jobs.train", "train a vocabulary with Spark (bytepiece, unigram, bpe)"),
+    "tokenize": ("jobs.tokenize", "tokenize a dataset with Spark into Parquet, Megatron or npy shards"),
     "demo": ("jobs.demo", "train on the shipped sample corpus, then encode and decode a line"),
 }
 
