@@ -1,0 +1,350 @@
+"""Numba kernels of SentencePiece's normalizer (``normalizer.cc``), and their pure-Python twins.
+
+The precompiled charsmap is a Darts-clone double array (``trie``: uint32 units) whose leaf values index a blob of
+NUL-terminated replacement strings (``replacements``: uint8). At each position the normalizer takes, in order:
+
+1. the longest user-defined symbol starting there (copied unchanged), from a small trie given as CSR arrays
+   ``uds_edge_start`` (int32, nodes + 1), ``uds_edge_label`` (uint8), ``uds_edge_target`` (int32),
+   ``uds_terminal`` (uint8, nodes); node 0 is the root;
+2. else the longest charsmap key starting there, replaced by its string (possibly empty);
+3. else one valid UTF-8 character (copied), or one invalid byte, replaced by U+FFFD (EF BF BD).
+
+Around that loop: leading whitespace is dropped and runs of spaces collapse (``remove_extra_whitespaces``), a space
+symbol is put in front (``add_dummy_prefix``; at the end with ``treat_whitespace_as_suffix``), spaces become U+2581
+(E2 96 81, ``escape_whitespaces``) and trailing space symbols are dropped.
+
+Example (hand-checkable), no charsmap, default flags: ``b"  Hello   world "`` -> ``"▁Hello▁world".encode()``.
+
+The kernels write into a caller-provided buffer and report when it is too small (they never allocate).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tokenizer.kernels import kernel
+
+# Flag bits of the ``flags`` argument.
+ADD_DUMMY_PREFIX = 1
+REMOVE_EXTRA_WHITESPACES = 2
+ESCAPE_WHITESPACES = 4
+TREAT_WHITESPACE_AS_SUFFIX = 8
+
+_SOURCE_TEXT, _SOURCE_REPLACEMENTS, _SOURCE_FFFD = 0, 1, 2
+
+
+# ============================================================================ kernels
+@kernel
+def utf8_char_length(text, position, end):
+    """Length (1-4) of the valid UTF-8 character at ``text[position]`` as SentencePiece's DecodeUTF8 reads it, or 0
+    when the byte there starts no valid character (bad lead or trail byte, overlong form, surrogate, > U+10FFFF, or
+    cut off by ``end``). ``text``: uint8 array. Example: ``b"\\xc3\\xa9"`` -> 2; ``b"\\xc3"`` alone -> 0."""
+    b0 = np.int64(text[position])
+    n = end - position
+    if b0 < 0x80:
+        return 1
+    if n >= 2 and (b0 & 0xE0) == 0xC0:
+        b1 = np.int64(text[position + 1])
+        cp = ((b0 & 0x1F) << 6) | (b1 & 0x3F)
+        if (b1 & 0xC0) == 0x80 and cp >= 0x80:
+            return 2
+        return 0
+    if n >= 3 and (b0 & 0xF0) == 0xE0:
+        b1 = np.int64(text[position + 1])
+        b2 = np.int64(text[position + 2])
+        cp = ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
+        if (b1 & 0xC0) == 0x80 and (b2 & 0xC0) == 0x80 and cp >= 0x800 and not (0xD800 <= cp < 0xE000):
+            return 3
+        return 0
+    if n >= 4 and (b0 & 0xF8) == 0xF0:
+        b1 = np.int64(text[position + 1])
+        b2 = np.int64(text[position + 2])
+        b3 = np.int64(text[position + 3])
+        cp = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+        if ((b1 & 0xC0) == 0x80 and (b2 & 0xC0) == 0x80 and (b3 & 0xC0) == 0x80
+                and cp >= 0x10000 and cp <= 0x10FFFF):
+            return 4
+    return 0
+
+
+@kernel
+def charsmap_longest_match(trie, text, position, end):
+    """Longest key of the Darts-clone double array ``trie`` (uint32) that prefixes ``text[position:end]``.
+
+    Returns ``(length, value)``; ``(0, 0)`` when no key matches. Walks the array as Darts-clone's
+    ``commonPrefixSearch`` does: ``node ^= offset(unit)``, ``node ^= byte``, check ``label``, note leaves.
+    """
+    size = trie.shape[0]
+    best_length = 0
+    best_value = 0
+    if size == 0:
+        return best_length, best_value
+    unit = np.int64(trie[0])
+    node = (unit >> 10) << ((unit & 0x200) >> 6)
+    for i in range(position, end):
+        byte = np.int64(text[i])
+        node ^= byte
+        if node >= size:
+            break
+        unit = np.int64(trie[node])
+        if (unit & 0x800000FF) != byte:
+            break
+        node ^= (unit >> 10) << ((unit & 0x200) >> 6)
+        if (unit >> 8) & 1:
+            if node >= size:
+                break
+            best_length = i + 1 - position
+            best_value = np.int64(trie[node]) & 0x7FFFFFFF
+    return best_length, best_value
+
+
+@kernel
+def user_symbol_longest_match(edge_start, edge_label, edge_target, terminal, text, position, end):
+    """Length of the longest user-defined symbol (trie in CSR form, see the module docstring) that prefixes
+    ``text[position:end]``; 0 when none does."""
+    node = 0
+    best = 0
+    for i in range(position, end):
+        byte = text[i]
+        nxt = -1
+        for e in range(edge_start[node], edge_start[node + 1]):
+            if edge_label[e] == byte:
+                nxt = edge_target[e]
+                break
+        if nxt < 0:
+            break
+        node = nxt
+        if terminal[node]:
+            best = i + 1 - position
+    return best
+
+
+@kernel
+def _normalize_prefix(text, position, end, trie, replacements, uds_edge_start, uds_edge_label, uds_edge_target,
+                      uds_terminal):
+    """SentencePiece's ``NormalizePrefix``: ``(source, start, length, consumed)`` of the piece at ``position``."""
+    if uds_edge_start.shape[0] > 2:
+        matched = user_symbol_longest_match(uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal,
+                                            text, position, end)
+        if matched > 0:
+            return _SOURCE_TEXT, position, matched, matched
+    length, value = charsmap_longest_match(trie, text, position, end)
+    if length > 0:
+        stop = value
+        limit = replacements.shape[0]
+        while stop < limit and replacements[stop] != 0:
+            stop += 1
+        return _SOURCE_REPLACEMENTS, value, stop - value, length
+    char_length = utf8_char_length(text, position, end)
+    if char_length == 0:
+        return _SOURCE_FFFD, 0, 3, 1
+    return _SOURCE_TEXT, position, char_length, char_length
+
+
+@kernel
+def _source_byte(source, index, text, replacements):
+    if source == _SOURCE_TEXT:
+        return text[index]
+    if source == _SOURCE_REPLACEMENTS:
+        return replacements[index]
+    if index == 0:
+        return np.uint8(0xEF)
+    if index == 1:
+        return np.uint8(0xBF)
+    return np.uint8(0xBD)
+
+
+@kernel
+def normalize_into(text, start, end, out, out_position, trie, replacements, uds_edge_start, uds_edge_label,
+                   uds_edge_target, uds_terminal, flags):
+    """Normalize ``text[start:end]`` (uint8) into ``out`` (uint8) from ``out_position``.
+
+    Returns the end position of the output in ``out``, or -1 when ``out`` is too small (nothing else is promised
+    about ``out`` then: retry with a larger buffer). ``flags`` combines ADD_DUMMY_PREFIX, REMOVE_EXTRA_WHITESPACES,
+    ESCAPE_WHITESPACES and TREAT_WHITESPACE_AS_SUFFIX.
+    """
+    add_dummy = (flags & ADD_DUMMY_PREFIX) != 0
+    remove_extra = (flags & REMOVE_EXTRA_WHITESPACES) != 0
+    escape = (flags & ESCAPE_WHITESPACES) != 0
+    suffix = (flags & TREAT_WHITESPACE_AS_SUFFIX) != 0
+    capacity = out.shape[0]
+    position = start
+    if position >= end:
+        return out_position
+    if remove_extra:
+        while position < end:
+            source, s, length, consumed = _normalize_prefix(text, position, end, trie, replacements, uds_edge_start,
+                                                            uds_edge_label, uds_edge_target, uds_terminal)
+            if not (length == 1 and _source_byte(source, s, text, replacements) == 32):
+                break
+            position += consumed
+        if position >= end:
+            return out_position
+    o = out_position
+    if add_dummy and not suffix:
+        if o + 3 > capacity:
+            return -1
+        if escape:
+            out[o] = 0xE2
+            out[o + 1] = 0x96
+            out[o + 2] = 0x81
+            o += 3
+        else:
+            out[o] = 32
+            o += 1
+    is_prev_space = remove_extra
+    while position < end:
+        source, s, length, consumed = _normalize_prefix(text, position, end, trie, replacements, uds_edge_start,
+                                                        uds_edge_label, uds_edge_target, uds_terminal)
+        first = 0
+        if is_prev_space:
+            while first < length and _source_byte(source, s + first, text, replacements) == 32:
+                first += 1
+        if first < length:
+            if o + 3 * (length - first) > capacity:
+                return -1
+            for k in range(s + first, s + length):
+                byte = _source_byte(source, k, text, replacements)
+                if escape and byte == 32:
+                    out[o] = 0xE2
+                    out[o + 1] = 0x96
+                    out[o + 2] = 0x81
+                    o += 3
+                else:
+                    out[o] = byte
+                    o += 1
+            is_prev_space = _source_byte(source, s + length - 1, text, replacements) == 32
+        position += consumed
+        if not remove_extra:
+            is_prev_space = False
+    if remove_extra:
+        if escape:
+            while (o - out_position >= 3 and out[o - 3] == 0xE2 and out[o - 2] == 0x96 and out[o - 1] == 0x81):
+                o -= 3
+        else:
+            while o - out_position >= 1 and out[o - 1] == 32:
+                o -= 1
+    if add_dummy and suffix:
+        if o + 3 > capacity:
+            return -1
+        if escape:
+            out[o] = 0xE2
+            out[o + 1] = 0x96
+            out[o + 2] = 0x81
+            o += 3
+        else:
+            out[o] = 32
+            o += 1
+    return o
+
+
+@kernel
+def normalize_batch_into(data, offsets, first_text, out, out_offsets, trie, replacements, uds_edge_start,
+                         uds_edge_label, uds_edge_target, uds_terminal, flags):
+    """Normalize texts ``first_text ..`` of an Arrow-style batch (``data`` uint8, ``offsets`` int64, n + 1).
+
+    Text ``i`` goes to ``out[out_offsets[i]:out_offsets[i + 1]]``; ``out_offsets[first_text]`` must be set by the
+    caller. Returns the index of the first text that did not fit in ``out`` (``n`` when all did): grow ``out`` and
+    call again from there.
+    """
+    n = offsets.shape[0] - 1
+    for i in range(first_text, n):
+        end = normalize_into(data, offsets[i], offsets[i + 1], out, out_offsets[i], trie, replacements,
+                             uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal, flags)
+        if end < 0:
+            return i
+        out_offsets[i + 1] = end
+    return n
+
+
+# ============================================================================ pure-Python twins
+def reference_utf8_char_length(text: bytes, position: int) -> int:
+    """Twin of :func:`utf8_char_length`, by decoding with Python's strict UTF-8 codec (which rejects the same
+    overlong forms, surrogates and code points above U+10FFFF)."""
+    for length in (1, 2, 3, 4):
+        chunk = text[position:position + length]
+        if len(chunk) < length:
+            return 0
+        try:
+            decoded = chunk.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        return length if len(decoded) == 1 else 0
+    return 0
+
+
+def reference_charsmap_longest_match(trie: list[int], text: bytes, position: int) -> tuple[int, int]:
+    """Twin of :func:`charsmap_longest_match`: collects every match as Darts-clone does, keeps the longest."""
+    if not trie:
+        return 0, 0
+
+    def offset(unit: int) -> int:
+        return (unit >> 10) << ((unit & (1 << 9)) >> 6)
+
+    matches = []
+    node = offset(trie[0])
+    for i in range(position, len(text)):
+        node ^= text[i]
+        if node >= len(trie) or (trie[node] & ((1 << 31) | 0xFF)) != text[i]:
+            break
+        unit = trie[node]
+        node ^= offset(unit)
+        if (unit >> 8) & 1:
+            if node >= len(trie):
+                break
+            matches.append((i + 1 - position, trie[node] & ((1 << 31) - 1)))
+    return max(matches) if matches else (0, 0)
+
+
+def reference_normalize(text: bytes, charsmap_trie: list[int], replacements: bytes, user_symbols: set[bytes],
+                        flags: int) -> bytes:
+    """Twin of :func:`normalize_into`, written as directly after ``normalizer.cc`` as Python allows."""
+    add_dummy = bool(flags & ADD_DUMMY_PREFIX)
+    remove_extra = bool(flags & REMOVE_EXTRA_WHITESPACES)
+    escape = bool(flags & ESCAPE_WHITESPACES)
+    suffix = bool(flags & TREAT_WHITESPACE_AS_SUFFIX)
+    space_symbol = "\u2581".encode()
+
+    def prefix(rest: bytes) -> tuple[bytes, int]:
+        symbol = max((s for s in user_symbols if rest.startswith(s)), key=len, default=b"")
+        if symbol:
+            return symbol, len(symbol)
+        length, value = reference_charsmap_longest_match(charsmap_trie, rest, 0)
+        if length:
+            stop = replacements.find(b"\x00", value)
+            return replacements[value:stop if stop >= 0 else len(replacements)], length
+        char_length = reference_utf8_char_length(rest, 0)
+        if char_length == 0:
+            return "\ufffd".encode(), 1
+        return rest[:char_length], char_length
+
+    rest = bytes(text)
+    if remove_extra:
+        while rest:
+            piece, consumed = prefix(rest)
+            if piece != b" ":
+                break
+            rest = rest[consumed:]
+    if not rest:
+        return b""
+    ws = space_symbol if escape else b" "
+    out = bytearray()
+    if add_dummy and not suffix:
+        out += ws
+    is_prev_space = remove_extra
+    while rest:
+        piece, consumed = prefix(rest)
+        while is_prev_space and piece.startswith(b" "):
+            piece = piece[1:]
+        if piece:
+            out += piece.replace(b" ", space_symbol) if escape else piece
+            is_prev_space = piece.endswith(b" ")
+        rest = rest[consumed:]
+        if not remove_extra:
+            is_prev_space = False
+    if remove_extra:
+        while out.endswith(ws):
+            del out[-len(ws):]
+    if add_dummy and suffix:
+        out += ws
+    return bytes(out)
