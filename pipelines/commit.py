@@ -1,0 +1,258 @@
+"""The output directory of a tokenize job: run modes, the commit protocol and the manifest. No Spark here.
+
+Layout of an output directory ``OUT``::
+
+    OUT/_temporary/RUN/part-00003-attempt-17.*   written by tasks; never read as output
+    OUT/RUN-part-00003.*                         committed shards (RUN = run-00000, run-00001, ... per job run)
+    OUT/_manifest.json                           every committed run: settings, input files, shards, counts
+    OUT/_summary.json                            the last run's statistics
+    OUT/_SUCCESS                                 written last; absent while a commit is under way
+
+Commit protocol (what makes a rerun safe):
+
+1. Each task writes its shard under ``_temporary/RUN/part-P-attempt-A`` (A is Spark's unique task attempt id), so
+   two attempts of one partition (a retry, a speculative copy) never share a file.
+2. The driver receives one result per partition from the attempts Spark accepted (``collect`` returns the winners
+   only). It deletes ``_SUCCESS``, renames each winner's files to ``RUN-part-P.*``, checks their sizes against what
+   the task reported, writes the manifest atomically, the summary, removes ``_temporary/RUN`` (the losers'
+   leftovers) and finally writes ``_SUCCESS``.
+3. A job that dies leaves only ``_temporary`` files, or renamed shards the manifest does not list. The next run
+   (modes ``overwrite``, ``skip``, ``incremental``) deletes both before it starts, so the dataset is always exactly
+   the shards the manifest lists: consumers read the manifest (or wait for ``_SUCCESS``), never a directory listing.
+
+Modes: ``error`` (default) refuses a non-empty directory; ``overwrite`` replaces an earlier shardpiece output;
+``skip`` returns at once when ``_SUCCESS`` is there and otherwise completes the output; ``incremental`` tokenizes
+only input files the manifest does not list, as a new run appended to the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable
+
+from tokenizer.errors import ConfigError, InputError
+from tokenizer.model import write_atomic
+from pipelines.writers import SHARD_SUFFIXES, shard_files
+
+MODES = ("error", "overwrite", "skip", "incremental")
+MANIFEST = "_manifest.json"
+SUMMARY = "_summary.json"
+SUCCESS = "_SUCCESS"
+TEMPORARY = "_temporary"
+MANIFEST_VERSION = 1
+_SHARD_NAME = re.compile(r"^run-\d{5}-part-\d{5}\.")
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input file as seen when a run read it: its path, size in bytes and modification time (ns)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: str) -> "InputFile":
+        stat = os.stat(path)
+        return cls(path, stat.st_size, stat.st_mtime_ns)
+
+
+@dataclass
+class TaskResult:
+    """What one task attempt reports: its partition, attempt id, shard stem and counts (see pipelines.tokenize)."""
+
+    partition: int
+    attempt: int
+    stem: str
+    documents: int
+    tokens: int
+    bytes: int
+    file_sizes: dict[str, int]
+    stats: dict[str, Any]
+
+
+class OutputDirectory:
+    """The output directory ``path`` of a tokenize job (local filesystem)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.path.abspath(os.fspath(path))
+
+    # ------------------------------------------------------------------ state
+    def _join(self, *names: str) -> str:
+        return os.path.join(self.path, *names)
+
+    def entries(self) -> list[str]:
+        return sorted(os.listdir(self.path)) if os.path.isdir(self.path) else []
+
+    def manifest(self) -> dict | None:
+        """The committed manifest, or None when there is none; raises InputError when it is unreadable."""
+        path = self._join(MANIFEST)
+        if not os.path.exists(path):
+            return None
+        try:
+            with open(path, encoding="utf-8") as handle:
+                manifest = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path} is unreadable ({exc}); rerun with --mode overwrite to rebuild the output") \
+                from None
+        if manifest.get("manifest_version", 0) > MANIFEST_VERSION:
+            raise InputError(f"{path} was written by a newer shardpiece: upgrade shardpiece")
+        return manifest
+
+    def is_complete(self) -> bool:
+        return os.path.exists(self._join(SUCCESS)) and self.manifest() is not None
+
+    def recorded_inputs(self) -> dict[str, InputFile]:
+        """Input files of every committed run, by path."""
+        manifest = self.manifest() or {"runs": []}
+        return {f["path"]: InputFile(**f) for run in manifest["runs"] for f in run["inputs"]}
+
+    def committed_stems(self) -> list[str]:
+        """Absolute stems of the committed shards, in dataset order (run, then partition)."""
+        manifest = self.manifest() or {"runs": []}
+        return [self._join(shard["stem"]) for run in manifest["runs"] for shard in run["shards"]]
+
+    # ------------------------------------------------------------------ modes
+    def prepare(self, mode: str, settings: dict[str, Any]) -> str:
+        """Make the directory ready for a run in ``mode``; returns ``"complete"`` (nothing to do), ``"fresh"``
+        (no committed runs) or ``"continue"`` (committed runs kept; only new inputs are to be tokenized)."""
+        if mode not in MODES:
+            raise ConfigError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+        entries = self.entries()
+        if not entries:
+            os.makedirs(self.path, exist_ok=True)
+            return "fresh"
+        if mode == "error":
+            state = "a complete tokenize output" if self.is_complete() else "files"
+            raise ConfigError(
+                f"output directory {self.path} is not empty (it holds {state}): pass --mode overwrite to replace "
+                "it, --mode skip to keep it when it is complete, or --mode incremental to add only new input files"
+            )
+        foreign = [name for name in entries if not self._is_ours(name)]
+        if foreign:
+            raise ConfigError(
+                f"output directory {self.path} holds files a tokenize job did not write ({', '.join(foreign[:5])}"
+                f"{', ...' if len(foreign) > 5 else ''}): choose an empty or earlier tokenize output directory"
+            )
+        if mode == "overwrite":
+            for name in entries:
+                self._remove(name)
+            return "fresh"
+        if mode == "skip" and self.is_complete():
+            return "complete"
+        manifest = self.manifest()
+        if manifest is not None and manifest["settings"] != settings:
+            changed = sorted(k for k in set(settings) | set(manifest["settings"])
+                             if settings.get(k) != manifest["settings"].get(k))
+            raise ConfigError(
+                f"output directory {self.path} was written with other settings ({', '.join(changed)} differ): "
+                "use the same model and options, or --mode overwrite to rebuild it"
+            )
+        self.remove_uncommitted()
+        return "fresh" if manifest is None else "continue"
+
+    def _is_ours(self, name: str) -> bool:
+        return name in (MANIFEST, SUMMARY, SUCCESS, TEMPORARY) or bool(_SHARD_NAME.match(name)) \
+            or name.startswith(".tmp-")
+
+    def _remove(self, name: str) -> None:
+        path = self._join(name)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.unlink(path)
+
+    def remove_uncommitted(self) -> list[str]:
+        """Delete ``_temporary`` and shard files the manifest does not list (leftovers of a job that died)."""
+        committed = {os.path.basename(f) for stem in self.committed_stems() for f in self._all_files(stem)}
+        removed = []
+        for name in self.entries():
+            if name == TEMPORARY or name.startswith(".tmp-") or (_SHARD_NAME.match(name) and name not in committed):
+                self._remove(name)
+                removed.append(name)
+        return removed
+
+    @staticmethod
+    def _all_files(stem: str) -> list[str]:
+        return [stem + suffix for suffixes in SHARD_SUFFIXES.values() for suffix in suffixes]
+
+    # ------------------------------------------------------------------ runs
+    def next_run_id(self) -> str:
+        manifest = self.manifest() or {"runs": []}
+        return f"run-{len(manifest['runs']):05d}"
+
+    def task_stem(self, run_id: str, partition: int, attempt: int) -> str:
+        """Where task attempt ``attempt`` of ``partition`` writes (directories are created)."""
+        directory = self._join(TEMPORARY, run_id)
+        os.makedirs(directory, exist_ok=True)
+        return os.path.join(directory, f"part-{partition:05d}-attempt-{attempt}")
+
+    def final_stem(self, run_id: str, partition: int) -> str:
+        return self._join(f"{run_id}-part-{partition:05d}")
+
+    def commit(
+        self, run_id: str, output_format: str, settings: dict[str, Any], inputs: Iterable[InputFile],
+        results: Iterable[TaskResult], summary: dict[str, Any],
+    ) -> dict:
+        """Publish the winners' shards, then the manifest, the summary and ``_SUCCESS`` (see the module docstring).
+
+        ``results`` must hold exactly one result per partition; raises InputError otherwise (nothing is renamed).
+        """
+        results = sorted(results, key=lambda r: r.partition)
+        partitions = [r.partition for r in results]
+        if len(set(partitions)) != len(partitions):
+            raise InputError(f"two results for one partition in {partitions}: refusing to commit duplicates")
+        for result in results:  # check every file before renaming any
+            for source in shard_files(output_format, result.stem):
+                expected = result.file_sizes[os.path.basename(source)]
+                actual = os.path.getsize(source) if os.path.exists(source) else -1
+                if actual != expected:
+                    raise InputError(f"{source} is {actual} bytes but its task wrote {expected}: the file system "
+                                     "lost data; rerun the job")
+        success = self._join(SUCCESS)
+        if os.path.exists(success):
+            os.unlink(success)
+        shards = []
+        for result in results:
+            final = self.final_stem(run_id, result.partition)
+            for source, target in zip(shard_files(output_format, result.stem), shard_files(output_format, final)):
+                os.replace(source, target)
+            shards.append({
+                "stem": os.path.basename(final), "partition": result.partition,
+                "files": [os.path.basename(f) for f in shard_files(output_format, final)],
+                "documents": result.documents, "tokens": result.tokens, "bytes": result.bytes,
+            })
+        manifest = self.manifest() or {"manifest_version": MANIFEST_VERSION, "settings": settings, "runs": []}
+        manifest["output_format"] = output_format
+        manifest["runs"].append({
+            "run_id": run_id,
+            "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "inputs": [asdict(f) for f in inputs],
+            "shards": shards,
+            "documents": sum(s["documents"] for s in shards),
+            "tokens": sum(s["tokens"] for s in shards),
+        })
+        manifest["documents"] = sum(run["documents"] for run in manifest["runs"])
+        manifest["tokens"] = sum(run["tokens"] for run in manifest["runs"])
+        write_atomic(self._join(MANIFEST), _json_bytes(manifest))
+        write_atomic(self._join(SUMMARY), _json_bytes(summary))
+        temporary = self._join(TEMPORARY)
+        shutil.rmtree(os.path.join(temporary, run_id), ignore_errors=True)
+        if os.path.isdir(temporary) and not os.listdir(temporary):
+            os.rmdir(temporary)
+        write_atomic(success, b"")
+        return manifest
+
+    def mark_complete_without_run(self, summary: dict[str, Any]) -> None:
+        """Nothing new to tokenize (incremental run with no new files): refresh the summary and ``_SUCCESS``."""
+        write_atomic(self._join(SUMMARY), _json_bytes(summary))
+        write_atomic(self._join(SUCCESS), b"")
+
+
+def _json_bytes(value: Any) -> bytes:
+    return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
