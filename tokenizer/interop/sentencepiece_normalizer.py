@@ -244,16 +244,20 @@ class SentencePieceNormalizer(Normalizer):
         return self.add_dummy_prefix or self.remove_extra_whitespaces
 
     def denormalize(self, data: bytes) -> bytes:
-        """Text bytes for the joined bytes of decoded pieces: one leading "▁" dropped (when the model adds a dummy
-        prefix or removes extra whitespace), every "▁" -> space, each invalid UTF-8 byte -> U+FFFD.
+        """Text bytes for the joined bytes of decoded pieces: one leading "▁" dropped when the model adds a dummy
+        prefix (all leading ones when it removes extra whitespace), every "▁" -> space, each invalid UTF-8 byte ->
+        U+FFFD.
 
         Exact for ids the encoder produced. SentencePiece decodes piece by piece, so for hand-made id sequences
-        (a leading "▁" that came from byte pieces or several leading "▁"-pieces, byte runs split by a control
-        piece, ...) use :meth:`decode_pieces`, which sees the piece boundaries.
+        (a leading "▁" that came from byte pieces, a piece of several "▁" at the start, byte runs split by a
+        control piece, ...) use :meth:`decode_pieces`, which sees the piece boundaries.
         """
         data = bytes(data)
         if self._strips_bos_space() and data.startswith(SPACE_SYMBOL):
             data = data[len(SPACE_SYMBOL):]
+            if self.remove_extra_whitespaces:  # SentencePiece strips one "▁" per piece while the text is empty
+                while data.startswith(SPACE_SYMBOL):
+                    data = data[len(SPACE_SYMBOL):]
         return sentencepiece_utf8_repair(data.replace(SPACE_SYMBOL, b" "))
 
     def decode_pieces(self, pieces: Sequence[bytes], types: Sequence[int]) -> bytes:
