@@ -1,0 +1,136 @@
+"""``shardpiece tokenize``: tokenize a dataset with Spark into Parquet, Megatron or npy shards (safe to rerun).
+
+    shardpiece tokenize --model MODEL --input PATH [PATH ...] --output DIR
+        [--input-format text|jsonl|parquet] [--text-column text] [--keep-columns a,b]
+        [--output-format parquet|megatron|npy] [--parquet-ids-dtype int32|uint16] [--add-bos] [--add-eos]
+        [--partitions N] [--master URL] [--mode error|overwrite|skip|incremental]
+        [--verify] [--verify-rate R] [--on-bad-row error|skip|keep] [--max-document-bytes N] [--config FILE]
+    shardpiece tokenize --merge-megatron DIR --output PREFIX     # one PREFIX.bin/.idx from DIR's shards
+
+Options given on the command line override the same keys of ``--config FILE`` (YAML, keys as the long options with
+``_`` or ``-``; see ``configs/tokenize.yaml``). The run's summary is printed as JSON and written to
+``DIR/_summary.json``; the exit status is 0 on success, 1 when the job fails, 2 for invalid options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import fields
+
+from tokenizer.errors import ConfigError, ShardpieceError
+
+_LIST_KEYS = ("inputs", "keep_columns")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="shardpiece tokenize", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add = parser.add_argument
+    add("--model", help="model file (shardpiece, SentencePiece .model or tokenizer.json)")
+    add("--input", dest="inputs", nargs="+", help="input files, globs or directories (any Hadoop filesystem)")
+    add("--output", help="output directory (or, with --merge-megatron, the merged dataset's path prefix)")
+    add("--input-format", choices=["text", "jsonl", "parquet"], help="default: guessed from file names")
+    add("--text-column", help="JSONL field / Parquet column holding the text (default: text)")
+    add("--keep-columns", help="comma-separated input columns copied to Parquet output (e.g. id,url)")
+    add("--output-format", choices=["parquet", "megatron", "npy"], help="default: parquet")
+    add("--parquet-ids-dtype", choices=["int32", "uint16"], help="element type of input_ids (default int32)")
+    add("--add-bos", action="store_true", default=None, help="prepend the model's <s> id to every document")
+    add("--add-eos", action="store_true", default=None, help="append the model's </s> id to every document")
+    add("--partitions", type=int, help="repartition the documents into N tasks/shards (default: as read)")
+    add("--master", help="Spark master URL (default local[*])")
+    add("--mode", choices=["error", "overwrite", "skip", "incremental"],
+        help="what to do with a non-empty output: error (default), overwrite, skip if complete, incremental")
+    add("--verify", action="store_true", default=None, help="decode the written shards and compare with the input")
+    add("--verify-rate", type=float, help="share of documents checked by --verify (default 1.0: all)")
+    add("--on-bad-row", choices=["error", "skip", "keep"],
+        help="null text, malformed JSON, invalid UTF-8, oversized documents: fail (default), drop or keep")
+    add("--max-document-bytes", type=int, help="documents larger than this are bad rows (default 64 MiB)")
+    add("--progress-seconds", type=float, help="seconds between progress lines (default 10)")
+    add("--config", help="YAML file with any of these options")
+    add("--merge-megatron", metavar="DIR", help="merge DIR's Megatron shards into --output PREFIX.bin/.idx")
+    return parser
+
+
+def load_config(path: str) -> dict:
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            values = yaml.safe_load(handle) or {}
+    except OSError as exc:
+        raise ConfigError(f"--config {path}: cannot read it ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--config {path}: not valid YAML ({exc})") from None
+    if not isinstance(values, dict):
+        raise ConfigError(f"--config {path}: expected a mapping of option names to values")
+    return {str(k).replace("-", "_"): v for k, v in values.items()}
+
+
+def make_config(args: argparse.Namespace):
+    """Merge ``--config`` with the flags given (flags win) into a :class:`pipelines.tokenize.TokenizeConfig`."""
+    from pipelines.tokenize import TokenizeConfig
+
+    values = load_config(args.config) if args.config else {}
+    if "input" in values:
+        values["inputs"] = values.pop("input")
+    for key, value in vars(args).items():
+        if value is not None and key not in ("config", "master", "merge_megatron"):
+            values[key] = value
+    for key in _LIST_KEYS:
+        if isinstance(values.get(key), str):
+            values[key] = [v.strip() for v in values[key].split(",") if v.strip()] if key == "keep_columns" \
+                else [values[key]]
+    known = {f.name for f in fields(TokenizeConfig)}
+    unknown = sorted(set(values) - known - {"master"})
+    if unknown:
+        raise ConfigError(f"unknown option(s) {', '.join(unknown)}: see shardpiece tokenize --help")
+    for required in ("model", "inputs", "output"):
+        if not values.get(required):
+            flag = "--input" if required == "inputs" else f"--{required}"
+            raise ConfigError(f"{flag} is required (on the command line or in --config)")
+    master = values.pop("master", None)
+    return TokenizeConfig(**values), args.master or master
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "tokenize":
+        argv = argv[1:]
+    args = build_parser().parse_args(argv)
+    try:
+        if args.merge_megatron:
+            from pipelines.tokenize import merge_megatron
+
+            if not args.output:
+                raise ConfigError("--merge-megatron DIR needs --output PREFIX (writes PREFIX.bin and PREFIX.idx)")
+            merged = merge_megatron(args.merge_megatron, args.output)
+            print(json.dumps({"merged": args.output, "sequences": len(merged), "documents": merged.num_documents,
+                              "dtype": str(merged.dtype)}))
+            return 0
+        config, master = make_config(args)
+        config.validate()
+    except ShardpieceError as exc:
+        print(f"shardpiece tokenize: error: {exc}", file=sys.stderr)
+        return 2
+    from pipelines.session import build_session
+    from pyspark.sql import SparkSession
+    from pipelines.tokenize import run_tokenize
+
+    owned = SparkSession.getActiveSession() is None
+    spark = build_session(master, app_name="shardpiece-tokenize")
+    try:
+        summary = run_tokenize(spark, config)
+    except ShardpieceError as exc:
+        print(f"shardpiece tokenize: error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if owned:
+            spark.stop()
+    print(json.dumps(summary, indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,622 @@
+"""The tokenize job: a dataset (text, JSONL or Parquet files) -> token ids in Parquet, Megatron or npy shards.
+
+Steps (:func:`run_tokenize`):
+
+1. Prepare the output directory for the run mode (:mod:`pipelines.commit`): ``error`` refuses a non-empty one,
+   ``skip`` returns at once when it is complete, ``incremental`` keeps the committed runs, ``overwrite`` clears it.
+2. List the input files (Hadoop filesystems, via :func:`pipelines.readers.list_input_files`) with their size and
+   modification time; in incremental mode keep only files the manifest does not list (a listed file whose size or
+   time changed is an error: its old tokens are in the output).
+3. Read only those files (:func:`read_documents`): one binary text column, a malformed-row flag and the kept columns;
+   nulls and empty documents are kept (they are documents too, or bad rows to account for).
+4. ``mapInArrow`` over whole Arrow batches (:func:`encode_partition`): classify bad rows, encode with the Numba batch
+   encoder (the model file is broadcast once as bytes and loaded once per Python worker), add BOS/EOS, stream the
+   shard to ``_temporary/RUN/part-P-attempt-A``, optionally decode the written shard and compare it with the input,
+   and return one row of counts per task.
+5. The driver checks the results (one per partition, verify mismatches, document counts from the shards' metadata
+   and, with ``verify``, an independent count of the input rows), then commits: rename the winners, manifest,
+   summary, ``_SUCCESS``.
+
+Every input row is accounted for: ``rows_read == documents + skipped_bad_rows`` for each run (checked before the
+commit); bad rows (null text, malformed JSON lines, invalid UTF-8, documents over ``max_document_bytes``) follow
+``on_bad_row`` (``error`` | ``skip`` | ``keep``) and are counted by kind in the summary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipelines.commit import InputFile, OutputDirectory, TaskResult
+from pipelines.writers import OUTPUT_FORMATS, check_format, open_shard_writer, read_shard, shard_document_count, \
+    shard_files
+from tokenizer.errors import ConfigError, InputError
+
+TEXT = "__text"
+MALFORMED = "__malformed"
+BAD_ROW_POLICIES = ("error", "skip", "keep")
+BAD_ROW_KINDS = ("null", "malformed", "invalid_utf8", "too_large")
+RESULT_SCHEMA = "partition int, attempt long, stem string, documents long, tokens long, bytes long, " \
+                "file_sizes string, stats string"
+
+
+@dataclass
+class TokenizeConfig:
+    """Everything a tokenize run needs; the CLI flags and the YAML keys have these names (``-`` for ``_``)."""
+
+    model: str
+    inputs: list[str]
+    output: str
+    input_format: str | None = None          # text | jsonl | parquet; guessed from file names when None
+    text_column: str = "text"
+    keep_columns: list[str] = field(default_factory=list)
+    output_format: str = "parquet"            # parquet | megatron | npy
+    parquet_ids_dtype: str = "int32"          # int32 | uint16 (Parquet's input_ids element type)
+    add_bos: bool = False
+    add_eos: bool = False
+    partitions: int | None = None             # repartition the documents (default: as read)
+    mode: str = "error"                       # error | overwrite | skip | incremental
+    verify: bool = False
+    verify_rate: float = 1.0                  # share of documents decoded and compared when verify is on
+    on_bad_row: str = "error"                 # error | skip | keep
+    max_document_bytes: int = 64 << 20
+    progress_seconds: float = 10.0
+    #: Testing aid for the commit protocol: {"partition": P, "marker": PATH, "action": "fail" | "hang"}. The first
+    #: attempt of partition P that finds no file at PATH creates it after writing one batch, then dies or hangs.
+    fault_injection: dict | None = None
+
+    def validate(self) -> None:
+        check_format(self.output_format)
+        if self.on_bad_row not in BAD_ROW_POLICIES:
+            raise ConfigError(f"--on-bad-row {self.on_bad_row!r}: use one of {', '.join(BAD_ROW_POLICIES)}")
+        if not 0 < self.verify_rate <= 1:
+            raise ConfigError(f"verify_rate {self.verify_rate} must be in (0, 1]")
+        if self.partitions is not None and self.partitions < 1:
+            raise ConfigError(f"--partitions must be at least 1, got {self.partitions}")
+        if self.max_document_bytes < 1:
+            raise ConfigError("max_document_bytes must be positive")
+        if not self.inputs:
+            raise ConfigError("no input given: pass --input PATH [PATH ...]")
+        if self.text_column in self.keep_columns:
+            raise ConfigError(f"--keep-columns names the text column {self.text_column!r}; its tokens are "
+                              "input_ids already (keep a copy under another name in the input if you need it)")
+        if self.keep_columns and self.output_format != "parquet":
+            raise ConfigError("--keep-columns needs --output-format parquet (Megatron and npy shards hold ids only)")
+
+    def settings(self, model_sha256: str) -> dict[str, Any]:
+        """What must not change between runs appending to one output (checked in incremental and skip modes)."""
+        return {
+            "model_sha256": model_sha256, "output_format": self.output_format, "text_column": self.text_column,
+            "keep_columns": list(self.keep_columns), "parquet_ids_dtype": self.parquet_ids_dtype,
+            "add_bos": self.add_bos, "add_eos": self.add_eos, "on_bad_row": self.on_bad_row,
+            "max_document_bytes": self.max_document_bytes,
+        }
+
+
+# ---------------------------------------------------------------------------------------------- statistics
+_EXACT_BUCKETS = 1024
+_GROWTH = math.log(1.01)
+
+
+def token_buckets(counts: np.ndarray) -> np.ndarray:
+    """Histogram bucket of each token count: exact below 1024, then 1%-wide geometric buckets.
+
+    >>> token_buckets(np.array([0, 5, 1023, 1024, 2048])).tolist()
+    [0, 5, 1023, 1024, 1093]
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    large = np.maximum(counts, _EXACT_BUCKETS).astype(np.float64)
+    geometric = _EXACT_BUCKETS + np.floor(np.log(large / _EXACT_BUCKETS) / _GROWTH + 1e-9).astype(np.int64)
+    return np.where(counts < _EXACT_BUCKETS, counts, geometric)
+
+
+def bucket_floor(bucket: int) -> int:
+    """Smallest token count in ``bucket`` (inverse of :func:`token_buckets`)."""
+    if bucket < _EXACT_BUCKETS:
+        return int(bucket)
+    return int(math.ceil(_EXACT_BUCKETS * math.exp((bucket - _EXACT_BUCKETS) * _GROWTH) - 1e-6))
+
+
+def histogram_quantiles(histogram: dict[int, int], quantiles: Sequence[float]) -> dict[str, int]:
+    """Quantiles of tokens per document from a bucket histogram (exact below 1024 tokens, within 1% above).
+
+    >>> histogram_quantiles({1: 2, 3: 1, 10: 1}, [0.5, 0.9])
+    {'p50': 1, 'p90': 10}
+    """
+    total = sum(histogram.values())
+    result = {}
+    if not total:
+        return {f"p{round(q * 100)}": 0 for q in quantiles}
+    ordered = sorted(histogram.items())
+    cumulative = np.cumsum([count for _, count in ordered])
+    for q in quantiles:
+        rank = max(1, math.ceil(q * total))
+        index = int(np.searchsorted(cumulative, rank))
+        result[f"p{round(q * 100)}"] = bucket_floor(ordered[index][0])
+    return result
+
+
+# ---------------------------------------------------------------------------------------------- executors
+_TOKENIZERS: dict[str, Any] = {}
+
+
+def load_tokenizer_bytes(model_bytes: bytes, suffix: str, sha256: str):
+    """The Tokenizer for a model file's bytes, loaded once per Python worker (cached by checksum)."""
+    tokenizer = _TOKENIZERS.get(sha256)
+    if tokenizer is None:
+        from tokenizer import Tokenizer
+
+        fd, path = tempfile.mkstemp(prefix="shardpiece-model-", suffix=suffix)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(model_bytes)
+            tokenizer = Tokenizer.load(path)
+        finally:
+            os.unlink(path)
+        _TOKENIZERS[sha256] = tokenizer
+    return tokenizer
+
+
+def add_special_ids(ids: pa.ListArray, bos_id: int | None, eos_id: int | None) -> pa.ListArray:
+    """Prepend ``bos_id`` / append ``eos_id`` to every list (``None`` = don't).
+
+    >>> add_special_ids(pa.array([[5], []], pa.list_(pa.int32())), 1, 2).to_pylist()
+    [[1, 5, 2], [1, 2]]
+    """
+    if bos_id is None and eos_id is None:
+        return ids
+    offsets = np.asarray(ids.offsets, dtype=np.int64)
+    values = np.asarray(ids.values, dtype=np.int32)[offsets[0]:offsets[-1]]
+    offsets = offsets - offsets[0]
+    lengths = np.diff(offsets)
+    extra = (bos_id is not None) + (eos_id is not None)
+    new_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths + extra, out=new_offsets[1:])
+    out = np.empty(int(new_offsets[-1]), dtype=np.int32)
+    document = np.repeat(np.arange(len(lengths)), lengths)
+    shift = (bos_id is not None)
+    out[np.arange(len(values)) - offsets[document] + new_offsets[document] + shift] = values
+    if bos_id is not None:
+        out[new_offsets[:-1]] = bos_id
+    if eos_id is not None:
+        out[new_offsets[1:] - 1] = eos_id
+    return pa.ListArray.from_arrays(pa.array(new_offsets.astype(np.int32)), pa.array(out))
+
+
+@dataclass
+class _BatchOutcome:
+    keep: np.ndarray            # bool mask of rows written
+    texts: pa.Array             # string array of the rows written
+    bad: dict[str, int]
+    kept_bad: int
+    altered: int
+
+
+def classify_rows(batch: pa.RecordBatch, policy: str, max_bytes: int, where: str) -> _BatchOutcome:
+    """Apply the bad-row policy to one batch: which rows to write, as what text, and the counts by kind."""
+    column = batch.column(TEXT)
+    if pa.types.is_large_binary(column.type) or pa.types.is_large_string(column.type):
+        column = column.cast(pa.large_binary())
+    else:
+        column = column.cast(pa.binary())
+    malformed = np.asarray(batch.column(MALFORMED).fill_null(False), dtype=bool)
+    null = np.asarray(column.is_null(), dtype=bool) & ~malformed
+    lengths = np.asarray(pc.binary_length(column).fill_null(0), dtype=np.int64)
+    too_large = lengths > max_bytes
+    string_type = pa.large_string() if pa.types.is_large_binary(column.type) else pa.string()
+    invalid = np.zeros(len(column), dtype=bool)
+    try:
+        texts = column.cast(string_type)
+    except pa.ArrowInvalid:
+        values = column.to_pylist()
+        decoded = []
+        for i, value in enumerate(values):
+            if value is None:
+                decoded.append(None)
+                continue
+            try:
+                decoded.append(value.decode("utf-8"))
+            except UnicodeDecodeError:
+                invalid[i] = True
+                decoded.append(value.decode("utf-8", errors="replace"))
+        texts = pa.array(decoded, string_type)
+    bad_masks = {"null": null, "malformed": malformed, "invalid_utf8": invalid, "too_large": too_large}
+    bad = {kind: int(mask.sum()) for kind, mask in bad_masks.items()}
+    any_bad = null | malformed | invalid | too_large
+    if any_bad.any() and policy == "error":
+        row = int(np.argmax(any_bad))
+        kind = next(k for k, mask in bad_masks.items() if mask[row])
+        detail = {
+            "null": f"has no text (null, or no field/column named as --text-column)",
+            "malformed": "is not a JSON object",
+            "invalid_utf8": "is not valid UTF-8",
+            "too_large": f"is {lengths[row]:,} bytes, over max_document_bytes={max_bytes:,}",
+        }[kind]
+        raise InputError(
+            f"{where}: a row {detail}. Pass --on-bad-row skip to drop such rows or --on-bad-row keep to keep them "
+            "(null -> empty document, invalid UTF-8 -> U+FFFD replacements, huge -> encoded whole); "
+            "either way they are counted in the summary"
+        )
+    if policy == "skip":
+        keep = ~any_bad
+        texts = texts.filter(pa.array(keep))
+        return _BatchOutcome(keep, texts, bad, 0, 0)
+    keep = np.ones(len(column), dtype=bool)
+    if (null | malformed).any():
+        texts = pc.if_else(pa.array(null | malformed), pa.scalar("", string_type), texts)
+    return _BatchOutcome(keep, texts, bad, int(any_bad.sum()), int(invalid.sum()))
+
+
+def encode_partition(
+    batches: Iterator[pa.RecordBatch], *, model: Any, model_suffix: str, model_sha256: str, output: str,
+    run_id: str, config: dict[str, Any], empty_schema: pa.Schema | None,
+) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` step: encode and write one partition's shard; yields one row of counts (``RESULT_SCHEMA``)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    partition = context.partitionId() if context else 0
+    attempt = context.taskAttemptId() if context else 0
+    started = time.perf_counter()
+    tokenizer = load_tokenizer_bytes(model.value if hasattr(model, "value") else model, model_suffix, model_sha256)
+    vocab_size = int(tokenizer.vocab_size)
+    bos = _special_id(tokenizer, "bos") if config["add_bos"] else None
+    eos = _special_id(tokenizer, "eos") if config["add_eos"] else None
+    out = OutputDirectory(output)
+    stem = out.task_stem(run_id, partition, attempt)
+    writer = open_shard_writer(config["output_format"], stem, vocab_size=vocab_size,
+                               ids_dtype=config["parquet_ids_dtype"])
+    if empty_schema is not None and hasattr(writer, "set_empty_schema"):
+        writer.set_empty_schema(empty_schema)
+    keep_columns = list(config["keep_columns"])
+    rng = np.random.default_rng([partition, 20240229])
+    samples: dict[int, bytes] = {}
+    counts = {"rows": 0, "bytes": 0, "kept_bad_rows": 0, "altered_rows": 0, "min_tokens": 2**62, "max_tokens": 0,
+              **{k: 0 for k in BAD_ROW_KINDS}}
+    histogram: dict[int, int] = {}
+    encode_seconds = 0.0
+    fault = config.get("fault_injection") or None
+    try:
+        for batch in batches:
+            counts["rows"] += batch.num_rows
+            outcome = classify_rows(batch, config["on_bad_row"], config["max_document_bytes"],
+                                    f"partition {partition}")
+            for kind, number in outcome.bad.items():
+                counts[kind] += number
+            counts["kept_bad_rows"] += outcome.kept_bad
+            counts["altered_rows"] += outcome.altered
+            tick = time.perf_counter()
+            ids = tokenizer.encode_batch(outcome.texts, num_threads=1)
+            encode_seconds += time.perf_counter() - tick
+            if not isinstance(ids, (pa.ListArray, pa.LargeListArray)):
+                ids = pa.array(ids, pa.list_(pa.int32()))
+            ids = add_special_ids(ids, bos, eos)
+            table = pa.Table.from_batches([batch.select(keep_columns)]) if keep_columns else \
+                pa.table({"_": pa.nulls(batch.num_rows)}).select([])
+            if not outcome.keep.all():
+                table = table.filter(pa.array(outcome.keep))
+            first_index = writer.documents
+            writer.write(table, ids)
+            text_bytes = np.asarray(pc.binary_length(outcome.texts.cast(pa.large_binary())).fill_null(0))
+            counts["bytes"] += int(text_bytes.sum())
+            lengths = np.diff(np.asarray(ids.offsets, dtype=np.int64))
+            if len(lengths):
+                counts["min_tokens"] = min(counts["min_tokens"], int(lengths.min()))
+                counts["max_tokens"] = max(counts["max_tokens"], int(lengths.max()))
+            buckets, numbers = np.unique(token_buckets(lengths), return_counts=True)
+            for bucket, number in zip(buckets.tolist(), numbers.tolist()):
+                histogram[bucket] = histogram.get(bucket, 0) + number
+            if config["verify"]:
+                chosen = np.flatnonzero(rng.random(len(ids)) < config["verify_rate"])
+                if len(chosen):
+                    chosen_texts = outcome.texts.take(pa.array(chosen)).cast(pa.large_binary()).to_pylist()
+                    for index, text in zip(chosen.tolist(), chosen_texts):
+                        samples[first_index + index] = text
+            if fault and fault.get("partition") == partition and not os.path.exists(fault["marker"]):
+                with open(fault["marker"], "w") as handle:
+                    handle.write(f"attempt {attempt}\n")
+                if fault.get("action") == "hang":
+                    time.sleep(3600)
+                raise RuntimeError(f"injected failure in partition {partition}, attempt {attempt}")
+        names = writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    verified, mismatches = 0, []
+    if config["verify"] and samples:
+        for index, ids in enumerate(read_shard(config["output_format"], stem)):
+            expected = samples.get(index)
+            if expected is None:
+                continue
+            verified += 1
+            ids = np.asarray(ids, dtype=np.int64)
+            body = ids[1 if bos is not None else 0: len(ids) - (1 if eos is not None else 0)]
+            ends_ok = (bos is None or (len(ids) and ids[0] == bos)) and (eos is None or (len(ids) and ids[-1] == eos))
+            decoded = tokenizer.decode_bytes(body.tolist())
+            if decoded != expected or not ends_ok:
+                mismatches.append({"index": index, "expected": expected[:80].decode("utf-8", "replace"),
+                                   "decoded": decoded[:80].decode("utf-8", "replace")})
+    directory = os.path.dirname(stem)
+    file_sizes = {name: os.path.getsize(os.path.join(directory, name)) for name in names}
+    stats = {**counts, "histogram": {str(k): v for k, v in histogram.items()}, "verified": verified,
+             "verify_mismatches": len(mismatches), "mismatch_examples": mismatches[:3],
+             "seconds": time.perf_counter() - started, "encode_seconds": encode_seconds}
+    yield pa.RecordBatch.from_pydict({
+        "partition": pa.array([partition], pa.int32()), "attempt": pa.array([attempt], pa.int64()),
+        "stem": [stem], "documents": pa.array([writer.documents], pa.int64()),
+        "tokens": pa.array([writer.tokens], pa.int64()), "bytes": pa.array([counts["bytes"]], pa.int64()),
+        "file_sizes": [json.dumps(file_sizes)], "stats": [json.dumps(stats)],
+    })
+
+
+def _special_id(tokenizer, name: str) -> int:
+    model = getattr(tokenizer, "model", tokenizer)
+    value = getattr(model, f"{name}_id", -1)
+    if value is None or value < 0:
+        flag = "--add-bos" if name == "bos" else "--add-eos"
+        raise ConfigError(f"{flag}: the model has no {'<s>' if name == 'bos' else '</s>'} piece; train it with "
+                          "that special token or drop the flag")
+    return int(value)
+
+
+# ---------------------------------------------------------------------------------------------- driver
+def list_inputs(spark, inputs: Sequence[str]) -> tuple[list[InputFile], list[InputFile], str | None]:
+    """(non-empty files, empty files, guessed format) with sizes and modification times from Hadoop."""
+    from pipelines.readers import detect_format, list_input_files
+
+    listed = list_input_files(spark, list(inputs))
+    conf = spark._jsc.hadoopConfiguration()
+
+    def status(path: str) -> InputFile:
+        hadoop_path = spark._jvm.org.apache.hadoop.fs.Path(path)
+        info = hadoop_path.getFileSystem(conf).getFileStatus(hadoop_path)
+        return InputFile(path, int(info.getLen()), int(info.getModificationTime()) * 1_000_000)
+
+    guessed = detect_format(listed.files + listed.empty_files)
+    return [status(p) for p in listed.files], [status(p) for p in listed.empty_files], guessed
+
+
+def read_documents(spark, files: Sequence[str], input_format: str, text_column: str, keep_columns: Sequence[str]):
+    """DataFrame of ``__text`` (binary, nulls kept), ``__malformed`` (bool) and the kept columns of ``files``.
+
+    Unlike :func:`pipelines.readers.read_corpus`, rows with null or empty text stay (they are documents or bad rows
+    to account for) and extra columns come along. JSONL fields are kept as strings (JSON text for non-strings).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, StringType
+
+    from pipelines.readers import InputFiles, _read_lines, missing_column_error
+
+    files = list(files)
+    if input_format == "parquet":
+        frame = spark.read.parquet(*files)
+        fields = {f.name: f for f in frame.schema.fields}
+        for name in [text_column, *keep_columns]:
+            if name not in fields:
+                error = missing_column_error(name, list(fields), "column", files[:3])
+                if name != text_column:
+                    error = InputError(str(error).replace("--text-column NAME (text_column: in a config file)",
+                                                          "--keep-columns a,b"))
+                raise error
+        if not isinstance(fields[text_column].dataType, (StringType, BinaryType)):
+            raise InputError(f"column {text_column!r} has type {fields[text_column].dataType.simpleString()}, not "
+                             "string or binary: pass the column that holds the text with --text-column NAME")
+        return frame.select(F.col(text_column).cast("binary").alias(TEXT), F.lit(False).alias(MALFORMED),
+                            *[F.col(c) for c in keep_columns])
+    lines = _read_lines(spark, InputFiles(files=files, empty_files=[], total_bytes=0))
+    if input_format == "text":
+        if keep_columns:
+            raise ConfigError("--keep-columns: text input has no columns; use JSONL or Parquet input")
+        return lines.select(F.col("line").alias(TEXT), F.lit(False).alias(MALFORMED))
+    if input_format != "jsonl":
+        raise ConfigError(f"unknown input format {input_format!r}: use text, jsonl or parquet")
+    for name in [text_column, *keep_columns]:
+        if "'" in name or "\\" in name:
+            raise ConfigError(f"field name {name!r}: names with quotes or backslashes are not supported")
+    line = F.col("line").cast("string")
+    frame = lines.select(line.alias("line")).where(F.length(F.trim(F.col("line"))) > 0)
+    return frame.select(
+        F.expr(f"get_json_object(line, '$[\\'{text_column}\\']')").cast("binary").alias(TEXT),
+        F.expr("json_object_keys(line)").isNull().alias(MALFORMED),
+        *[F.expr(f"get_json_object(line, '$[\\'{c}\\']')").alias(c) for c in keep_columns],
+    )
+
+
+class _Progress(threading.Thread):
+    """Prints ``tokenize: N/M tasks done`` to stderr every ``seconds`` while the job runs."""
+
+    def __init__(self, spark, seconds: float, started: float):
+        super().__init__(daemon=True)
+        self.tracker = spark.sparkContext.statusTracker()
+        self.seconds, self.started = seconds, started
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(self.seconds):
+            done = total = 0
+            for stage_id in self.tracker.getActiveStageIds():
+                info = self.tracker.getStageInfo(stage_id)
+                if info is not None:
+                    done += info.numCompletedTasks
+                    total += info.numTasks
+            if total:
+                print(f"tokenize: {done}/{total} tasks done, {time.perf_counter() - self.started:.0f} s",
+                      file=sys.stderr, flush=True)
+
+
+def run_tokenize(spark, config: TokenizeConfig) -> dict[str, Any]:
+    """Run the tokenize job; returns the summary (also written to ``OUTPUT/_summary.json``)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from tokenizer import Tokenizer
+
+    config.validate()
+    started = time.perf_counter()
+    try:
+        with open(config.model, "rb") as handle:
+            model_bytes = handle.read()
+    except OSError as exc:
+        raise ConfigError(f"--model {config.model}: cannot read it ({exc.strerror})") from None
+    sha256 = hashlib.sha256(model_bytes).hexdigest()
+    tokenizer = Tokenizer.load(config.model)
+    if config.add_bos:
+        _special_id(tokenizer, "bos")
+    if config.add_eos:
+        _special_id(tokenizer, "eos")
+    out = OutputDirectory(config.output)
+    settings = config.settings(sha256)
+    state = out.prepare(config.mode, settings)
+    if state == "complete":
+        print(f"tokenize: {out.path} is complete (_SUCCESS); --mode skip: nothing to do", file=sys.stderr)
+        return {"status": "skipped", "output": out.path}
+    files, empty_files, guessed = list_inputs(spark, config.inputs)
+    input_format = config.input_format or guessed
+    recorded = out.recorded_inputs()
+    for item in files + empty_files:
+        old = recorded.get(item.path)
+        if old is not None and (old.size, old.mtime_ns) != (item.size, item.mtime_ns):
+            raise InputError(
+                f"input {item.path} changed since it was tokenized into {out.path} (size {old.size} -> {item.size}): "
+                "its old tokens are in the output; rerun with --mode overwrite to rebuild, or write new data to new "
+                "files"
+            )
+    new_files = [f for f in files if f.path not in recorded]
+    new_empty = [f for f in empty_files if f.path not in recorded]
+    run_id = out.next_run_id()
+    results: list[TaskResult] = []
+    if new_files:
+        frame = read_documents(spark, [f.path for f in new_files], input_format, config.text_column,
+                               config.keep_columns)
+        if config.partitions is not None:
+            frame = frame.repartition(int(config.partitions))
+        empty_schema = None
+        if config.keep_columns:
+            empty_schema = to_arrow_schema(frame.select(*config.keep_columns).schema)
+        model_broadcast = spark.sparkContext.broadcast(model_bytes)
+        options = {k: v for k, v in asdict(config).items()
+                   if k in ("add_bos", "add_eos", "output_format", "parquet_ids_dtype", "keep_columns", "verify",
+                            "verify_rate", "on_bad_row", "max_document_bytes", "fault_injection")}
+        suffix = os.path.splitext(config.model)[1]
+
+        def step(batches):
+            return encode_partition(batches, model=model_broadcast, model_suffix=suffix, model_sha256=sha256,
+                                    output=out.path, run_id=run_id, config=options, empty_schema=empty_schema)
+
+        progress = _Progress(spark, config.progress_seconds, started)
+        progress.start()
+        try:
+            rows = frame.mapInArrow(step, RESULT_SCHEMA).collect()
+        finally:
+            progress.stop.set()
+            model_broadcast.destroy()
+        results = [TaskResult(r["partition"], r["attempt"], r["stem"], r["documents"], r["tokens"], r["bytes"],
+                              json.loads(r["file_sizes"]), json.loads(r["stats"])) for r in rows]
+        _check_results(results, config, frame if config.verify else None)
+    summary = _summary(config, out, run_id, results, new_files, new_empty, input_format, sha256,
+                       time.perf_counter() - started)
+    if not new_files and not new_empty and state == "continue":
+        summary["status"] = "up to date: no new input files"
+        out.mark_complete_without_run(summary)
+    else:
+        out.commit(run_id, config.output_format, settings, new_files + new_empty, results, summary)
+    print(f"tokenize: {summary['documents']:,} documents, {summary['tokens']:,} tokens, "
+          f"{summary['bytes_per_token']:.2f} bytes/token, {summary['seconds']:.1f} s -> {out.path}", file=sys.stderr)
+    return summary
+
+
+def _check_results(results: list[TaskResult], config: TokenizeConfig, frame) -> None:
+    """Refuse to commit when a partition reported twice, a shard's metadata disagrees with its task's counts, the
+    decoded output differs from the input, or (verify) the rows read differ from an independent count."""
+    partitions = [r.partition for r in results]
+    if len(set(partitions)) != len(partitions):
+        raise InputError(f"partitions reported twice in {sorted(partitions)}: not committing")
+    for result in results:
+        counted = shard_document_count(config.output_format, result.stem)
+        if counted != result.documents:
+            raise InputError(f"shard {result.stem} holds {counted} documents, its task wrote {result.documents}")
+        skipped = sum(result.stats[k] for k in BAD_ROW_KINDS) - result.stats["kept_bad_rows"]
+        if result.stats["rows"] != result.documents + skipped:
+            raise InputError(f"partition {result.partition}: {result.stats['rows']} rows read but "
+                             f"{result.documents} written and {skipped} skipped")
+        if result.stats["verify_mismatches"]:
+            raise InputError(f"verify: {result.stats['verify_mismatches']} documents of partition {result.partition} "
+                             f"do not decode to their input, e.g. {result.stats['mismatch_examples'][0]}; nothing "
+                             "was committed. Is the model lossless (byte fallback, identity normalizer)?")
+    if frame is not None:
+        expected = frame.count()
+        read = sum(r.stats["rows"] for r in results)
+        if expected != read:
+            raise InputError(f"verify: the input has {expected} rows but the tasks read {read}; nothing was committed")
+
+
+def _summary(config, out, run_id, results, new_files, new_empty, input_format, sha256, seconds) -> dict[str, Any]:
+    histogram: dict[int, int] = {}
+    totals = {"rows": 0, "kept_bad_rows": 0, "altered_rows": 0, "verified": 0, **{k: 0 for k in BAD_ROW_KINDS}}
+    encode_seconds = 0.0
+    for result in results:
+        for key in totals:
+            totals[key] += result.stats[key]
+        for bucket, count in result.stats["histogram"].items():
+            histogram[int(bucket)] = histogram.get(int(bucket), 0) + count
+        encode_seconds += result.stats["encode_seconds"]
+    documents = sum(r.documents for r in results)
+    tokens = sum(r.tokens for r in results)
+    text_bytes = sum(r.bytes for r in results)
+    quantiles = histogram_quantiles(histogram, [0.5, 0.9, 0.99])
+    bad_total = sum(totals[k] for k in BAD_ROW_KINDS)
+    return {
+        "status": "committed", "run_id": run_id, "output": out.path, "output_format": config.output_format,
+        "model": os.path.abspath(config.model), "model_sha256": sha256, "input_format": input_format,
+        "input_files": [f.path for f in new_files], "empty_input_files": [f.path for f in new_empty],
+        "rows_read": totals["rows"], "documents": documents, "bytes": text_bytes, "tokens": tokens,
+        "bytes_per_token": text_bytes / tokens if tokens else 0.0,
+        "tokens_per_document": {
+            "min": min((r.stats["min_tokens"] for r in results if r.documents), default=0), **quantiles,
+            "max": max((r.stats["max_tokens"] for r in results), default=0),
+            "mean": tokens / documents if documents else 0.0,
+            "note": "exact below 1024 tokens, within 1% above",
+        },
+        "bad_rows": {"policy": config.on_bad_row, "total": bad_total,
+                     **{k: totals[k] for k in BAD_ROW_KINDS},
+                     "kept": totals["kept_bad_rows"], "skipped": bad_total - totals["kept_bad_rows"],
+                     "altered_text": totals["altered_rows"]},
+        "verify": {"enabled": config.verify, "rate": config.verify_rate if config.verify else 0.0,
+                   "documents_checked": totals["verified"], "mismatches": 0},
+        "partitions": len(results), "seconds": seconds, "encode_seconds_total": encode_seconds,
+        "throughput": {"mb_per_s": text_bytes / 1e6 / seconds if seconds else 0.0,
+                       "documents_per_s": documents / seconds if seconds else 0.0,
+                       "tokens_per_s": tokens / seconds if seconds else 0.0},
+        "add_bos": config.add_bos, "add_eos": config.add_eos,
+    }
+
+
+def merge_megatron(output_dir: str, prefix: str):
+    """Merge the committed Megatron shards of ``output_dir`` (manifest order) into ``prefix.bin``/``prefix.idx``."""
+    from tokenizer.interop.megatron import merge_datasets
+
+    out = OutputDirectory(output_dir)
+    manifest = out.manifest()
+    if manifest is None or not out.is_complete():
+        raise InputError(f"{out.path} is not a complete tokenize output (no _SUCCESS): finish or rerun the job first")
+    if manifest.get("output_format") != "megatron":
+        raise InputError(f"{out.path} holds {manifest.get('output_format')} shards, not megatron")
+    stems = out.committed_stems()
+    if not stems:
+        raise InputError(f"{out.path} has no shards to merge")
+    return merge_datasets(stems, prefix)
+
+
+__all__ = ["TokenizeConfig", "run_tokenize", "read_documents", "encode_partition", "merge_megatron",
+           "OUTPUT_FORMATS", "shard_files"]
