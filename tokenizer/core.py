@@ -1,0 +1,531 @@
+"""The ``Tokenizer`` API: argument checks and buffer management around the kernels in :mod:`tokenizer.kernels`.
+
+    >>> from tokenizer import Model, Tokenizer
+    >>> tok = Tokenizer(Model.byte_level([b"ab", b"abc"], [-1.0, -1.5]))
+    >>> tok.encode("abcab")          # "abc" (256 + 1) then "ab" (256)
+    [257, 256]
+    >>> tok.decode([257, 256])
+    'abcab'
+
+A ``Tokenizer`` pickles as its :class:`~tokenizer.model.Model` alone (what a Spark broadcast needs); the compiled
+arrays (double array, scores, byte table) are rebuilt lazily on first use in each process.
+
+Null entries of an Arrow input stay null in the output. ``decode`` replaces invalid UTF-8 with U+FFFD (Python's
+``errors="replace"``: one U+FFFD per maximal invalid subsequence, which may differ from SentencePiece's count);
+``decode_bytes`` is the lossless inverse.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from tokenizer.errors import InputError, ModelError, ModelFileError
+from tokenizer.model import MAGIC, Model, PieceType
+
+MATCHABLE_TYPES = (PieceType.NORMAL, PieceType.USER_DEFINED)
+UNK_PENALTY = np.float32(10.0)            # SentencePiece's kUnkPenalty
+FLOAT32_MAX = np.float32(np.finfo(np.float32).max)
+FLOAT32_TINY = np.float32(np.finfo(np.float32).tiny)  # SentencePiece starts max_score at FLT_MIN
+_MIN_BYTES_PER_THREAD = 1 << 16
+
+
+class InvalidIdError(InputError, IndexError):
+    """An id outside ``0 .. vocab_size - 1`` (or not an integer) was passed to decode / id_to_piece."""
+
+
+def byte_piece_value(piece: bytes) -> int:
+    """The byte a BYTE piece stands for: ``b"<0x41>"`` -> 0x41 (raises ModelError if malformed)."""
+    if len(piece) == 6 and piece.startswith(b"<0x") and piece.endswith(b">"):
+        try:
+            return int(piece[3:5], 16)
+        except ValueError:
+            pass
+    raise ModelError(f"BYTE piece {piece!r} is not of the form <0xAB>")
+
+
+class CompiledModel:
+    """Numpy arrays the kernels need, derived from a :class:`Model` (never pickled; see module docstring).
+
+    Attributes: ``base``/``check``/``value`` (double array of NORMAL and USER_DEFINED pieces), ``piece_score``
+    (float64, unigram lattice scores), ``merge_score`` (float32, BPE priorities), ``is_user_defined`` (uint8),
+    ``byte_to_id`` (int32[256]), ``byte_mode``, ``split_after_newlines``, ``unk_score`` (scalar of
+    ``score_dtype``), ``score_dtype`` (float32, or float64 for models with exact log-count scores),
+    ``max_piece_length``.
+    """
+
+    def __init__(self, model: Model):
+        from tokenizer.kernels.double_array import DoubleArray
+
+        types = model.types
+        matchable = np.isin(types, np.array(MATCHABLE_TYPES, dtype=np.int8))
+        ids = np.flatnonzero(matchable).astype(np.int32)
+        keys = [model.pieces[i] for i in ids]
+        if any(not k for k in keys):
+            raise ModelError("a NORMAL or USER_DEFINED piece is empty: every matched piece needs at least one byte")
+        seen: dict[bytes, int] = {}
+        for i, k in zip(ids.tolist(), keys):
+            if k in seen:
+                raise ModelError(f"piece {k!r} appears twice (ids {seen[k]} and {i}): pieces must be distinct")
+            seen[k] = i
+        trie = DoubleArray.build(keys, ids)
+        self.base, self.check, self.value = trie.base, trie.check, trie.value
+        self.max_piece_length = max((len(k) for k in keys), default=1)
+
+        scores32 = model.scores.astype(np.float32)
+        normal = types == PieceType.NORMAL
+        min_score = np.float32(min(FLOAT32_MAX, scores32[normal].min())) if normal.any() else FLOAT32_MAX
+        max_score = np.float32(max(FLOAT32_TINY, scores32[normal].max())) if normal.any() else FLOAT32_TINY
+        self.is_user_defined = (types == PieceType.USER_DEFINED).astype(np.uint8)
+        counts = (model.provenance or {}).get("log_count_scores")
+        if counts is not None:
+            counts = counts["counts"]
+            if len(counts) != model.vocab_size:
+                raise ModelError(f"log_count_scores has {len(counts)} counts for {model.vocab_size} pieces")
+            log_total = np.log(sum(int(c) for c in counts))
+            self.piece_score = np.array([np.log(int(c)) - log_total if c > 0 else -np.inf for c in counts],
+                                        dtype=np.float64)
+            self.score_dtype = np.float64
+        else:
+            self.piece_score = scores32.astype(np.float64)
+            self.score_dtype = np.float32
+        lengths = np.fromiter((len(p) for p in model.pieces), dtype=np.float32, count=model.vocab_size)
+        user = self.is_user_defined.astype(bool)
+        self.piece_score[user] = (lengths[user] * max_score).astype(np.float64) - 0.1
+        self.piece_score[~matchable] = -np.inf
+        if not np.all(np.isfinite(self.piece_score[matchable])):
+            raise ModelError("a matchable piece has count 0 in log_count_scores")
+        self.unk_score = self.score_dtype(np.float32(min_score - UNK_PENALTY))
+        self.merge_score = scores32
+
+        single = np.full(256, -1, dtype=np.int32)
+        for i in ids.tolist():
+            if len(model.pieces[i]) == 1:
+                single[model.pieces[i][0]] = i
+        self.byte_mode = bool((single >= 0).all())
+        byte_to_id = np.full(256, model.unk_id, dtype=np.int32)
+        for i in np.flatnonzero(types == PieceType.BYTE).tolist():
+            byte_to_id[byte_piece_value(model.pieces[i])] = i
+        self.byte_to_id = byte_to_id
+        self.byte_fallback = bool(model.byte_fallback)
+        self.unk_id = int(model.unk_id)
+        self.split_after_newlines = bool(model.pretokenizer.get("split_after_newlines", False))
+        self.is_bpe = model.algorithm == "bpe"
+        self.has_user_defined = bool(user.any())
+
+    # ------------------------------------------------------------------ one document range
+    def work_buffers(self, longest: int) -> tuple:
+        n = longest + 1
+        if self.is_bpe:
+            return (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32),
+                    np.empty(n, np.uint8), np.empty(3 * n, np.float32), np.empty(3 * n, np.int32),
+                    np.empty(3 * n, np.int32), np.empty(3 * n, np.int32))
+        return (np.empty(n, self.score_dtype), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32))
+
+    def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets):
+        """Run the batch kernel on documents ``doc_begin .. doc_end - 1``; returns the id count (raises on error)."""
+        from tokenizer.kernels.batch import bpe_batch, unigram_batch
+        from tokenizer.kernels.random import new_state
+
+        lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
+        longest = int(lengths.max()) if len(lengths) else 0
+        buffers = self.work_buffers(longest)
+        if self.is_bpe:
+            total, failed = bpe_batch(
+                self.base, self.check, self.value, self.merge_score, self.is_user_defined, self.byte_to_id,
+                self.byte_mode, self.unk_id, self.byte_fallback, self.has_user_defined, data, offsets, valid,
+                doc_begin, doc_end, bos_id, eos_id, new_state(0), *buffers, out_ids, out_offsets)
+        else:
+            total, failed = unigram_batch(
+                self.base, self.check, self.value, self.piece_score, self.byte_to_id, self.byte_mode,
+                self.split_after_newlines, self.unk_id, self.byte_fallback, self.unk_score, data, offsets, valid,
+                doc_begin, doc_end, bos_id, eos_id, *buffers, out_ids, out_offsets)
+        if total < 0:
+            raise InputError(
+                f"text {failed} contains characters the model cannot represent: it has no <unk> piece and no byte "
+                "fallback. Use a model with byte_fallback (or a byte-level model), or remove those characters"
+            )
+        return int(total)
+
+
+class Tokenizer:
+    """Encode text to ids and decode ids to text with a :class:`~tokenizer.model.Model`.
+
+    ``Tokenizer(model)`` or ``Tokenizer.load(path)`` (a shardpiece model, a SentencePiece ``.model`` or a BytePiece
+    JSON). Thread-safe: the compiled arrays are read-only once built.
+    """
+
+    def __init__(self, model: Model):
+        if not isinstance(model, Model):
+            raise TypeError(f"Tokenizer(model) needs a tokenizer.Model, not {type(model).__name__}; "
+                            "to read a file use Tokenizer.load(path)")
+        self.model = model
+        self._lock = threading.Lock()
+        self._compiled: CompiledModel | None = None
+        self._normalizer = None
+        self._decode_table: list[bytes] | None = None
+
+    # ------------------------------------------------------------------ construction, pickling
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Tokenizer":
+        """Read a model file, detecting its format by content: shardpiece (magic bytes), BytePiece JSON, or a
+        SentencePiece ``.model`` (protobuf)."""
+        source = os.fspath(path)
+        try:
+            with open(source, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            raise ModelFileError(source, f"cannot read the file: {exc.strerror}") from None
+        return cls(load_model_bytes(data, source))
+
+    def __reduce__(self):
+        return (Tokenizer, (self.model,))
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model as a shardpiece model file (atomically)."""
+        self.model.save(path)
+
+    @property
+    def compiled(self) -> CompiledModel:
+        if self._compiled is None:
+            with self._lock:
+                if self._compiled is None:
+                    self._compiled = CompiledModel(self.model)
+        return self._compiled
+
+    @property
+    def normalizer(self):
+        if self._normalizer is None:
+            from tokenizer.normalizers import for_model
+
+            self._normalizer = for_model(self.model)
+        return self._normalizer
+
+    # ------------------------------------------------------------------ vocabulary
+    @property
+    def vocab_size(self) -> int:
+        return self.model.vocab_size
+
+    @property
+    def bos_id(self) -> int:
+        return self.model.bos_id
+
+    @property
+    def eos_id(self) -> int:
+        return self.model.eos_id
+
+    @property
+    def unk_id(self) -> int:
+        return self.model.unk_id
+
+    @property
+    def pad_id(self) -> int:
+        return self.model.pad_id
+
+    def id_to_piece(self, i: int) -> bytes:
+        """The piece's bytes as stored (BYTE pieces in their ``<0xAB>`` text form)."""
+        self._check_id(i)
+        return self.model.pieces[int(i)]
+
+    def piece_to_id(self, piece: bytes | str) -> int:
+        """Id of ``piece`` (bytes, or str encoded as UTF-8), or -1 when it is not in the vocabulary."""
+        if isinstance(piece, str):
+            piece = piece.encode("utf-8")
+        if not isinstance(piece, (bytes, bytearray, memoryview)):
+            raise TypeError(f"piece_to_id accepts bytes or str, not {type(piece).__name__}")
+        return self.model.piece_to_id(bytes(piece))
+
+    def _check_id(self, i: Any) -> None:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise InvalidIdError(f"ids must be integers, got {i!r} ({type(i).__name__})")
+        if not 0 <= i < self.vocab_size:
+            raise InvalidIdError(f"id {int(i)} is out of range: the vocabulary has {self.vocab_size} ids "
+                                 f"(0..{self.vocab_size - 1}); was the ids made with another model?")
+
+    # ------------------------------------------------------------------ encoding
+    def _to_bytes(self, text: Any) -> bytes:
+        if isinstance(text, str):
+            try:
+                return text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InputError(
+                    f"text has an unpaired surrogate at index {exc.start} and cannot be UTF-8 encoded: fix the "
+                    "text, or pass bytes (e.g. text.encode('utf-8', 'surrogatepass'))"
+                ) from None
+        if isinstance(text, (bytes, bytearray, memoryview)):
+            return bytes(text)
+        raise TypeError(f"encode accepts str or bytes (UTF-8 or any bytes for identity models), "
+                        f"not {type(text).__name__}")
+
+    def _special(self, add: bool, which: str) -> int:
+        if not add:
+            return -1
+        value = getattr(self.model, f"{which}_id")
+        if value < 0:
+            raise InputError(f"add_{which}=True but the model has no {which} piece: train or build the model "
+                             f"with one (e.g. specials=('<s>', '</s>')), or pass add_{which}=False")
+        return value
+
+    def encode(self, text: str | bytes, *, add_bos: bool = False, add_eos: bool = False,
+               alpha: float | None = None, dropout: float | None = None, seed: int | None = None) -> list[int]:
+        """Ids of ``text``. ``alpha`` (unigram models) samples a segmentation with probability proportional to
+        ``exp(alpha * score)``; ``dropout`` (BPE models) skips each merge with that probability; ``seed`` makes
+        either reproducible. Without them the result is the deterministic best segmentation."""
+        data = self._to_bytes(text)
+        bos, eos = self._special(add_bos, "bos"), self._special(add_eos, "eos")
+        if not self.normalizer.is_identity:
+            data = self.normalizer.normalize(data)
+        compiled = self.compiled
+        if alpha is not None or dropout is not None:
+            ids = self._encode_sampled(compiled, data, alpha, dropout, seed)
+        else:
+            if seed is not None:
+                raise InputError("seed only matters with alpha= (unigram sampling) or dropout= (BPE-dropout)")
+            array = np.frombuffer(data, dtype=np.uint8)
+            offsets = np.array([0, len(data)], dtype=np.int64)
+            out_ids = np.empty(len(data) + 2, dtype=np.int32)
+            out_offsets = np.empty(2, dtype=np.int64)
+            total = compiled.encode_range(array, offsets, _ALL_VALID, 0, 1, -1, -1, out_ids, out_offsets)
+            ids = out_ids[:total].tolist()
+        if bos >= 0:
+            ids.insert(0, bos)
+        if eos >= 0:
+            ids.append(eos)
+        return ids
+
+    def _encode_sampled(self, compiled: CompiledModel, data: bytes, alpha, dropout, seed) -> list[int]:
+        from tokenizer.kernels.random import new_state
+
+        rng = new_state(seed)
+        array = np.frombuffer(data, dtype=np.uint8)
+        n = len(data)
+        out = np.empty(n + 1, dtype=np.int32)
+        if compiled.is_bpe:
+            if alpha is not None:
+                raise InputError("alpha= samples unigram segmentations; this is a BPE model: use dropout=")
+            p = float(dropout)
+            if not 0.0 <= p <= 1.0 or math.isnan(p):
+                raise InputError(f"dropout={dropout!r} must be a probability in [0, 1]")
+            from tokenizer.kernels.bpe import bpe_into
+
+            total = bpe_into(compiled.base, compiled.check, compiled.value, compiled.merge_score,
+                             compiled.is_user_defined, compiled.byte_to_id, compiled.byte_mode, compiled.unk_id,
+                             compiled.byte_fallback, compiled.has_user_defined, p, rng, array, 0, n,
+                             *compiled.work_buffers(n), out, 0)
+        else:
+            if dropout is not None:
+                raise InputError("dropout= applies to BPE models; this is a unigram model: use alpha=")
+            a = float(alpha)
+            if not math.isfinite(a) or a < 0:
+                raise InputError(f"alpha={alpha!r} must be a finite number >= 0 (0 = uniform over segmentations)")
+            from tokenizer.kernels.unigram import sample_into
+
+            width = compiled.max_piece_length + 1
+            total = sample_into(compiled.base, compiled.check, compiled.value, compiled.piece_score,
+                                compiled.byte_to_id, compiled.byte_mode, compiled.split_after_newlines,
+                                compiled.unk_id, compiled.byte_fallback, compiled.unk_score, a, rng, array, 0, n,
+                                np.empty(n + 1, np.float64), np.empty(n + 1, np.int32), np.empty(width, np.int32),
+                                np.empty(width, np.int32), np.empty(width, np.float64), out, 0)
+        if total < 0:
+            raise InputError("the text contains characters the model cannot represent (no <unk> piece and no "
+                             "byte fallback): use a byte-level or byte_fallback model, or remove them")
+        return out[:total].tolist()
+
+    def encode_batch(self, texts, *, num_threads: int | None = None, add_bos: bool = False,
+                     add_eos: bool = False):
+        """Encode many texts. A list (or tuple) of str/bytes gives ``list[list[int]]``; a pyarrow string, binary
+        (or large_*) Array gives a ``list<int32>`` Array (``large_list<int32>`` past 2**31 ids) and a
+        ChunkedArray a ChunkedArray. Nulls stay null. ``num_threads=None`` uses every core, 1 the calling thread
+        only; threads take contiguous document ranges."""
+        bos, eos = self._special(add_bos, "bos"), self._special(add_eos, "eos")
+        if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
+            raise InputError(f"num_threads={num_threads!r} must be a positive int or None (all cores)")
+        pa = _pyarrow_if_loaded()
+        if pa is not None and isinstance(texts, pa.ChunkedArray):
+            return pa.chunked_array([self.encode_batch(c, num_threads=num_threads, add_bos=add_bos,
+                                                       add_eos=add_eos) for c in texts.chunks],
+                                    type=pa.list_(pa.int32()) if texts.num_chunks == 0 else None)
+        if pa is not None and isinstance(texts, pa.Array):
+            return self._encode_arrow(pa, texts, num_threads, bos, eos)
+        if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple)):
+            raise TypeError(f"encode_batch accepts a list of str/bytes or a pyarrow string/binary array, not "
+                            f"{type(texts).__name__}; for one text use encode()")
+        blobs = [self._to_bytes(t) for t in texts]
+        offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in blobs], out=offsets[1:])
+        data = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+        ids, out_offsets = self._encode_packed(data, offsets, _ALL_VALID, num_threads, bos, eos)
+        flat = ids.tolist()
+        bounds = out_offsets.tolist()
+        return [flat[bounds[i]:bounds[i + 1]] for i in range(len(blobs))]
+
+    def _encode_arrow(self, pa, array, num_threads, bos, eos):
+        kind = array.type
+        if pa.types.is_string(kind) or pa.types.is_binary(kind):
+            offset_dtype = np.int32
+        elif pa.types.is_large_string(kind) or pa.types.is_large_binary(kind):
+            offset_dtype = np.int64
+        else:
+            raise TypeError(f"encode_batch needs a pyarrow string, large_string, binary or large_binary array, "
+                            f"not {kind}; cast it first (e.g. array.cast(pa.large_string()))")
+        n = len(array)
+        _, offsets_buffer, data_buffer = array.buffers()
+        if n == 0:
+            offsets = np.zeros(1, dtype=np.int64)
+        else:
+            offsets = np.frombuffer(offsets_buffer, dtype=offset_dtype)[array.offset:array.offset + n + 1]
+        data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+        valid = _ALL_VALID
+        mask = None
+        if array.null_count:
+            mask_bool = np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+            valid = (~mask_bool).astype(np.uint8)
+            mask = pa.array(mask_bool)
+        ids, out_offsets = self._encode_packed(data, offsets, valid, num_threads, bos, eos)
+        values = pa.array(ids, type=pa.int32())
+        if out_offsets.dtype == np.int32:
+            return pa.ListArray.from_arrays(pa.array(out_offsets), values, mask=mask)
+        return pa.LargeListArray.from_arrays(pa.array(out_offsets), values, mask=mask)
+
+    def _encode_packed(self, data, offsets, valid, num_threads, bos, eos):
+        """Encode packed texts; returns ``(ids int32, offsets int32 or int64)``, offsets starting at 0."""
+        n = len(offsets) - 1
+        if not self.normalizer.is_identity:
+            data, offsets = self.normalizer.normalize_batch(data, np.asarray(offsets, dtype=np.int64))
+        compiled = self.compiled
+        if n == 0:
+            return np.zeros(0, np.int32), np.zeros(1, np.int32)
+        total_bytes = int(offsets[-1]) - int(offsets[0])
+        extra = (bos >= 0) + (eos >= 0)
+        capacity = total_bytes + extra * n
+        offset_dtype = np.int32 if capacity < 2**31 - 1 else np.int64
+        threads = num_threads or os.cpu_count() or 1
+        threads = max(1, min(threads, n, total_bytes // _MIN_BYTES_PER_THREAD + 1))
+        out_ids = np.empty(max(capacity, 1), dtype=np.int32)
+        out_offsets = np.empty(n + 1, dtype=offset_dtype)
+        if threads == 1:
+            total = compiled.encode_range(data, offsets, valid, 0, n, bos, eos, out_ids, out_offsets)
+        else:
+            # Contiguous document ranges of about equal byte size; each writes its own region of out_ids.
+            targets = offsets[0] + np.arange(1, threads) * (total_bytes / threads)
+            cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets[:-1], targets), [n]]).astype(np.int64))
+            ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+            starts = [int(offsets[b] - offsets[0]) + extra * b for b, _ in ranges]
+            parts = [np.empty(e - b + 1, dtype=offset_dtype) for b, e in ranges]
+
+            def run(k):
+                b, e = ranges[k]
+                return compiled.encode_range(data, offsets, valid, b, e, bos, eos, out_ids[starts[k]:], parts[k])
+
+            with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
+                counts = list(pool.map(run, range(len(ranges))))
+            total = 0
+            out_offsets[0] = 0
+            for k, (b, e) in enumerate(ranges):
+                if starts[k] != total:
+                    out_ids[total:total + counts[k]] = out_ids[starts[k]:starts[k] + counts[k]].copy()
+                out_offsets[b + 1:e + 1] = parts[k][1:] + total
+                total += counts[k]
+        ids = out_ids[:total]
+        if out_ids.shape[0] > 2 * total + 4096:  # release the over-allocation (ids are ~1/4 of the bytes)
+            ids = ids.copy()
+        return ids, out_offsets
+
+    # ------------------------------------------------------------------ decoding
+    @property
+    def decode_table(self) -> list[bytes]:
+        if self._decode_table is None:
+            unk_surface = self.model.pretokenizer.get("unk_surface")
+            unk_bytes = unk_surface.encode("utf-8") if isinstance(unk_surface, str) else b""
+            table = []
+            for piece, kind in zip(self.model.pieces, self.model.types.tolist()):
+                if kind == PieceType.CONTROL:
+                    table.append(b"")
+                elif kind == PieceType.UNKNOWN:
+                    table.append(unk_bytes)
+                elif kind == PieceType.BYTE:
+                    table.append(bytes([byte_piece_value(piece)]))
+                else:
+                    table.append(piece)
+            self._decode_table = table
+        return self._decode_table
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """Lossless inverse of :meth:`encode` (for identity models): NORMAL/USER_DEFINED/UNUSED pieces give their
+        bytes, BYTE pieces their byte, CONTROL pieces nothing, UNKNOWN nothing (or the model's ``unk_surface``);
+        then the normalizer's ``denormalize``."""
+        table = self.decode_table
+        ids = _as_id_list(ids)
+        try:
+            if ids and (min(ids) < 0 or max(ids) >= len(table)):
+                raise IndexError
+            data = b"".join([table[i] for i in ids])
+        except (TypeError, IndexError):
+            for i in ids:
+                self._check_id(i)
+            raise
+        return self.normalizer.denormalize(data)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of ``ids``; invalid UTF-8 (e.g. a partial byte-fallback sequence) becomes U+FFFD."""
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def __repr__(self) -> str:
+        return f"Tokenizer({self.model.algorithm}, vocab_size={self.vocab_size})"
+
+
+_ALL_VALID = np.zeros(0, dtype=np.uint8)
+
+
+def _as_id_list(ids) -> list:
+    if isinstance(ids, np.ndarray):
+        if ids.dtype.kind not in "iu":
+            raise InvalidIdError(f"ids must be integers, got an array of {ids.dtype}")
+        return ids.tolist()
+    if isinstance(ids, (str, bytes)):
+        raise TypeError("decode takes a sequence of int ids, not a string")
+    ids = list(ids)
+    for i in ids:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise InvalidIdError(f"ids must be integers, got {i!r} ({type(i).__name__})")
+    return [int(i) for i in ids]
+
+
+def _pyarrow_if_loaded():
+    import sys
+
+    if "pyarrow" in sys.modules:
+        return sys.modules["pyarrow"]
+    return None
+
+
+def load_model_bytes(data: bytes, source: str = "<bytes>") -> Model:
+    """A :class:`Model` from a file's bytes: shardpiece, BytePiece JSON or SentencePiece ``.model``."""
+    if data[:len(MAGIC)] == MAGIC:
+        return Model.from_bytes(data, source)
+    head = data[:64].lstrip()
+    if head.startswith(b"{"):
+        try:
+            obj = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ModelFileError(source, f"looks like JSON but does not parse ({exc}); the file is corrupted") from None
+        if isinstance(obj, dict) and "model" in obj and "normalizer" in obj:
+            raise ModelFileError(source, "a Hugging Face tokenizer.json: importing it is not supported yet; export "
+                                 "the tokenizer to SentencePiece or retrain with shardpiece")
+        from tokenizer.interop.bytepiece import model_from_bytepiece_json
+
+        return model_from_bytepiece_json(obj, source)
+    if data[:1] == b"\x0a":
+        try:
+            from tokenizer.interop.sentencepiece import load_sentencepiece
+        except ImportError as exc:
+            raise ModelFileError(source, f"a SentencePiece .model, but its reader is unavailable ({exc})") from None
+        return load_sentencepiece(data)
+    raise ModelFileError(source, "unknown model format: expected a shardpiece model (magic SHRDPCE), a BytePiece "
+                         "JSON or a SentencePiece .model; check the path")

@@ -1,0 +1,278 @@
+"""Unigram segmentation kernels: Viterbi (best path) and exact sampling, over the bytes of one text.
+
+Shared arguments (built once per model by :class:`tokenizer.core.Tokenizer`):
+
+- ``base``, ``check``, ``value``: int32 double array (:mod:`tokenizer.kernels.double_array`) of the *matchable*
+  pieces only (NORMAL and USER_DEFINED; never UNUSED, CONTROL, UNKNOWN or BYTE).
+- ``piece_score``: float64, shape ``(vocab_size,)``: the lattice score of each matchable piece. For
+  SentencePiece-compatible models this is the float32 score (exactly representable) and, for USER_DEFINED pieces,
+  SentencePiece's bonus ``float32(len * max_score) - 0.1``.
+- ``byte_mode``: every single byte is a matchable piece, so segments may start at any byte and no text is unknown.
+  Otherwise segments start at UTF-8 character boundaries (an invalid byte counts as a one-byte character) and a
+  character with no one-character piece gets an *unknown node* scored ``unk_score`` (``min NORMAL score - 10``).
+- ``split_after_newlines``: no piece may span a position that follows a ``\\n`` and precedes another byte
+  (BytePiece encodes each ``line + its newlines`` chunk separately).
+- ``unk_id``, ``byte_fallback``, ``byte_to_id`` (int32[256], the BYTE piece of each byte or ``unk_id``): how
+  unknown nodes become ids (see :func:`emit_node`).
+
+Viterbi follows SentencePiece's ``EncodeOptimized``: start positions in increasing order, matches in increasing
+length, and a candidate replaces the best path ending at the same position only if strictly better, so the first
+best found wins ties (for a given end, the longest last piece). Candidates are summed in float64 and stored in the
+caller's ``best_score`` buffer: float32 (SentencePiece: ``double`` candidate vs ``float`` stored score) or float64
+(BytePiece). Unknown-node candidates are summed in the buffer's precision (pass ``unk_score`` as that dtype).
+
+Example (hand-checkable): pieces ``a``=0 (score -1), ``b``=1 (-1), ``ab``=2 (-1.5): ``"ab"`` -> ``[2]``
+(-1.5 beats -2); with ``ab`` at -2.0 the tie keeps the first path found, ``[0, 1]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tokenizer.kernels import kernel
+from tokenizer.kernels.random import next_float64
+
+UNKNOWN_NODE = -2          # node id of an unknown character inside the kernels
+ERROR_NO_UNKNOWN_PIECE = -1  # returned when text is unknown and the model has no unk piece nor byte fallback
+NEWLINE = 10
+
+
+@kernel
+def utf8_char_length(data, pos, end):
+    """Byte length of the UTF-8 character at ``data[pos]`` (strict: overlongs, surrogates, > U+10FFFF and
+    truncated sequences are invalid), or 1 for an invalid byte. ``b"\\xe4\\xb8\\xad"`` -> 3, ``b"\\xe4a"`` -> 1."""
+    b0 = data[pos]
+    if b0 < 0x80:
+        return 1
+    lo = 0x80
+    hi = 0xBF
+    if 0xC2 <= b0 <= 0xDF:
+        need = 1
+    elif b0 == 0xE0:
+        need = 2
+        lo = 0xA0
+    elif b0 == 0xED:
+        need = 2
+        hi = 0x9F
+    elif 0xE1 <= b0 <= 0xEF:
+        need = 2
+    elif b0 == 0xF0:
+        need = 3
+        lo = 0x90
+    elif 0xF1 <= b0 <= 0xF3:
+        need = 3
+    elif b0 == 0xF4:
+        need = 3
+        hi = 0x8F
+    else:
+        return 1
+    if pos + need >= end:
+        return 1
+    b1 = data[pos + 1]
+    if b1 < lo or b1 > hi:
+        return 1
+    for k in range(2, need + 1):
+        bk = data[pos + k]
+        if bk < 0x80 or bk > 0xBF:
+            return 1
+    return need + 1
+
+
+@kernel
+def emit_node(node_id, data, node_start, node_end, unk_id, byte_fallback, byte_to_id, out, pos, prev_unknown):
+    """Write the ids of one path node at ``out[pos:]``; returns ``(new_pos, node_was_unknown)``.
+
+    A known node writes its id. An unknown node writes, with byte fallback, the BYTE piece of each of its bytes;
+    without, ``unk_id`` once per run of consecutive unknown nodes (SentencePiece merges such runs into one unknown
+    piece). Returns ``(ERROR_NO_UNKNOWN_PIECE, True)`` when an id would be -1 (no unk piece and no fallback).
+    """
+    if node_id != UNKNOWN_NODE:
+        out[pos] = node_id
+        return pos + 1, False
+    if byte_fallback:
+        for k in range(node_start, node_end):
+            i = byte_to_id[data[k]]
+            if i < 0:
+                return ERROR_NO_UNKNOWN_PIECE, True
+            out[pos] = i
+            pos += 1
+        return pos, True
+    if prev_unknown:
+        return pos, True
+    if unk_id < 0:
+        return ERROR_NO_UNKNOWN_PIECE, True
+    out[pos] = unk_id
+    return pos + 1, True
+
+
+@kernel
+def _blocked(data, start, k, split_after_newlines):
+    """True when a piece starting at ``start`` may not take the byte at ``k`` (it follows a newline run)."""
+    return split_after_newlines and k > start and data[k - 1] == NEWLINE and data[k] != NEWLINE
+
+
+@kernel
+def viterbi_into(base, check, value, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
+                 byte_fallback, unk_score, data, start, end, best_score, best_start, best_id, path, out, pos):
+    """Best segmentation of ``data[start:end]``; writes its ids at ``out[pos:]`` and returns the new ``pos``.
+
+    Work buffers (length >= ``end - start + 1``): ``best_score`` float32 or float64, ``best_start``, ``best_id``,
+    ``path`` int32. ``out`` int32 needs room for ``end - start`` ids. Returns ``ERROR_NO_UNKNOWN_PIECE`` (-1) when
+    unknown text cannot be represented. An empty range writes nothing.
+    """
+    n = end - start
+    best_score[0] = 0.0
+    best_start[0] = 0
+    for e in range(1, n + 1):
+        best_start[e] = -1
+    s = 0
+    while s < n:
+        here = best_score[s]
+        mblen = 1 if byte_mode else utf8_char_length(data, start + s, end)
+        has_single = False
+        state = 0
+        k = start + s
+        while k < end:
+            if _blocked(data, start + s, k, split_after_newlines):
+                break
+            t = base[state] + data[k]
+            if check[t] != state:
+                break
+            state = t
+            k += 1
+            piece = value[t]
+            if piece >= 0:
+                e = k - start
+                candidate = piece_score[piece] + here
+                if best_start[e] == -1 or candidate > best_score[e]:
+                    best_score[e] = candidate
+                    best_start[e] = s
+                    best_id[e] = piece
+                if e - s == mblen:
+                    has_single = True
+        if not has_single:
+            e = s + mblen
+            unknown_candidate = unk_score + here
+            if best_start[e] == -1 or unknown_candidate > best_score[e]:
+                best_score[e] = unknown_candidate
+                best_start[e] = s
+                best_id[e] = UNKNOWN_NODE
+        s += mblen
+    count = 0
+    e = n
+    while e > 0:
+        path[count] = e
+        count += 1
+        e = best_start[e]
+    prev_unknown = False
+    previous_end = 0
+    for i in range(count - 1, -1, -1):
+        e = path[i]
+        pos, prev_unknown = emit_node(best_id[e], data, start + previous_end, start + e, unk_id, byte_fallback,
+                                      byte_to_id, out, pos, prev_unknown)
+        if pos < 0:
+            return pos
+        previous_end = e
+    return pos
+
+
+@kernel
+def _log_add(a, b):
+    if a == -np.inf:
+        return b
+    if b == -np.inf:
+        return a
+    if a < b:
+        a, b = b, a
+    return a + np.log1p(np.exp(b - a))
+
+
+@kernel
+def _edges(base, check, value, piece_score, byte_mode, split_after_newlines, unk_score, data, start, end, s,
+           edge_end, edge_id, edge_score):
+    """Lattice edges leaving relative position ``s``: fills ``edge_*`` (shortest first, then the unknown node)."""
+    mblen = 1 if byte_mode else utf8_char_length(data, start + s, end)
+    count = 0
+    has_single = False
+    state = 0
+    k = start + s
+    while k < end:
+        if _blocked(data, start + s, k, split_after_newlines):
+            break
+        t = base[state] + data[k]
+        if check[t] != state:
+            break
+        state = t
+        k += 1
+        piece = value[t]
+        if piece >= 0:
+            edge_end[count] = k - start
+            edge_id[count] = piece
+            edge_score[count] = piece_score[piece]
+            count += 1
+            if k - start - s == mblen:
+                has_single = True
+    if not has_single:
+        edge_end[count] = s + mblen
+        edge_id[count] = UNKNOWN_NODE
+        edge_score[count] = unk_score
+        count += 1
+    return count, mblen
+
+
+@kernel
+def sample_into(base, check, value, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
+                byte_fallback, unk_score, alpha, rng_state, data, start, end, beta, starts, edge_end, edge_id,
+                edge_score, out, pos):
+    """One segmentation of ``data[start:end]`` drawn with probability proportional to ``exp(alpha * score)``.
+
+    Exact: backward filtering (``beta[s]`` = log-sum over every path from ``s`` to the end of
+    ``exp(alpha * path score)``, in float64), then forward sampling (leave ``s`` by edge ``(s, e)`` with probability
+    ``exp(alpha * w + beta[e] - beta[s])``), one uniform draw from ``rng_state`` per piece. ``alpha=0`` samples
+    every segmentation uniformly; large ``alpha`` approaches the Viterbi path. Work buffers: ``beta`` float64 and
+    ``starts`` int32 (length >= n + 1), ``edge_*`` (int32, int32, float64; length >= longest piece + 1).
+    Writes ids at ``out[pos:]``; returns the new ``pos`` or ``ERROR_NO_UNKNOWN_PIECE``.
+    """
+    n = end - start
+    n_starts = 0
+    s = 0
+    while s < n:
+        starts[n_starts] = s
+        n_starts += 1
+        s += 1 if byte_mode else utf8_char_length(data, start + s, end)
+    for e in range(n + 1):
+        beta[e] = -np.inf
+    beta[n] = 0.0
+    for i in range(n_starts - 1, -1, -1):
+        s = starts[i]
+        count, mblen = _edges(base, check, value, piece_score, byte_mode, split_after_newlines, unk_score, data,
+                              start, end, s, edge_end, edge_id, edge_score)
+        total = -np.inf
+        for j in range(count):
+            b = beta[edge_end[j]]
+            if b != -np.inf:
+                total = _log_add(total, alpha * edge_score[j] + b)
+        beta[s] = total
+    s = 0
+    prev_unknown = False
+    while s < n:
+        count, mblen = _edges(base, check, value, piece_score, byte_mode, split_after_newlines, unk_score, data,
+                              start, end, s, edge_end, edge_id, edge_score)
+        u = next_float64(rng_state)
+        cumulative = 0.0
+        chosen = -1
+        for j in range(count):
+            b = beta[edge_end[j]]
+            if b == -np.inf:
+                continue
+            chosen = j
+            cumulative += np.exp(alpha * edge_score[j] + b - beta[s])
+            if u < cumulative:
+                break
+        e = edge_end[chosen]
+        pos, prev_unknown = emit_node(edge_id[chosen], data, start + s, start + e, unk_id, byte_fallback,
+                                      byte_to_id, out, pos, prev_unknown)
+        if pos < 0:
+            return pos
+        s = e
+    return pos
