@@ -21,8 +21,8 @@ best found wins ties (for a given end, the longest last piece). Candidates are s
 caller's ``best_score`` buffer: float32 (SentencePiece: ``double`` candidate vs ``float`` stored score) or float64
 (BytePiece). Unknown-node candidates are summed in the buffer's precision (pass ``unk_score`` as that dtype).
 
-Example (hand-checkable): pieces ``a``=0 (score -1), ``b``=1 (-1), ``ab``=2 (-1.5): ``"ab"`` -> ``[2]``
-(-1.5 beats -2); with ``ab`` at -2.0 the tie keeps the first path found, ``[0, 1]``.
+Example (hand-checkable): pieces ``a``=0 (score -1), ``b``=1 (-1), ``ab``=2 (-2.5): ``"ab"`` -> ``[0, 1]``
+(-2 beats -2.5); with ``ab`` at -2.0 the paths tie and the first one found, ``ab`` (from start 0), stays: ``[2]``.
 """
 
 from __future__ import annotations
