@@ -1,0 +1,124 @@
+"""YAML configuration of ``shardpiece train``: a flat mapping whose keys are the long option names (with ``_``).
+
+Validation names the file and the key: an unknown key (with the closest known one), a value of the wrong type.
+Command-line options win over the file; the file wins over the defaults.
+
+Example (``configs/demo.yaml``)::
+
+    algorithm: bytepiece
+    input: ["../data/sample/*.txt.gz"]     # relative paths are relative to the config file
+    vocab_size: [2000, 4000]
+    min_count: 4
+
+    >>> validate_config({"vocab_size": "big"}, "x.yaml")
+    Traceback (most recent call last):
+    ...
+    tokenizer.errors.ConfigError: x.yaml: key 'vocab_size' must be an integer or a list of integers, got 'big'
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from typing import Any
+
+from tokenizer.errors import ConfigError
+
+_URI_PREFIXES = ("file:", "hdfs:", "s3:", "s3a:", "s3n:", "gs:", "abfs:", "abfss:", "wasb:", "wasbs:", "viewfs:")
+
+
+def _int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _str(v):
+    return isinstance(v, str)
+
+
+def _bool(v):
+    return isinstance(v, bool)
+
+
+def _int_or_list(v):
+    return _int(v) or (isinstance(v, list) and bool(v) and all(_int(x) for x in v))
+
+
+def _str_or_list(v):
+    return _str(v) or (isinstance(v, list) and bool(v) and all(_str(x) for x in v))
+
+
+def _str_list(v):
+    return isinstance(v, list) and all(_str(x) for x in v)
+
+
+def _spark_conf(v):
+    return isinstance(v, dict) and all(_str(k) and isinstance(x, (str, int, float, bool)) for k, x in v.items())
+
+
+# key -> (check, description of the expected type)
+SCHEMA: dict[str, tuple[Any, str]] = {
+    "algorithm": (_str, "a string (bytepiece)"),
+    "input": (_str_or_list, "a path or a list of paths"),
+    "vocab_size": (_int_or_list, "an integer or a list of integers"),
+    "output": (_str, "a path"),
+    "order": (_int, "an integer"),
+    "min_count": (_int, "an integer"),
+    "max_piece_length": (_int, "an integer"),
+    "normalization": (_str, "a string (identity or nfc)"),
+    "isolate_digits": (_bool, "true or false"),
+    "ensure_unicode": (_bool, "true or false"),
+    "special_tokens": (_str_list, "a list of strings"),
+    "refine_em_rounds": (_int, "an integer"),
+    "refine_em_mode": (_str, "a string (viterbi or expected)"),
+    "input_format": (_str, "a string (text, jsonl or parquet)"),
+    "text_column": (_str, "a string"),
+    "partitions": (_int, "an integer"),
+    "master": (_str, "a Spark master URL string"),
+    "driver_memory": (_str, "a string such as 4g"),
+    "holdout_fraction": (_number, "a number between 0 and 0.5"),
+    "eval_documents": (_int, "an integer"),
+    "spark": (_spark_conf, "a mapping of Spark configuration keys to values"),
+}
+
+
+def validate_config(raw: Any, source: str) -> dict[str, Any]:
+    """Check a parsed YAML document against :data:`SCHEMA`; returns it as a dict (``None`` -> ``{}``)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: the file must hold a mapping of option: value, got a {type(raw).__name__}")
+    for key, value in raw.items():
+        if key not in SCHEMA:
+            close = difflib.get_close_matches(str(key), SCHEMA, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(
+                f"{source}: unknown key {key!r}{hint}; known keys: {', '.join(sorted(SCHEMA))}"
+            )
+        check, expected = SCHEMA[key]
+        if not check(value):
+            raise ConfigError(f"{source}: key {key!r} must be {expected}, got {value!r}")
+    return dict(raw)
+
+
+def load_config(path: str) -> dict[str, Any]:
+    """Read and validate a YAML config; relative ``input`` paths are resolved against the file's directory."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = yaml.safe_load(handle)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    config = validate_config(raw, path)
+    if "input" in config:
+        inputs = [config["input"]] if isinstance(config["input"], str) else list(config["input"])
+        base = os.path.dirname(os.path.abspath(path))
+        config["input"] = [p if os.path.isabs(p) or p.startswith(_URI_PREFIXES) else os.path.join(base, p)
+                           for p in inputs]
+    return config

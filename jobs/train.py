@@ -1,0 +1,270 @@
+"""``shardpiece train``: learn a vocabulary from a corpus with Spark.
+
+    shardpiece train --algorithm bytepiece --input 'corpus/*.txt.gz' --vocab-size 32000 --output bp.model
+    shardpiece train --input data.parquet --text-column body --vocab-size 8000 16000 --output models/
+    shardpiece train --config configs/demo.yaml --partitions 8          # flags win over the file
+
+With one vocab size ``--output`` is the model file and the run manifest is ``OUTPUT.manifest.json``; with several
+it is a directory holding ``bytepiece-SIZE.model`` per size and ``manifest.json``. The model files hold only what
+determines the result (settings, corpus fingerprint); time, host, Spark master, partitions and per-stage timings
+go to the manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import sys
+import time
+from typing import Any, Callable
+
+from tokenizer.errors import ConfigError, ShardpieceError
+
+DEFAULTS: dict[str, Any] = {
+    "algorithm": "bytepiece",
+    "order": 6,
+    "min_count": 2,
+    "max_piece_length": 36,
+    "normalization": "identity",
+    "isolate_digits": False,
+    "ensure_unicode": True,
+    "refine_em_rounds": 0,
+    "refine_em_mode": "viterbi",
+    "text_column": "text",
+    "holdout_fraction": 0.001,
+    "eval_documents": 2000,
+}
+_SETTINGS_KEYS = ("order", "min_count", "max_piece_length", "normalization", "isolate_digits", "ensure_unicode",
+                  "special_tokens", "refine_em_rounds", "refine_em_mode")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="shardpiece train", description="Train a byte-level vocabulary with Spark.",
+        epilog="Every option may also be given in --config FILE (YAML, keys as the option names with '_'); "
+               "command-line options win.",
+    )
+    add = parser.add_argument
+    add("--config", metavar="FILE", help="YAML file of options (see configs/demo.yaml)")
+    add("--algorithm", choices=["bytepiece", "unigram", "bpe"], help="training algorithm (default bytepiece)")
+    add("--input", nargs="+", metavar="PATH", help="files, globs or directories (any Spark filesystem URI)")
+    add("--vocab-size", dest="vocab_size", nargs="+", type=int, metavar="N",
+        help="vocabulary size(s), counting the 256 byte pieces and the special tokens")
+    add("--output", metavar="MODEL", help="model file (one size) or directory (several sizes)")
+    add("--order", type=int, help="longest byte n-gram of the language model, 1..7 (default 6)")
+    add("--min-count", dest="min_count", type=int, help="prune n-grams and pieces rarer than this (default 2)")
+    add("--max-piece-length", dest="max_piece_length", type=int, help="longest piece in bytes (default 36)")
+    add("--normalization", choices=["identity", "nfc"], help="identity (lossless, default) or nfc")
+    add("--isolate-digits", dest="isolate_digits", action="store_const", const=True,
+        help="every decimal digit is a piece of its own")
+    add("--refine-em-rounds", dest="refine_em_rounds", type=int, help="unigram EM rounds after pruning (default 0)")
+    add("--input-format", dest="input_format", choices=["text", "jsonl", "parquet"],
+        help="default: guessed from the file names")
+    add("--text-column", dest="text_column", metavar="NAME", help="JSONL field / Parquet column (default text)")
+    add("--partitions", type=int, metavar="N", help="repartition the documents into N partitions")
+    add("--master", metavar="URL", help="Spark master (default local[*])")
+    add("--driver-memory", dest="driver_memory", metavar="SIZE", help="Spark driver memory (default 4g)")
+    add("--holdout-fraction", dest="holdout_fraction", type=float, metavar="F",
+        help="share of documents held out of training to measure bytes per token (default 0.001; 0: measure on "
+             "a sample of the training documents)")
+    add("--quiet", action="store_true", help="print only the summary")
+    return parser
+
+
+def resolve_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Defaults < config file < command line; raises :class:`ConfigError` for missing or invalid options."""
+    from jobs.config import load_config
+
+    options = dict(DEFAULTS)
+    source = "command line"
+    if args.config:
+        options.update(load_config(args.config))
+        source = f"{args.config} or the command line"
+    for key, value in vars(args).items():
+        if key in ("config", "quiet") or value is None:
+            continue
+        options[key] = value
+    for key in ("input", "vocab_size", "output"):
+        if options.get(key) in (None, [], ""):
+            flag = "--" + key.replace("_", "-")
+            raise ConfigError(f"{flag} is required: give it in {source}")
+    if isinstance(options["input"], str):
+        options["input"] = [options["input"]]
+    if isinstance(options["vocab_size"], int):
+        options["vocab_size"] = [options["vocab_size"]]
+    if not 0.0 <= float(options["holdout_fraction"]) <= 0.5:
+        raise ConfigError(f"holdout_fraction={options['holdout_fraction']} is outside 0..0.5")
+    if options.get("partitions") is not None and options["partitions"] < 1:
+        raise ConfigError(f"--partitions {options['partitions']}: use 1 or more")
+    if options["algorithm"] != "bytepiece":
+        raise ConfigError(
+            f"--algorithm {options['algorithm']} is not available in the Spark train job yet: use --algorithm "
+            "bytepiece"
+        )
+    return options
+
+
+def train_settings(options: dict[str, Any]):
+    from tokenizer.trainers.bytepiece import TrainSettings
+
+    kwargs = {k: options[k] for k in _SETTINGS_KEYS if k in options}
+    if "special_tokens" in kwargs:
+        kwargs["special_tokens"] = tuple(kwargs["special_tokens"])
+    return TrainSettings(vocab_sizes=tuple(int(v) for v in options["vocab_size"]), **kwargs).validate()
+
+
+def model_paths(output: str, vocab_sizes: list[int]) -> tuple[dict[int, str], str]:
+    """``({vocab_size: model path}, manifest path)`` for an ``--output``."""
+    if len(vocab_sizes) == 1:
+        return {int(vocab_sizes[0]): output}, output + ".manifest.json"
+    return ({int(v): os.path.join(output, f"bytepiece-{int(v)}.model") for v in vocab_sizes},
+            os.path.join(output, "manifest.json"))
+
+
+def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Train with resolved options; returns the manifest (also written beside the model)."""
+    from pyspark.sql import functions as F
+
+    from jobs.evaluate import bytes_per_token
+    from pipelines.bytepiece import train_bytepiece
+    from pipelines.readers import read_corpus
+    from pipelines.session import build_session
+    from tokenizer.errors import InputError
+    from tokenizer.model import write_atomic
+
+    settings = train_settings(options)
+    paths, manifest_path = model_paths(options["output"], list(settings.vocab_sizes))
+    if len(paths) > 1 and os.path.isfile(options["output"]):
+        raise ConfigError(f"--output {options['output']} is a file, but several vocab sizes need a directory")
+    wall = time.perf_counter()
+    started = time.perf_counter()
+    spark = build_session(options.get("master"), app_name="shardpiece-train",
+                          driver_memory=options.get("driver_memory"), extra=options.get("spark"),
+                          shuffle_partitions=options.get("partitions"))
+    master = spark.sparkContext.master
+    progress(f"[spark] session on {master} in {time.perf_counter() - started:.1f} s")
+
+    started = time.perf_counter()
+    corpus = read_corpus(spark, options["input"], input_format=options.get("input_format"),
+                         text_column=options["text_column"], partitions=options.get("partitions"))
+    read_stats = corpus.compute_stats()
+    read_seconds = time.perf_counter() - started
+    progress(
+        f"[read] {read_seconds:.1f} s: {read_stats.files} files ({read_stats.empty_files} empty), "
+        f"{read_stats.rows:,} rows, {read_stats.documents:,} documents, {read_stats.document_bytes:,} bytes; "
+        f"skipped {read_stats.null_rows:,} null, {read_stats.empty_rows:,} empty, "
+        f"{read_stats.malformed_rows:,} malformed rows; {read_stats.invalid_utf8_rows:,} rows not valid UTF-8 "
+        "(kept as bytes)"
+    )
+    if settings.normalization == "nfc" and read_stats.invalid_utf8_rows:
+        raise InputError(
+            f"{read_stats.invalid_utf8_rows} documents are not valid UTF-8, which NFC normalization cannot take: "
+            "fix the input encoding, or train with --normalization identity (it keeps any bytes)"
+        )
+    documents = corpus.documents
+    holdout = float(options["holdout_fraction"])
+    if holdout > 0:
+        bucket = F.pmod(F.xxhash64("text"), F.lit(1_000_000)) < F.lit(int(round(holdout * 1_000_000)))
+        training, held_out = documents.where(~bucket), documents.where(bucket)
+    else:
+        training, held_out = documents, None
+
+    result = train_bytepiece(training, settings, progress=progress,
+                             provenance={"holdout_fraction": holdout} if holdout > 0 else None)
+    started = time.perf_counter()
+    for vocab_size, model in result.models.items():
+        write_atomic(paths[vocab_size], model.to_bytes())
+    write_seconds = time.perf_counter() - started
+
+    started = time.perf_counter()
+    limit = int(options["eval_documents"])
+    sample = held_out.limit(limit).collect() if held_out is not None else []
+    sample_kind = "held-out documents"
+    if not sample:
+        sample = training.limit(limit).collect()
+        sample_kind = "training documents (nothing held out)"
+    texts = [bytes(row["text"]) for row in sample]
+    evaluation = {size: bytes_per_token(paths[size], texts) for size in paths}
+    eval_seconds = time.perf_counter() - started
+    corpus.raw.unpersist()
+
+    manifest = {
+        "command": "shardpiece train",
+        "created_unix": round(time.time(), 3),
+        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "spark_version": spark.version,
+        "spark_master": master,
+        "default_parallelism": spark.sparkContext.defaultParallelism,
+        "partitions": options.get("partitions"),
+        "input": list(options["input"]),
+        "input_format": corpus.input_format,
+        "text_column": options["text_column"],
+        "read": read_stats.to_dict(),
+        "holdout_fraction": holdout,
+        "corpus_fingerprint": result.fingerprint,
+        "training_documents": result.documents,
+        "settings": settings.to_dict(),
+        "stages": [{"name": "read", "seconds": round(read_seconds, 3), "counts": read_stats.to_dict()}]
+        + [s.to_dict() for s in result.stages]
+        + [{"name": "write", "seconds": round(write_seconds, 3), "counts": {"models": len(paths)}},
+           {"name": "evaluate", "seconds": round(eval_seconds, 3), "counts": {"documents": len(texts)}}],
+        "models": {
+            str(size): {
+                "path": os.path.abspath(paths[size]),
+                "vocab_size": result.models[size].vocab_size,
+                "evaluation": {"sample": sample_kind, **evaluation[size]},
+            }
+            for size in sorted(paths)
+        },
+        "seconds_total": round(time.perf_counter() - wall, 3),
+    }
+    write_atomic(manifest_path, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode())
+    manifest["manifest_path"] = manifest_path
+    return manifest
+
+
+def format_summary(manifest: dict[str, Any]) -> str:
+    lines = ["", "summary", f"  spark master      {manifest['spark_master']}  (partitions: "
+             f"{manifest['partitions'] or 'as read'})"]
+    for stage in manifest["stages"]:
+        counts = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in stage["counts"].items()
+                           if isinstance(v, int) and (v or k in ("documents", "rows")))
+        lines.append(f"  {stage['name']:<17} {stage['seconds']:8.1f} s   {counts}")
+    lines.append(f"  total             {manifest['seconds_total']:8.1f} s")
+    for size, info in manifest["models"].items():
+        evaluation = info["evaluation"]
+        bpt = evaluation.get("bytes_per_token")
+        lines.append(
+            f"  model {size:>7}     vocab size {info['vocab_size']:,}; "
+            + (f"{bpt:.3f} bytes/token on {evaluation['documents']:,} {evaluation['sample']} "
+               f"(round trip {'ok' if evaluation.get('lossless') else 'FAILED'})" if bpt else "no evaluation text")
+            + f"\n                    {info['path']}"
+        )
+    lines.append(f"  manifest          {manifest['manifest_path']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "train":
+        argv = argv[1:]
+    args = build_parser().parse_args(argv)
+    progress = (lambda message: None) if args.quiet else (lambda message: print(message, flush=True))
+    try:
+        options = resolve_options(args)
+        train_settings(options)  # fail on bad settings before starting Spark
+        manifest = run(options, progress=progress)
+    except ShardpieceError as exc:
+        print(f"shardpiece train: error: {exc}", file=sys.stderr)
+        return 2
+    print(format_summary(manifest), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,362 @@
+"""BytePiece training as Spark steps around the single-node trainer's functions.
+
+The math lives in :mod:`tokenizer.trainers.bytepiece`; this module only moves arrays::
+
+    documents (text: binary)
+      -> mapInArrow: chunk_texts + count_ngrams per ~8 MB shard, merge_counts over a partition's shards
+         -> rows (key: long, count: long), emitted once at the end of each partition
+      -> groupBy(key).sum(count)                      exact integer reduce, spillable
+      -> collect single bytes and n-grams with count >= min_count only     (the driver's memory bound)
+      -> build_ngram_model on the driver, broadcast it
+    documents
+      -> mapInArrow: chunk_texts + segment_and_count_pieces per shard, merge_piece_counts over the partition
+         -> rows (piece: binary, count: long)
+      -> groupBy(piece).sum(count) -> collect -> prune_pieces on the driver
+      -> [refine_em_rounds: em_e_step per partition (pieces broadcast), statistics summed, em_m_step]
+      -> build_model per vocab size
+
+Nothing depends on how the documents are partitioned: counts are integers summed exactly, and every driver step
+sorts its input. The model therefore equals, byte for byte, what ``train_bytepiece_local`` computes from the same
+documents with ``provenance={"corpus_fingerprint": multiset_fingerprint(documents)}`` (the fingerprint is
+order-independent, since a Spark corpus has no defined document order).
+
+The n-gram pass also reports per-partition side counts (documents, chunks, bytes, and the fingerprint's 32-bit
+limb sums) as rows with negative keys, which no packed n-gram has (keys are >= 0), so a single pass over the data
+yields everything.
+
+Example::
+
+    result = train_bytepiece(spark, corpus.documents, TrainSettings(vocab_sizes=(8000,), min_count=8))
+    result.models[8000].save("bytepiece-8000.model")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import numpy as np
+
+from tokenizer.errors import InputError
+from tokenizer.trainers import bytepiece as bp
+
+SHARD_BYTES = 8 << 20
+_LIMBS = 8  # a 256-bit fingerprint as eight 32-bit limbs
+_KEY_DOCUMENTS, _KEY_CHUNKS, _KEY_BYTES = -1, -2, -3
+_KEY_LIMB0 = -16  # limb i has key -16 - i
+
+
+# ---------------------------------------------------------------------------------------------- fingerprint
+def document_digest(text: bytes) -> int:
+    """SHA-256 of one document, length-prefixed (as ``corpus_fingerprint`` hashes it), as an integer."""
+    return int.from_bytes(hashlib.sha256(len(text).to_bytes(8, "little") + text).digest(), "little")
+
+
+def format_fingerprint(digest_sum: int, documents: int) -> str:
+    return f"sha256-multiset:{digest_sum % (1 << 256):064x}:{documents}"
+
+
+def multiset_fingerprint(texts) -> str:
+    """An order-independent corpus fingerprint: the sum of the documents' SHA-256 digests mod 2**256, plus their
+    number. Equal multisets of documents give equal fingerprints, whatever their order or partitioning.
+
+    >>> multiset_fingerprint([b"a", b"b"]) == multiset_fingerprint([b"b", b"a"])
+    True
+    """
+    total, n = 0, 0
+    for text in texts:
+        total += document_digest(text.encode() if isinstance(text, str) else bytes(text))
+        n += 1
+    return format_fingerprint(total, n)
+
+
+# ---------------------------------------------------------------------------------------------- arrow helpers
+def binary_buffers(array) -> tuple[np.ndarray, np.ndarray]:
+    """``(data uint8, offsets int64)`` of a pyarrow binary/string (or large_) array without copying the data.
+
+    Nulls must have been filtered out. Example: ``pa.array([b"ab", b"c"])`` -> ``(b"abc", [0, 2, 3])``.
+    """
+    import pyarrow as pa
+
+    if array.null_count:
+        raise InputError(f"{array.null_count} null documents reached the counting step: filter nulls first")
+    large = pa.types.is_large_binary(array.type) or pa.types.is_large_string(array.type)
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64 if large else np.int32)[array.offset:array.offset + len(array) + 1]
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None and len(buffers[2]) else np.zeros(
+        0, dtype=np.uint8)
+    return data, offsets.astype(np.int64)
+
+
+def binary_array(data: np.ndarray, offsets: np.ndarray):
+    """A pyarrow binary array from packed ``(data uint8, offsets int64)`` (offsets must start at 0)."""
+    import pyarrow as pa
+
+    if len(data) >= (1 << 31):
+        raise InputError("more than 2 GiB of pieces in one partition: use more partitions (--partitions)")
+    return pa.Array.from_buffers(pa.binary(), len(offsets) - 1,
+                                 [None, pa.py_buffer(np.asarray(offsets, np.int32).tobytes()),
+                                  pa.py_buffer(np.ascontiguousarray(data, np.uint8).tobytes())])
+
+
+def iter_shards(batches: Iterator, shard_bytes: int = SHARD_BYTES) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Group Arrow batches of one ``text`` column into packed shards of about ``shard_bytes`` (fewer kernel calls
+    and merges per partition). Yields ``(data uint8, offsets int64 starting at 0)``."""
+    pending, size = [], 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        data, offsets = binary_buffers(batch.column(0))
+        pending.append((data, offsets))
+        size += int(offsets[-1] - offsets[0])
+        if size >= shard_bytes:
+            yield _concat(pending)
+            pending, size = [], 0
+    if pending:
+        yield _concat(pending)
+
+
+def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    datas, offset_parts, base = [], [np.zeros(1, np.int64)], 0
+    for data, offsets in parts:
+        datas.append(data[offsets[0]:offsets[-1]])
+        offset_parts.append(offsets[1:] - offsets[0] + base)
+        base += int(offsets[-1] - offsets[0])
+    return np.concatenate(datas) if datas else np.zeros(0, np.uint8), np.concatenate(offset_parts)
+
+
+# ---------------------------------------------------------------------------------------------- step 1: n-grams
+def count_ngrams_partition(settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES) -> Callable:
+    """The ``mapInArrow`` function of the n-gram pass (a closure over the settings)."""
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        counts = bp.empty_counts()
+        documents = chunks = total_bytes = 0
+        limbs = [0] * _LIMBS
+        for data, offsets in iter_shards(batches, shard_bytes):
+            blob = data.tobytes()
+            for i in range(len(offsets) - 1):
+                digest = document_digest(blob[offsets[i]:offsets[i + 1]])
+                for limb in range(_LIMBS):
+                    limbs[limb] += (digest >> (32 * limb)) & 0xFFFFFFFF
+            documents += len(offsets) - 1
+            chunk_data, chunk_offsets = bp.chunk_texts(data, offsets, settings)
+            chunks += len(chunk_offsets) - 1
+            total_bytes += int(chunk_offsets[-1] - chunk_offsets[0])
+            counts = bp.merge_counts(counts, bp.count_ngrams(chunk_data, chunk_offsets, settings.order))
+        side_keys = [_KEY_DOCUMENTS, _KEY_CHUNKS, _KEY_BYTES] + [_KEY_LIMB0 - i for i in range(_LIMBS)]
+        side_counts = [documents, chunks, total_bytes] + limbs
+        keys = np.concatenate([np.asarray(counts[0], np.int64), np.asarray(side_keys, np.int64)])
+        values = np.concatenate([np.asarray(counts[1], np.int64), np.asarray(side_counts, np.int64)])
+        step = 1 << 20
+        for start in range(0, len(keys), step):
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(keys[start:start + step], pa.int64()), pa.array(values[start:start + step], pa.int64())],
+                names=["key", "count"])
+
+    return run
+
+
+@dataclass
+class NgramTable:
+    """What the driver gets from the n-gram pass."""
+
+    keys: np.ndarray
+    counts: np.ndarray
+    distinct_ngrams: int
+    documents: int
+    chunks: int
+    chunk_bytes: int
+    fingerprint: str
+
+
+def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES) -> NgramTable:
+    """Count n-grams over ``documents`` (``text: binary``), reduce, and collect the pruned table.
+
+    Only single bytes and n-grams with ``count >= min_count`` reach the driver (the same rule
+    :func:`~tokenizer.trainers.bytepiece.build_ngram_model` applies), plus the side counts.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    counted = documents.mapInArrow(count_ngrams_partition(settings, shard_bytes), "key long, count long")
+    reduced = counted.groupBy("key").agg(F.sum("count").alias("count")).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        distinct = reduced.where(F.col("key") >= 0).count()
+        kept = reduced.where(
+            (F.col("key") < 0) | (F.col("key").bitwiseAND(7) == 1) | (F.col("count") >= settings.min_count)
+        )
+        table = kept.toArrow()
+    finally:
+        reduced.unpersist()
+    keys = table.column("key").to_numpy().astype(np.int64)
+    counts = table.column("count").to_numpy().astype(np.int64)
+    side = dict(zip(keys[keys < 0].tolist(), counts[keys < 0].tolist()))
+    digest_sum = sum(int(side.get(_KEY_LIMB0 - i, 0)) << (32 * i) for i in range(_LIMBS))
+    order = np.argsort(keys[keys >= 0], kind="stable")
+    ngram_documents = int(side.get(_KEY_DOCUMENTS, 0))
+    return NgramTable(
+        keys=keys[keys >= 0][order], counts=counts[keys >= 0][order], distinct_ngrams=int(distinct),
+        documents=ngram_documents, chunks=int(side.get(_KEY_CHUNKS, 0)), chunk_bytes=int(side.get(_KEY_BYTES, 0)),
+        fingerprint=format_fingerprint(digest_sum, ngram_documents),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- step 2: pieces
+def count_pieces_partition(lm_broadcast, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES) -> Callable:
+    """The ``mapInArrow`` function of the segmentation pass: (piece: binary, count: long) per partition."""
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        lm = lm_broadcast.value
+        totals = bp.empty_piece_counts()
+        for data, offsets in iter_shards(batches, shard_bytes):
+            chunk_data, chunk_offsets = bp.chunk_texts(data, offsets, settings)
+            totals = bp.merge_piece_counts(totals, bp.segment_and_count_pieces(lm, chunk_data, chunk_offsets,
+                                                                               settings))
+        piece_data, piece_offsets, counts = totals
+        if len(counts):
+            yield pa.RecordBatch.from_arrays(
+                [binary_array(piece_data, piece_offsets), pa.array(np.asarray(counts, np.int64), pa.int64())],
+                names=["piece", "count"])
+
+    return run
+
+
+def reduce_pieces(documents, lm, settings: bp.TrainSettings,
+                  shard_bytes: int = SHARD_BYTES) -> tuple[list[bytes], np.ndarray]:
+    """Segment every document with the broadcast n-gram model and return the summed piece counts (sorted)."""
+    from pyspark.sql import functions as F
+
+    spark = documents.sparkSession
+    lm_broadcast = spark.sparkContext.broadcast(lm)
+    try:
+        counted = documents.mapInArrow(count_pieces_partition(lm_broadcast, settings, shard_bytes),
+                                       "piece binary, count long")
+        table = counted.groupBy("piece").agg(F.sum("count").alias("count")).toArrow()
+    finally:
+        lm_broadcast.unpersist()
+    pieces = [bytes(p) for p in table.column("piece").to_pylist()]
+    counts = table.column("count").to_numpy().astype(np.int64)
+    order = sorted(range(len(pieces)), key=pieces.__getitem__)
+    return [pieces[i] for i in order], counts[order]
+
+
+# ---------------------------------------------------------------------------------------------- EM refinement
+def em_partition(model_broadcast, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES) -> Callable:
+    """``mapInArrow`` function of one EM E-step: one row per partition with the statistics vector's bytes."""
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        pieces, counts = model_broadcast.value
+        total = None
+        for data, offsets in iter_shards(batches, shard_bytes):
+            chunk_data, chunk_offsets = bp.chunk_texts(data, offsets, settings)
+            stats = bp.em_e_step(pieces, counts, chunk_data, chunk_offsets, settings)
+            total = stats if total is None else total + stats
+        if total is not None:
+            blob = np.ascontiguousarray(total).tobytes()
+            yield pa.RecordBatch.from_arrays([pa.array([blob], pa.binary()), pa.array([str(total.dtype)])],
+                                             names=["stats", "dtype"])
+
+    return run
+
+
+def refine_em_spark(documents, pieces: list[bytes], counts: np.ndarray, settings: bp.TrainSettings,
+                    shard_bytes: int = SHARD_BYTES) -> tuple[list[bytes], np.ndarray]:
+    """``settings.refine_em_rounds`` EM rounds: E-step per partition, statistics summed on the driver, M-step.
+
+    Viterbi statistics are integers (exact for any partitioning); ``expected`` ones are float64 sums whose last
+    bits can depend on the partitioning (the M-step rounds them to integers).
+    """
+    spark = documents.sparkSession
+    counts = np.asarray(counts, np.int64)
+    for _ in range(settings.refine_em_rounds):
+        model_broadcast = spark.sparkContext.broadcast((pieces, counts))
+        try:
+            rows = documents.mapInArrow(em_partition(model_broadcast, settings, shard_bytes),
+                                        "stats binary, dtype string").collect()
+        finally:
+            model_broadcast.unpersist()
+        if not rows:
+            break
+        total = None
+        for row in sorted(rows, key=lambda r: bytes(r["stats"])):
+            stats = np.frombuffer(bytes(row["stats"]), dtype=np.dtype(row["dtype"]))
+            total = stats.copy() if total is None else total + stats
+        pieces, counts = bp.em_m_step(pieces, total)
+    return pieces, counts
+
+
+# ---------------------------------------------------------------------------------------------- the whole job
+@dataclass
+class StageReport:
+    name: str
+    seconds: float
+    counts: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "seconds": round(self.seconds, 3), "counts": self.counts}
+
+
+@dataclass
+class TrainResult:
+    models: dict  # vocab_size -> tokenizer.model.Model
+    stages: list[StageReport]
+    fingerprint: str
+    documents: int
+
+
+def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict | None = None,
+                    progress: Callable[[str], None] = lambda message: None,
+                    shard_bytes: int = SHARD_BYTES) -> TrainResult:
+    """Train BytePiece models (one per ``settings.vocab_sizes``) on a DataFrame of documents (``text: binary``).
+
+    ``progress`` receives one line per stage. Raises :class:`InputError` for a corpus without text.
+    """
+    settings.validate()
+    stages: list[StageReport] = []
+
+    def stage(name: str, started: float, **counts) -> None:
+        report = StageReport(name, time.perf_counter() - started, counts)
+        stages.append(report)
+        shown = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in counts.items())
+        progress(f"[{name}] {report.seconds:.1f} s" + (f": {shown}" if shown else ""))
+
+    started = time.perf_counter()
+    progress("[ngrams] counting byte n-grams (order %d) per partition, then reducing" % settings.order)
+    ngrams = reduce_ngrams(documents, settings, shard_bytes)
+    if ngrams.chunk_bytes == 0:
+        raise InputError("the corpus has no text (every document is empty): check --input and --text-column")
+    stage("ngrams", started, documents=ngrams.documents, chunks=ngrams.chunks, bytes=ngrams.chunk_bytes,
+          distinct_ngrams=ngrams.distinct_ngrams, kept_ngrams=len(ngrams.keys))
+
+    started = time.perf_counter()
+    lm = bp.build_ngram_model(ngrams.keys, ngrams.counts, settings)
+    stage("ngram_model", started, entries=len(lm.keys))
+
+    started = time.perf_counter()
+    progress("[pieces] segmenting every chunk with the broadcast n-gram model")
+    pieces, counts = reduce_pieces(documents, lm, settings, shard_bytes)
+    stage("pieces", started, distinct_pieces=len(pieces), tokens=int(counts.sum()))
+
+    started = time.perf_counter()
+    pruned = bp.prune_pieces(pieces, counts, settings)
+    stage("prune", started, **{f"pieces_{size}": len(p) for size, (p, _) in sorted(pruned.items())})
+
+    models = {}
+    for vocab_size, (kept, kept_counts) in sorted(pruned.items()):
+        if settings.refine_em_rounds:
+            started = time.perf_counter()
+            kept, kept_counts = refine_em_spark(documents, kept, kept_counts, settings, shard_bytes)
+            stage(f"refine_em_{vocab_size}", started, pieces=len(kept))
+        info = {"corpus_fingerprint": ngrams.fingerprint, "vocab_size_requested": vocab_size}
+        info.update(provenance or {})
+        models[vocab_size] = bp.build_model(kept, kept_counts, settings, info)
+    return TrainResult(models=models, stages=stages, fingerprint=ngrams.fingerprint, documents=ngrams.documents)
