@@ -1,0 +1,98 @@
+"""Tokenizer API: loading by content, pickling, specials, errors that say what to do."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from tokenizer import InputError, Model, ModelFileError, PieceType, Tokenizer
+from tokenizer.core import InvalidIdError
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return Tokenizer(Model.byte_level([b"ab", b"abc"], [-1.0, -1.5], specials=("<s>", "</s>")))
+
+
+def test_hand_example(tok):
+    assert tok.encode("abcab") == [257, 256]
+    assert tok.encode(b"abcab", add_bos=True, add_eos=True) == [tok.bos_id, 257, 256, tok.eos_id]
+    assert tok.encode_batch(["abcab", "ab"], add_bos=True) == [[tok.bos_id, 257, 256], [tok.bos_id, 256]]
+    assert tok.decode([tok.bos_id, 257, 256, tok.eos_id]) == "abcab"
+    assert tok.vocab_size == 260 and tok.id_to_piece(257) == b"abc"
+    assert tok.piece_to_id(b"abc") == 257 and tok.piece_to_id("zz") == -1
+
+
+def test_pickles_as_its_model_and_loads_by_content(tok, tmp_path):
+    tok.encode("x")  # build the compiled arrays
+    clone = pickle.loads(pickle.dumps(tok))
+    assert clone._compiled is None and clone.model == tok.model
+    assert len(pickle.dumps(tok)) < len(tok.model.to_bytes()) + 2000
+    tok.save(tmp_path / "m.bin")
+    assert Tokenizer.load(tmp_path / "m.bin").encode("abcab") == [257, 256]
+
+
+def test_decode_bytes_of_each_piece_type():
+    pieces = [b"<unk>", b"<s>", b"a", b"<0xFF>", b"xy", b"zz"]
+    types = [PieceType.UNKNOWN, PieceType.CONTROL, PieceType.NORMAL, PieceType.BYTE, PieceType.USER_DEFINED,
+             PieceType.UNUSED]
+    model = Model(pieces, np.zeros(6, np.float32), np.array(types, np.int8), unk_id=0, bos_id=1)
+    tok = Tokenizer(model)
+    assert tok.decode_bytes([0, 1, 2, 3, 4, 5]) == b"a\xffxyzz"
+    assert tok.decode([2, 3]) == "a\ufffd"
+    model.pretokenizer = {"name": "none", "unk_surface": " \u2047 "}
+    assert Tokenizer(model).decode([0, 2]) == " \u2047 a"
+
+
+def test_errors_name_the_problem(tok, tmp_path):
+    with pytest.raises(InvalidIdError, match="id 9999 is out of range.*260"):
+        tok.decode([1, 9999])
+    with pytest.raises(IndexError):
+        tok.decode([-1])
+    with pytest.raises(InvalidIdError, match="integers"):
+        tok.decode([1.5])
+    with pytest.raises(TypeError, match="str or bytes"):
+        tok.encode(123)
+    with pytest.raises(TypeError, match="list of str/bytes"):
+        tok.encode_batch("one string")
+    with pytest.raises(InputError, match="surrogate"):
+        tok.encode("\ud800")
+    with pytest.raises(InputError, match="num_threads"):
+        tok.encode_batch(["a"], num_threads=0)
+    with pytest.raises(InputError, match="seed only matters"):
+        tok.encode("a", seed=1)
+    plain = Tokenizer(Model.byte_level([b"ab"], [-1.0]))
+    with pytest.raises(InputError, match="no bos piece"):
+        plain.encode("a", add_bos=True)
+    (tmp_path / "junk").write_bytes(b"\x00\x01garbage")
+    with pytest.raises(ModelFileError, match="unknown model format"):
+        Tokenizer.load(tmp_path / "junk")
+    with pytest.raises(ModelFileError, match="cannot read"):
+        Tokenizer.load(tmp_path / "missing")
+    (tmp_path / "hf.json").write_text('{"version": "1.0", "model": {}, "normalizer": null}')
+    with pytest.raises(ModelFileError, match="Hugging Face"):
+        Tokenizer.load(tmp_path / "hf.json")
+
+
+def test_unrepresentable_text_is_an_error_not_a_loss():
+    model = Model([b"<s>", b"a"], np.array([0.0, -1.0], np.float32), np.array([3, 1], np.int8))
+    tok = Tokenizer(model)
+    assert tok.encode("aa") == [1, 1]
+    with pytest.raises(InputError, match="no <unk> piece and no byte"):
+        tok.encode_batch(["a", "ab"])
+
+
+def test_loads_sentencepiece_model_by_content(tmp_path):
+    spm = pytest.importorskip("sentencepiece")
+    pytest.importorskip("tokenizer.interop.sentencepiece")
+    import io
+
+    writer = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(["hello world", "hello there"] * 50), model_writer=writer,
+                                   vocab_size=30, hard_vocab_limit=False, minloglevel=2, num_threads=1)
+    (tmp_path / "m.model").write_bytes(writer.getvalue())
+    tok = Tokenizer.load(tmp_path / "m.model")
+    sp = spm.SentencePieceProcessor(model_proto=writer.getvalue())
+    assert tok.encode("hello world") == sp.encode("hello world")
