@@ -248,6 +248,13 @@ class OutputDirectory:
         write_atomic(success, b"")
         return manifest
 
+    def discard_run(self, run_id: str) -> None:
+        """Remove a failed run's temporary files (best effort; the next run removes whatever is left)."""
+        temporary = self._join(TEMPORARY)
+        shutil.rmtree(os.path.join(temporary, run_id), ignore_errors=True)
+        if os.path.isdir(temporary) and not os.listdir(temporary):
+            os.rmdir(temporary)
+
     def mark_complete_without_run(self, summary: dict[str, Any]) -> None:
         """Nothing new to tokenize (incremental run with no new files): refresh the summary and ``_SUCCESS``."""
         write_atomic(self._join(SUMMARY), _json_bytes(summary))

@@ -28,8 +28,8 @@ import hashlib
 import json
 import math
 import os
+import re
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -152,47 +152,16 @@ def histogram_quantiles(histogram: dict[int, int], quantiles: Sequence[float]) -
 _TOKENIZERS: dict[str, Any] = {}
 
 
-def load_tokenizer_bytes(model_bytes: bytes, suffix: str, sha256: str):
-    """The Tokenizer for a model file's bytes, loaded once per Python worker (cached by checksum)."""
+def load_tokenizer_bytes(model_bytes: bytes, sha256: str):
+    """The Tokenizer for a model file's bytes (any format ``Tokenizer.load`` reads), built once per Python worker
+    and cached by checksum, so every batch and task that worker runs reuses the compiled model."""
     tokenizer = _TOKENIZERS.get(sha256)
     if tokenizer is None:
-        from tokenizer import Tokenizer
+        from tokenizer.core import Tokenizer, load_model_bytes
 
-        fd, path = tempfile.mkstemp(prefix="shardpiece-model-", suffix=suffix)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(model_bytes)
-            tokenizer = Tokenizer.load(path)
-        finally:
-            os.unlink(path)
+        tokenizer = Tokenizer(load_model_bytes(model_bytes, "<broadcast model>"))
         _TOKENIZERS[sha256] = tokenizer
     return tokenizer
-
-
-def add_special_ids(ids: pa.ListArray, bos_id: int | None, eos_id: int | None) -> pa.ListArray:
-    """Prepend ``bos_id`` / append ``eos_id`` to every list (``None`` = don't).
-
-    >>> add_special_ids(pa.array([[5], []], pa.list_(pa.int32())), 1, 2).to_pylist()
-    [[1, 5, 2], [1, 2]]
-    """
-    if bos_id is None and eos_id is None:
-        return ids
-    offsets = np.asarray(ids.offsets, dtype=np.int64)
-    values = np.asarray(ids.values, dtype=np.int32)[offsets[0]:offsets[-1]]
-    offsets = offsets - offsets[0]
-    lengths = np.diff(offsets)
-    extra = (bos_id is not None) + (eos_id is not None)
-    new_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths + extra, out=new_offsets[1:])
-    out = np.empty(int(new_offsets[-1]), dtype=np.int32)
-    document = np.repeat(np.arange(len(lengths)), lengths)
-    shift = (bos_id is not None)
-    out[np.arange(len(values)) - offsets[document] + new_offsets[document] + shift] = values
-    if bos_id is not None:
-        out[new_offsets[:-1]] = bos_id
-    if eos_id is not None:
-        out[new_offsets[1:] - 1] = eos_id
-    return pa.ListArray.from_arrays(pa.array(new_offsets.astype(np.int32)), pa.array(out))
 
 
 @dataclass
@@ -260,7 +229,7 @@ def classify_rows(batch: pa.RecordBatch, policy: str, max_bytes: int, where: str
 
 
 def encode_partition(
-    batches: Iterator[pa.RecordBatch], *, model: Any, model_suffix: str, model_sha256: str, output: str,
+    batches: Iterator[pa.RecordBatch], *, model: Any, model_sha256: str, output: str,
     run_id: str, config: dict[str, Any], empty_schema: pa.Schema | None,
 ) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` step: encode and write one partition's shard; yields one row of counts (``RESULT_SCHEMA``)."""
@@ -270,7 +239,7 @@ def encode_partition(
     partition = context.partitionId() if context else 0
     attempt = context.taskAttemptId() if context else 0
     started = time.perf_counter()
-    tokenizer = load_tokenizer_bytes(model.value if hasattr(model, "value") else model, model_suffix, model_sha256)
+    tokenizer = load_tokenizer_bytes(model.value if hasattr(model, "value") else model, model_sha256)
     vocab_size = int(tokenizer.vocab_size)
     bos = _special_id(tokenizer, "bos") if config["add_bos"] else None
     eos = _special_id(tokenizer, "eos") if config["add_eos"] else None
@@ -298,11 +267,9 @@ def encode_partition(
             counts["kept_bad_rows"] += outcome.kept_bad
             counts["altered_rows"] += outcome.altered
             tick = time.perf_counter()
-            ids = tokenizer.encode_batch(outcome.texts, num_threads=1)
+            ids = tokenizer.encode_batch(outcome.texts, num_threads=1, add_bos=bos is not None,
+                                         add_eos=eos is not None)
             encode_seconds += time.perf_counter() - tick
-            if not isinstance(ids, (pa.ListArray, pa.LargeListArray)):
-                ids = pa.array(ids, pa.list_(pa.int32()))
-            ids = add_special_ids(ids, bos, eos)
             table = pa.Table.from_batches([batch.select(keep_columns)]) if keep_columns else \
                 pa.table({"_": pa.nulls(batch.num_rows)}).select([])
             if not outcome.keep.all():
@@ -362,8 +329,7 @@ def encode_partition(
 
 
 def _special_id(tokenizer, name: str) -> int:
-    model = getattr(tokenizer, "model", tokenizer)
-    value = getattr(model, f"{name}_id", -1)
+    value = getattr(tokenizer, f"{name}_id", -1)
     if value is None or value < 0:
         flag = "--add-bos" if name == "bos" else "--add-eos"
         raise ConfigError(f"{flag}: the model has no {'<s>' if name == 'bos' else '</s>'} piece; train it with "
@@ -508,22 +474,28 @@ def run_tokenize(spark, config: TokenizeConfig) -> dict[str, Any]:
         options = {k: v for k, v in asdict(config).items()
                    if k in ("add_bos", "add_eos", "output_format", "parquet_ids_dtype", "keep_columns", "verify",
                             "verify_rate", "on_bad_row", "max_document_bytes", "fault_injection")}
-        suffix = os.path.splitext(config.model)[1]
 
         def step(batches):
-            return encode_partition(batches, model=model_broadcast, model_suffix=suffix, model_sha256=sha256,
+            return encode_partition(batches, model=model_broadcast, model_sha256=sha256,
                                     output=out.path, run_id=run_id, config=options, empty_schema=empty_schema)
 
         progress = _Progress(spark, config.progress_seconds, started)
         progress.start()
         try:
             rows = frame.mapInArrow(step, RESULT_SCHEMA).collect()
+        except Exception as exc:  # noqa: BLE001 - re-raised; a task's own error becomes a plain shardpiece error
+            out.discard_run(run_id)
+            raise _task_error(exc) from None
         finally:
             progress.stop.set()
             model_broadcast.destroy()
-        results = [TaskResult(r["partition"], r["attempt"], r["stem"], r["documents"], r["tokens"], r["bytes"],
-                              json.loads(r["file_sizes"]), json.loads(r["stats"])) for r in rows]
-        _check_results(results, config, frame if config.verify else None)
+        try:
+            results = [TaskResult(r["partition"], r["attempt"], r["stem"], r["documents"], r["tokens"], r["bytes"],
+                                  json.loads(r["file_sizes"]), json.loads(r["stats"])) for r in rows]
+            _check_results(results, config, frame if config.verify else None)
+        except BaseException:
+            out.discard_run(run_id)
+            raise
     summary = _summary(config, out, run_id, results, new_files, new_empty, input_format, sha256,
                        time.perf_counter() - started)
     if not new_files and not new_empty and state == "continue":
@@ -534,6 +506,18 @@ def run_tokenize(spark, config: TokenizeConfig) -> dict[str, Any]:
     print(f"tokenize: {summary['documents']:,} documents, {summary['tokens']:,} tokens, "
           f"{summary['bytes_per_token']:.2f} bytes/token, {summary['seconds']:.1f} s -> {out.path}", file=sys.stderr)
     return summary
+
+
+_TASK_ERROR = re.compile(r"(?:tokenizer\.errors\.)?(InputError|ConfigError|ModelError|ModelFileError): (.+)")
+
+
+def _task_error(exc: BaseException) -> BaseException:
+    """The shardpiece error a task raised (its message, without the Java and Python stack traces), or ``exc``."""
+    match = _TASK_ERROR.search(str(exc))
+    if match is None:
+        return exc
+    kind = ConfigError if match.group(1) == "ConfigError" else InputError
+    return kind(match.group(2).strip() + " (nothing was committed; the output directory keeps its previous state)")
 
 
 def _check_results(results: list[TaskResult], config: TokenizeConfig, frame) -> None:
