@@ -1,0 +1,100 @@
+"""BytePiece on Spark: byte-identical models for any partitioning, equal to the single-node reference."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from pipelines.bytepiece import binary_array, binary_buffers, iter_shards, multiset_fingerprint, train_bytepiece
+from tokenizer.errors import InputError
+from tokenizer.trainers.bytepiece import TrainSettings, train_bytepiece_local
+
+
+def sample_corpus(n_lines: int = 1200, seed: int = 7) -> list[bytes]:
+    """Repetitive multilingual lines (so n-grams pass min_count), plus a few awkward ones."""
+    rng = random.Random(seed)
+    words = ["spark", "token", "piece", "model", "the", "of", "and", "data", "東京", "大学", "日本語", "テキスト",
+             "数据", "处理", "模型", "2024", "3.14", "naïve", "café"]
+    lines = []
+    for _ in range(n_lines):
+        joiner = " " if rng.random() < 0.6 else ""
+        lines.append(joiner.join(rng.choice(words) for _ in range(rng.randint(1, 12))).encode())
+    lines += [b"bad \xff\xfe bytes\r", b"\x00nul inside", b"tab\tseparated\tline", b"a" * 300]
+    return lines
+
+
+def spark_models(spark, lines: list[bytes], settings: TrainSettings, partitions: int):
+    frame = spark.createDataFrame([(line,) for line in lines], "text binary").repartition(partitions)
+    return train_bytepiece(frame, settings, shard_bytes=4096)
+
+
+def test_multiset_fingerprint_ignores_order_but_not_content():
+    assert multiset_fingerprint([b"a", b"b", b"a"]) == multiset_fingerprint([b"a", b"a", b"b"])
+    assert multiset_fingerprint([b"a", b"b"]) != multiset_fingerprint([b"a", b"b", b"b"])
+    assert multiset_fingerprint([b"ab"]) != multiset_fingerprint([b"a", b"b"])
+
+
+def test_binary_buffers_of_sliced_and_large_arrays():
+    array = pa.array([b"xx", b"ab", b"", b"cde"], pa.binary()).slice(1)
+    data, offsets = binary_buffers(array)
+    assert [data[offsets[i]:offsets[i + 1]].tobytes() for i in range(3)] == [b"ab", b"", b"cde"]
+    data, offsets = binary_buffers(pa.array(["é", "z"], pa.large_string()))
+    assert data[offsets[0]:offsets[2]].tobytes() == "éz".encode()
+    rebuilt = binary_array(np.frombuffer(b"abcde", np.uint8), np.array([0, 2, 2, 5]))
+    assert rebuilt.to_pylist() == [b"ab", b"", b"cde"]
+    with pytest.raises(InputError, match="null"):
+        binary_buffers(pa.array([b"a", None]))
+
+
+def test_iter_shards_groups_batches_without_losing_bytes():
+    texts = [bytes([65 + i % 26]) * (i % 7) for i in range(100)]
+    batches = [pa.RecordBatch.from_arrays([pa.array(texts[i:i + 9], pa.binary())], names=["text"])
+               for i in range(0, 100, 9)]
+    shards = list(iter_shards(iter(batches), shard_bytes=40))
+    assert len(shards) > 1
+    rebuilt = [data[offsets[i]:offsets[i + 1]].tobytes() for data, offsets in shards for i in range(len(offsets) - 1)]
+    assert rebuilt == texts
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("settings", [
+    TrainSettings(order=4, min_count=3, vocab_sizes=(420, 300)),
+    TrainSettings(order=6, min_count=2, max_piece_length=8, isolate_digits=True, vocab_sizes=(360,),
+                  refine_em_rounds=1),
+], ids=["two-sizes", "digits-em"])
+def test_models_identical_for_any_partitioning_and_equal_to_local(spark, settings):
+    lines = sample_corpus()
+    local = train_bytepiece_local(lines, settings, provenance={"corpus_fingerprint": multiset_fingerprint(lines)})
+    results = {n: spark_models(spark, lines, settings, n) for n in (1, 3, 8)}
+    for partitions, result in results.items():
+        assert sorted(result.models) == sorted(settings.vocab_sizes)
+        for size, model in result.models.items():
+            assert model.to_bytes() == local[size].to_bytes(), (partitions, size)
+    largest = max(settings.vocab_sizes)
+    assert local[largest].vocab_size > 262  # pieces were learned, the comparison is not trivial
+    first = results[1]
+    assert first.documents == len(lines)
+    assert [s.counts for s in first.stages] == [s.counts for s in results[8].stages]
+
+
+@pytest.mark.spark
+def test_nfc_settings_normalize_before_counting(spark):
+    lines = ["cafe\u0301 " * 5, "café " * 5] * 20
+    settings = TrainSettings(normalization="nfc", min_count=2, vocab_sizes=(270,))
+    result = spark_models(spark, [s.encode() for s in lines], settings, 2)
+    model = result.models[270]
+    local = train_bytepiece_local(lines, settings, provenance={
+        "corpus_fingerprint": multiset_fingerprint([s.encode() for s in lines])})
+    assert model.to_bytes() == local[270].to_bytes()
+    assert model.normalizer == {"name": "nfc"}
+
+
+@pytest.mark.spark
+def test_corpus_without_text_is_a_clear_error(spark):
+    frame = spark.createDataFrame([], "text binary")
+    with pytest.raises(InputError, match="no text"):
+        train_bytepiece(frame, TrainSettings(vocab_sizes=(300,)))
