@@ -147,6 +147,12 @@ class SentencePieceNormalizer(Normalizer):
             self._trie = np.zeros(0, dtype=np.uint32)
             self._replacements = np.zeros(1, dtype=np.uint8)
         self._uds = build_symbol_trie(self.user_defined_symbols)
+        self._uds_first_bytes = np.zeros(256, dtype=np.uint8)
+        for symbol in self.user_defined_symbols:
+            if symbol:
+                self._uds_first_bytes[symbol[0]] = 1
+        self._plain_chars = np.zeros(0x10000, dtype=np.uint8)
+        kernels.build_plain_char_table(self._trie, self._plain_chars)
         self._flags = (
             (kernels.ADD_DUMMY_PREFIX if self.add_dummy_prefix else 0)
             | (kernels.REMOVE_EXTRA_WHITESPACES if self.remove_extra_whitespaces else 0)
@@ -211,7 +217,8 @@ class SentencePieceNormalizer(Normalizer):
         uds = self._uds
         while True:
             done = kernels.normalize_batch_into(data, offsets, done, out, out_offsets, self._trie,
-                                                self._replacements, uds[0], uds[1], uds[2], uds[3], self._flags)
+                                                self._replacements, self._plain_chars, uds[0], uds[1], uds[2],
+                                                uds[3], self._uds_first_bytes, self._flags)
             if done >= n:
                 return out[:out_offsets[n]], out_offsets
             # Text `done` did not fit: grow to its worst case (every unit at its largest replacement) or double.

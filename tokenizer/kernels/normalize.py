@@ -34,7 +34,7 @@ _SOURCE_TEXT, _SOURCE_REPLACEMENTS, _SOURCE_FFFD = 0, 1, 2
 
 
 # ============================================================================ kernels
-@kernel
+@kernel(inline="always")
 def utf8_char_length(text, position, end):
     """Length (1-4) of the valid UTF-8 character at ``text[position]`` as SentencePiece's DecodeUTF8 reads it, or 0
     when the byte there starts no valid character (bad lead or trail byte, overlong form, surrogate, > U+10FFFF, or
@@ -67,7 +67,7 @@ def utf8_char_length(text, position, end):
     return 0
 
 
-@kernel
+@kernel(inline="always")
 def charsmap_longest_match(trie, text, position, end):
     """Longest key of the Darts-clone double array ``trie`` (uint32) that prefixes ``text[position:end]``.
 
@@ -98,7 +98,7 @@ def charsmap_longest_match(trie, text, position, end):
     return best_length, best_value
 
 
-@kernel
+@kernel(inline="always")
 def user_symbol_longest_match(edge_start, edge_label, edge_target, terminal, text, position, end):
     """Length of the longest user-defined symbol (trie in CSR form, see the module docstring) that prefixes
     ``text[position:end]``; 0 when none does."""
@@ -120,6 +120,53 @@ def user_symbol_longest_match(edge_start, edge_label, edge_target, terminal, tex
 
 
 @kernel
+def build_plain_char_table(trie, table):
+    """Fill ``table`` (uint8, shape ``(0x10000,)``) with 1 for each BMP code point the charsmap cannot touch: the
+    double-array walk over its UTF-8 bytes fails before their end without passing a leaf, so no key starts with it
+    and the normalizer copies it. 0 marks code points that need the full walk (and the surrogates, never valid).
+    Example: with an empty ``trie`` every entry but the surrogates is 1."""
+    encoded = np.zeros(4, dtype=np.uint8)
+    for cp in range(0x10000):
+        if 0xD800 <= cp < 0xE000:
+            table[cp] = 0
+            continue
+        if cp < 0x80:
+            encoded[0] = cp
+            length = 1
+        elif cp < 0x800:
+            encoded[0] = 0xC0 | (cp >> 6)
+            encoded[1] = 0x80 | (cp & 0x3F)
+            length = 2
+        else:
+            encoded[0] = 0xE0 | (cp >> 12)
+            encoded[1] = 0x80 | ((cp >> 6) & 0x3F)
+            encoded[2] = 0x80 | (cp & 0x3F)
+            length = 3
+        table[cp] = 1
+        size = trie.shape[0]
+        if size == 0:
+            continue
+        unit = np.int64(trie[0])
+        node = (unit >> 10) << ((unit & 0x200) >> 6)
+        matched = 0
+        for i in range(length):
+            byte = np.int64(encoded[i])
+            node ^= byte
+            if node >= size:
+                break
+            unit = np.int64(trie[node])
+            if (unit & 0x800000FF) != byte:
+                break
+            node ^= (unit >> 10) << ((unit & 0x200) >> 6)
+            matched += 1
+            if (unit >> 8) & 1:
+                table[cp] = 0
+                break
+        if matched == length:
+            table[cp] = 0
+
+
+@kernel(inline="always")
 def _normalize_prefix(text, position, end, trie, replacements, uds_edge_start, uds_edge_label, uds_edge_target,
                       uds_terminal):
     """SentencePiece's ``NormalizePrefix``: ``(source, start, length, consumed)`` of the piece at ``position``."""
@@ -141,7 +188,7 @@ def _normalize_prefix(text, position, end, trie, replacements, uds_edge_start, u
     return _SOURCE_TEXT, position, char_length, char_length
 
 
-@kernel
+@kernel(inline="always")
 def _source_byte(source, index, text, replacements):
     if source == _SOURCE_TEXT:
         return text[index]
@@ -154,14 +201,42 @@ def _source_byte(source, index, text, replacements):
     return np.uint8(0xBD)
 
 
-@kernel
-def normalize_into(text, start, end, out, out_position, trie, replacements, uds_edge_start, uds_edge_label,
-                   uds_edge_target, uds_terminal, flags):
+@kernel(inline="always")
+def _emit_span(source, start, length, out, o, escape, is_prev_space):
+    """Append ``source[start:start + length]`` to ``out`` at ``o`` as the normalizer does with one prefix's
+    output: leading spaces dropped while ``is_prev_space``, spaces escaped to U+2581 when ``escape``. Returns
+    ``(new o, is_prev_space)``; ``o`` is -1 when ``out`` is too small."""
+    first = 0
+    if is_prev_space:
+        while first < length and source[start + first] == 32:
+            first += 1
+    if first >= length:
+        return o, is_prev_space
+    if o + 3 * (length - first) > out.shape[0]:
+        return -1, is_prev_space
+    for k in range(start + first, start + length):
+        byte = source[k]
+        if escape and byte == 32:
+            out[o] = 0xE2
+            out[o + 1] = 0x96
+            out[o + 2] = 0x81
+            o += 3
+        else:
+            out[o] = byte
+            o += 1
+    return o, source[start + length - 1] == 32
+
+
+@kernel(inline="always")
+def normalize_into(text, start, end, out, out_position, trie, replacements, plain_chars, uds_edge_start,
+                   uds_edge_label, uds_edge_target, uds_terminal, uds_first_bytes, flags):
     """Normalize ``text[start:end]`` (uint8) into ``out`` (uint8) from ``out_position``.
 
     Returns the end position of the output in ``out``, or -1 when ``out`` is too small (nothing else is promised
     about ``out`` then: retry with a larger buffer). ``flags`` combines ADD_DUMMY_PREFIX, REMOVE_EXTRA_WHITESPACES,
-    ESCAPE_WHITESPACES and TREAT_WHITESPACE_AS_SUFFIX.
+    ESCAPE_WHITESPACES and TREAT_WHITESPACE_AS_SUFFIX. ``plain_chars`` is :func:`build_plain_char_table` of
+    ``trie`` (a shortcut: characters marked there are copied without walking the trie); ``uds_first_bytes``
+    (uint8, 256) marks the bytes some user-defined symbol starts with.
     """
     add_dummy = (flags & ADD_DUMMY_PREFIX) != 0
     remove_extra = (flags & REMOVE_EXTRA_WHITESPACES) != 0
@@ -173,6 +248,9 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, uds_
         return out_position
     if remove_extra:
         while position < end:
+            b0 = text[position]
+            if b0 < 0x80 and b0 != 32 and plain_chars[b0] and not uds_first_bytes[b0]:
+                break  # a plain ASCII character other than space: no leading whitespace left
             source, s, length, consumed = _normalize_prefix(text, position, end, trie, replacements, uds_edge_start,
                                                             uds_edge_label, uds_edge_target, uds_terminal)
             if not (length == 1 and _source_byte(source, s, text, replacements) == 32):
@@ -193,28 +271,83 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, uds_
             out[o] = 32
             o += 1
     is_prev_space = remove_extra
+    has_symbols = uds_edge_start.shape[0] > 2
+    has_trie = trie.shape[0] > 0
     while position < end:
-        source, s, length, consumed = _normalize_prefix(text, position, end, trie, replacements, uds_edge_start,
-                                                        uds_edge_label, uds_edge_target, uds_terminal)
-        first = 0
-        if is_prev_space:
-            while first < length and _source_byte(source, s + first, text, replacements) == 32:
-                first += 1
-        if first < length:
-            if o + 3 * (length - first) > capacity:
+        b0 = np.int64(text[position])
+        char_length = utf8_char_length(text, position, end)
+        # 1. a user-defined symbol: copied as it is (spaces in it still follow the whitespace rules)
+        if has_symbols and uds_first_bytes[b0]:
+            matched = user_symbol_longest_match(uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal,
+                                                text, position, end)
+            if matched > 0:
+                o, is_prev_space = _emit_span(text, position, matched, out, o, escape, is_prev_space)
+                if o < 0:
+                    return -1
+                position += matched
+                if not remove_extra:
+                    is_prev_space = False
+                continue
+        # 2. the charsmap's longest key, unless the character is known to start none
+        match_length = 0
+        value = 0
+        if has_trie and char_length > 0:
+            if char_length == 1:
+                plain = plain_chars[b0] != 0
+            elif char_length == 2:
+                plain = plain_chars[((b0 & 0x1F) << 6) | (np.int64(text[position + 1]) & 0x3F)] != 0
+            elif char_length == 3:
+                plain = plain_chars[((b0 & 0x0F) << 12) | ((np.int64(text[position + 1]) & 0x3F) << 6)
+                                    | (np.int64(text[position + 2]) & 0x3F)] != 0
+            else:
+                plain = False
+            if not plain:
+                match_length, value = charsmap_longest_match(trie, text, position, end)
+        elif has_trie:
+            match_length, value = charsmap_longest_match(trie, text, position, end)
+        if match_length > 0:
+            stop = value
+            limit = replacements.shape[0]
+            while stop < limit and replacements[stop] != 0:
+                stop += 1
+            o, is_prev_space = _emit_span(replacements, value, stop - value, out, o, escape, is_prev_space)
+            if o < 0:
                 return -1
-            for k in range(s + first, s + length):
-                byte = _source_byte(source, k, text, replacements)
-                if escape and byte == 32:
+            position += match_length
+        elif char_length == 0:
+            # 3a. an invalid byte: U+FFFD, one byte consumed
+            if o + 3 > capacity:
+                return -1
+            out[o] = 0xEF
+            out[o + 1] = 0xBF
+            out[o + 2] = 0xBD
+            o += 3
+            is_prev_space = False
+            position += 1
+        elif b0 == 32:
+            # 3b. a plain space
+            if not is_prev_space:
+                if o + 3 > capacity:
+                    return -1
+                if escape:
                     out[o] = 0xE2
                     out[o + 1] = 0x96
                     out[o + 2] = 0x81
                     o += 3
                 else:
-                    out[o] = byte
+                    out[o] = 32
                     o += 1
-            is_prev_space = _source_byte(source, s + length - 1, text, replacements) == 32
-        position += consumed
+                is_prev_space = True
+            position += 1
+        else:
+            # 3c. any other character, copied
+            if o + char_length > capacity:
+                return -1
+            for k in range(char_length):
+                out[o + k] = text[position + k]
+            o += char_length
+            is_prev_space = False
+            position += char_length
         if not remove_extra:
             is_prev_space = False
     if remove_extra:
@@ -239,8 +372,8 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, uds_
 
 
 @kernel
-def normalize_batch_into(data, offsets, first_text, out, out_offsets, trie, replacements, uds_edge_start,
-                         uds_edge_label, uds_edge_target, uds_terminal, flags):
+def normalize_batch_into(data, offsets, first_text, out, out_offsets, trie, replacements, plain_chars,
+                         uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal, uds_first_bytes, flags):
     """Normalize texts ``first_text ..`` of an Arrow-style batch (``data`` uint8, ``offsets`` int64, n + 1).
 
     Text ``i`` goes to ``out[out_offsets[i]:out_offsets[i + 1]]``; ``out_offsets[first_text]`` must be set by the
@@ -249,8 +382,8 @@ def normalize_batch_into(data, offsets, first_text, out, out_offsets, trie, repl
     """
     n = offsets.shape[0] - 1
     for i in range(first_text, n):
-        end = normalize_into(data, offsets[i], offsets[i + 1], out, out_offsets[i], trie, replacements,
-                             uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal, flags)
+        end = normalize_into(data, offsets[i], offsets[i + 1], out, out_offsets[i], trie, replacements, plain_chars,
+                             uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal, uds_first_bytes, flags)
         if end < 0:
             return i
         out_offsets[i + 1] = end
