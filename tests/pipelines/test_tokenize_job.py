@@ -221,3 +221,76 @@ def test_incremental_reads_only_new_files(spark, tmp_path, model_path, tok):
         run_tokenize(spark, _config(model_path, [str(lake)], output, **config))
     with pytest.raises(ConfigError, match="output_format"):
         run_tokenize(spark, _config(model_path, [str(lake)], output, **{**config, "output_format": "npy"}))
+
+
+# ---------------------------------------------------------------------------------------------- failures
+def _lake(tmp_path, count=1800):
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    documents = make_documents(count, seed=11)
+    third = count // 3
+    for part in range(3):
+        write_parquet(str(lake / f"part-{part}.parquet"), documents[part * third:(part + 1) * third], part * third)
+    return str(lake), documents
+
+
+def _cli(args: list[str]) -> subprocess.Popen:
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SHARDPIECE_DRIVER_MEMORY": "1g", "PYTHONPATH": REPO}
+    return subprocess.Popen([sys.executable, "-m", "jobs.cli", "tokenize", *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def _fault_config(tmp_path, partition: int, action: str) -> tuple[str, str]:
+    marker = str(tmp_path / "fault-marker")
+    path = tmp_path / "fault.yaml"
+    path.write_text(json.dumps({"fault_injection": {"partition": partition, "marker": marker, "action": action}}))
+    return str(path), marker
+
+
+@pytest.mark.slow
+def test_a_failed_task_attempt_leaves_no_duplicates_or_gaps(tmp_path, model_path, tok):
+    lake, documents = _lake(tmp_path)
+    config, marker = _fault_config(tmp_path, partition=1, action="fail")
+    output = tmp_path / "out"
+    process = _cli(["--model", model_path, "--input", lake, "--output", str(output), "--output-format", "npy",
+                    "--partitions", "3", "--on-bad-row", "skip", "--verify", "--master", "local[2,2]",
+                    "--config", config])
+    stdout, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stderr.decode()[-3000:]
+    assert open(marker).read().startswith("attempt")      # the first attempt of partition 1 died
+    summary = json.loads(stdout)
+    assert summary["partitions"] == 3 and summary["verify"]["documents_checked"] == summary["documents"]
+    manifest = json.load(open(output / "_manifest.json"))
+    assert [shard["partition"] for shard in manifest["runs"][0]["shards"]] == [0, 1, 2]
+    assert sorted(decoded_documents(tok, str(output), "npy")) == _expected(documents, skip_null=True)
+    assert sorted(os.listdir(output)) == ["_SUCCESS", "_manifest.json", "_summary.json"] + sorted(
+        f"run-00000-part-{p:05d}.{kind}.npy" for p in range(3) for kind in ("offsets", "tokens"))
+
+
+@pytest.mark.slow
+def test_a_killed_job_is_completed_by_the_rerun(spark, tmp_path, model_path, tok):
+    lake, documents = _lake(tmp_path)
+    config, marker = _fault_config(tmp_path, partition=2, action="hang")
+    output = tmp_path / "out"
+    options = ["--output-format", "megatron", "--partitions", "3", "--on-bad-row", "skip"]
+    process = _cli(["--model", model_path, "--input", lake, "--output", str(output), "--master", "local[2]",
+                    "--config", config, *options])
+    deadline = time.monotonic() + 400
+    while not os.path.exists(marker) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.5)
+    assert os.path.exists(marker), process.communicate()[1].decode()[-3000:] if process.poll() is not None else ""
+    time.sleep(2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    partial = [name for _, _, names in os.walk(output / "_temporary") for name in names]
+    assert partial and not os.path.exists(output / "_SUCCESS")   # died midway, with files written
+    with pytest.raises(ConfigError, match="--mode"):
+        run_tokenize(spark, _config(model_path, [lake], output, output_format="megatron", partitions=3,
+                                    on_bad_row="skip"))
+    summary = run_tokenize(spark, _config(model_path, [lake], output, output_format="megatron", partitions=3,
+                                          on_bad_row="skip", mode="skip", verify=True))
+    assert summary["status"] == "committed"
+    assert sorted(decoded_documents(tok, str(output), "megatron")) == _expected(documents, skip_null=True)
+    assert not os.path.exists(output / "_temporary")
+    assert run_tokenize(spark, _config(model_path, [lake], output, output_format="megatron", partitions=3,
+                                       on_bad_row="skip", mode="skip"))["status"] == "skipped"
