@@ -1,0 +1,257 @@
+"""``shardpiece encode``, ``decode`` and ``inspect``: single-node commands (no Spark is started or imported).
+
+    shardpiece encode --model bp.model < text.txt > ids.txt           # one line of ids per input line
+    shardpiece encode --model bp.model --pieces --input text.txt      # the pieces, escaped
+    shardpiece decode --model bp.model --input ids.txt --output text.txt
+    shardpiece inspect bp.model
+
+Lines are bytes: each input line without its ``\\n`` (a ``\\r`` before it stays part of the line) is encoded, and
+every output line ends with ``\\n``, so ``decode(encode(file))`` gives the file back byte for byte (plus a final
+newline if the file lacked one). Pieces are printed reversibly: bytes of printable, non-space UTF-8 characters as
+they are; ``\\`` as ``\\\\``; every other byte (space, control, invalid UTF-8) as ``\\xHH``. ``decode --pieces``
+reads that form back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from contextlib import contextmanager
+from typing import BinaryIO, Iterator
+
+from tokenizer.errors import InputError, ShardpieceError
+
+BATCH_LINES = 4096
+_ESCAPE = re.compile(rb"\\(\\|x[0-9a-fA-F]{2})")
+
+
+def escape_piece(piece: bytes) -> str:
+    """A piece's reversible, whitespace-free text form.
+
+    >>> escape_piece(b"a b\\\\"), escape_piece("日本".encode()), escape_piece(b"\\xe6\\x97")
+    ('a\\\\x20b\\\\\\\\', '日本', '\\\\xe6\\\\x97')
+    """
+    out, i, n = [], 0, len(piece)
+    while i < n:
+        b = piece[i]
+        length = 1 if b < 0x80 else 2 if 0xC2 <= b < 0xE0 else 3 if 0xE0 <= b < 0xF0 else 4 if 0xF0 <= b < 0xF5 else 0
+        char = None
+        if length:
+            try:
+                char = piece[i:i + length].decode("utf-8")
+            except UnicodeDecodeError:
+                char = None
+        if char is not None and len(char) == 1 and char.isprintable() and not char.isspace() and char != "\\":
+            out.append(char)
+            i += length
+        elif char == "\\":
+            out.append("\\\\")
+            i += 1
+        else:
+            out.append(f"\\x{b:02x}")
+            i += 1
+    return "".join(out)
+
+
+def unescape_piece(text: bytes) -> bytes:
+    """Inverse of :func:`escape_piece` on its UTF-8 bytes: ``unescape_piece(b"a\\\\x20b") == b"a b"``."""
+    stray = _ESCAPE.sub(b"", text)
+    if b"\\" in stray:
+        raise InputError(f"bad escape in piece {text!r}: only \\\\ and \\xHH are allowed")
+    return _ESCAPE.sub(lambda m: b"\\" if m.group(1) == b"\\" else bytes([int(m.group(1)[1:], 16)]), text)
+
+
+# ---------------------------------------------------------------------------------------------- I/O
+@contextmanager
+def open_input(path: str | None) -> Iterator[BinaryIO]:
+    if path in (None, "-"):
+        yield sys.stdin.buffer
+        return
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"cannot read --input {path}: {exc.strerror}") from None
+    with handle:
+        yield handle
+
+
+@contextmanager
+def open_output(path: str | None) -> Iterator[BinaryIO]:
+    if path in (None, "-"):
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    try:
+        handle = open(path, "wb")
+    except OSError as exc:
+        raise InputError(f"cannot write --output {path}: {exc.strerror}") from None
+    with handle:
+        yield handle
+
+
+def read_lines(handle: BinaryIO) -> Iterator[list[bytes]]:
+    """Batches of lines (bytes, without the ``\\n``)."""
+    batch = []
+    for line in handle:
+        batch.append(line[:-1] if line.endswith(b"\n") else line)
+        if len(batch) >= BATCH_LINES:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+# ---------------------------------------------------------------------------------------------- commands
+def load_tokenizer(path: str):
+    from tokenizer.core import Tokenizer
+
+    return Tokenizer.load(path)
+
+
+def encode(args: argparse.Namespace) -> int:
+    tokenizer = load_tokenizer(args.model)
+    with open_input(args.input) as source, open_output(args.output) as sink:
+        for batch in read_lines(source):
+            encoded = tokenizer.encode_batch(batch, num_threads=1)
+            if args.pieces:
+                rows = [" ".join(escape_piece(tokenizer.id_to_piece(i)) for i in ids).encode() for ids in encoded]
+            else:
+                rows = [" ".join(map(str, ids)).encode() for ids in encoded]
+            sink.write(b"\n".join(rows) + b"\n")
+    return 0
+
+
+def decode(args: argparse.Namespace) -> int:
+    tokenizer = load_tokenizer(args.model)
+    vocab_size = tokenizer.vocab_size
+    line_number = 0
+    with open_input(args.input) as source, open_output(args.output) as sink:
+        for batch in read_lines(source):
+            out = []
+            for line in batch:
+                line_number += 1
+                fields = line.split()
+                if args.pieces:
+                    ids = []
+                    for field in fields:
+                        piece = unescape_piece(field)
+                        piece_id = tokenizer.piece_to_id(piece)
+                        if piece_id < 0:
+                            raise InputError(f"line {line_number}: piece {field.decode(errors='replace')!r} is not "
+                                             "in the model's vocabulary: decode with the model that encoded it")
+                        ids.append(piece_id)
+                else:
+                    try:
+                        ids = [int(field) for field in fields]
+                    except ValueError:
+                        bad = next(f for f in fields if not f.lstrip(b"-").isdigit())
+                        raise InputError(
+                            f"line {line_number}: {bad.decode(errors='replace')!r} is not an integer id; decode "
+                            "expects space-separated ids (use decode --pieces for pieces)"
+                        ) from None
+                    wrong = [i for i in ids if not 0 <= i < vocab_size]
+                    if wrong:
+                        raise InputError(f"line {line_number}: id {wrong[0]} is outside the vocabulary "
+                                         f"(0..{vocab_size - 1}): decode with the model that encoded it")
+                out.append(tokenizer.decode_bytes(ids))
+            sink.write(b"\n".join(out) + b"\n")
+    return 0
+
+
+def describe(model_path: str) -> dict:
+    """A JSON-able summary of a model file (what ``inspect`` prints)."""
+    from tokenizer.model import MAGIC, PieceType
+
+    tokenizer = load_tokenizer(model_path)
+    model = tokenizer.model
+    with open(model_path, "rb") as handle:
+        head = handle.read(16)
+    if head.startswith(MAGIC):
+        file_format = f"shardpiece model, format version {int.from_bytes(head[8:12], 'little')}"
+    elif head.lstrip().startswith(b"{"):
+        file_format = "BytePiece JSON"
+    else:
+        file_format = "SentencePiece model (protobuf)"
+    types = {t.name.lower(): int((model.types == t).sum()) for t in PieceType if (model.types == t).any()}
+    lengths = [len(p) for p, t in zip(model.pieces, model.types.tolist()) if t == PieceType.NORMAL]
+    specials = {name: {"id": getattr(model, f"{name}_id"), "piece": escape_piece(model.pieces[getattr(model, f"{name}_id")])}
+                for name in ("unk", "bos", "eos", "pad") if getattr(model, f"{name}_id") >= 0}
+    controls = [escape_piece(p) for p, t in zip(model.pieces, model.types.tolist()) if t == PieceType.CONTROL]
+    longest = sorted((p for p, t in zip(model.pieces, model.types.tolist()) if t == PieceType.NORMAL),
+                     key=lambda p: (-len(p), p))[:5]
+    return {
+        "file": model_path,
+        "format": file_format,
+        "algorithm": model.provenance.get("algorithm", model.algorithm),
+        "segmentation": model.algorithm,
+        "vocab_size": model.vocab_size,
+        "piece_types": types,
+        "normalizer": model.normalizer,
+        "pretokenizer": model.pretokenizer,
+        "byte_fallback": model.byte_fallback,
+        "special_ids": specials,
+        "control_pieces": controls,
+        "longest_pieces": [escape_piece(p) for p in longest],
+        "mean_piece_bytes": round(sum(lengths) / len(lengths), 3) if lengths else 0,
+        "provenance": model.provenance,
+    }
+
+
+def inspect(args: argparse.Namespace) -> int:
+    info = describe(args.model)
+    if args.json:
+        print(json.dumps(info, indent=2, ensure_ascii=False))
+        return 0
+    for key, value in info.items():
+        if key == "provenance":
+            continue
+        shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else value
+        print(f"{key:<17} {shown}")
+    print("provenance")
+    for key, value in sorted(info["provenance"].items()):
+        print(f"  {key:<22} {json.dumps(value, ensure_ascii=False)}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- argv
+def build_parser(command: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"shardpiece {command}")
+    if command == "inspect":
+        parser.description = "Print a summary of a model file (format, algorithm, vocab, normalizer, provenance)."
+        parser.add_argument("model", metavar="MODEL", help="shardpiece model, SentencePiece .model or BytePiece JSON")
+        parser.add_argument("--json", action="store_true", help="print JSON")
+        return parser
+    parser.description = ("Encode each input line to a line of space-separated ids (or pieces)." if command == "encode"
+                          else "Decode each line of space-separated ids (or pieces) back to a line of text.")
+    parser.add_argument("--model", required=True, metavar="MODEL", help="model file")
+    parser.add_argument("--input", metavar="FILE", help="input file (default: standard input)")
+    parser.add_argument("--output", metavar="FILE", help="output file (default: standard output)")
+    parser.add_argument("--pieces", action="store_true",
+                        help="pieces in escaped form instead of ids" if command == "encode"
+                        else "the input holds escaped pieces (encode --pieces output) instead of ids")
+    return parser
+
+
+COMMANDS = {"encode": encode, "decode": decode, "inspect": inspect}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        print("usage: shardpiece {encode,decode,inspect} ...", file=sys.stderr)
+        return 2
+    command, rest = argv[0], argv[1:]
+    args = build_parser(command).parse_args(rest)
+    try:
+        return COMMANDS[command](args)
+    except ShardpieceError as exc:
+        print(f"shardpiece {command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `shardpiece encode ... | head`
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
