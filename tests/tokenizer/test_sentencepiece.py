@@ -326,6 +326,7 @@ def test_decode_matches_sentencepiece(trained, held_out, name):
         pieces = [model.pieces[i] for i in ids]
         expected = sp.decode(ids).encode()
         assert normalizer.decode_pieces(pieces, model.types[ids]) == expected, repr(line)
+        assert normalizer.decode_ids(ids, model.pieces, model.types) == expected, repr(line)
     # arbitrary id sequences (control pieces between byte pieces, leading spaces, unknowns, ...)
     rng = random.Random(5)
     special = [i for i in range(model.vocab_size) if model.types[i] != PieceType.NORMAL]
@@ -335,6 +336,7 @@ def test_decode_matches_sentencepiece(trained, held_out, name):
                for _ in range(rng.randint(0, 8))]
         pieces = [model.pieces[i] for i in ids]
         assert normalizer.decode_pieces(pieces, model.types[ids]) == sp.decode(ids).encode(), ids
+        assert normalizer.decode_ids(ids, model.pieces, model.types) == sp.decode(ids).encode(), ids
 
 
 def _joined_piece_bytes(model, ids) -> bytes:
@@ -376,3 +378,9 @@ def test_tokenizer_matches_sentencepiece(tmp_path, trained, held_out, name):
         assert tok.encode(line) == ids, repr(line)
         assert tok.decode(ids) == sp.decode(ids), repr(line)
     assert tok.encode_batch(held_out[:50]) == [sp.encode(line) for line in held_out[:50]]
+    rng = random.Random(7)
+    special = [i for i in range(sp.get_piece_size()) if not sp.is_unused(i) and (
+        sp.is_control(i) or sp.is_unknown(i) or sp.is_byte(i) or sp.id_to_piece(i).startswith("\u2581"))]
+    for _ in range(200):
+        ids = [rng.choice((rng.randrange(sp.get_piece_size()), rng.choice(special))) for _ in range(rng.randint(0, 8))]
+        assert tok.decode(ids) == sp.decode(ids), ids

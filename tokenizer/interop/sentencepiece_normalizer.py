@@ -316,6 +316,40 @@ class SentencePieceNormalizer(Normalizer):
             text += sentencepiece_utf8_repair(bytes(pending))
         return bytes(text)
 
+    def decode_ids(self, ids: Sequence[int], pieces: Sequence[bytes], types: np.ndarray) -> bytes:
+        """UTF-8 text of ``ids`` for a model's ``pieces`` and ``types`` (int8 array), exactly as
+        :meth:`decode_pieces` (SentencePiece's Decode), with a fast path for sequences without BYTE pieces: the
+        leading pieces follow the piece-by-piece rules until the text is non-empty, the rest is joined at once.
+
+        Example: with pieces ``[b"<unk>", b"\xe2\x96\x81a", b"b"]`` (types 2, 1, 1), ids ``[1, 2, 1]`` -> ``b"ab a"``.
+        """
+        ids = [int(i) for i in ids]
+        kinds = np.asarray(types)[np.asarray(ids, dtype=np.int64)] if ids else np.zeros(0, np.int8)
+        if np.any(kinds == _PIECE_BYTE) or SPACE_SYMBOL in self.unk_surface.encode():
+            return self.decode_pieces([pieces[i] for i in ids], kinds)
+        text = bytearray()
+        bos_ws_seen = False
+        position = 0
+        while position < len(ids) and not text and not bos_ws_seen:
+            i = ids[position]
+            piece, kind = pieces[i], int(kinds[position])
+            position += 1
+            if kind == _PIECE_CONTROL:
+                continue
+            if kind == _PIECE_UNKNOWN:
+                text += self.unk_surface.encode()
+                continue
+            if self._strips_bos_space() and piece.startswith(SPACE_SYMBOL):
+                piece = piece[len(SPACE_SYMBOL):]
+                bos_ws_seen = not self.remove_extra_whitespaces
+            text += piece.replace(SPACE_SYMBOL, b" ")
+        if position < len(ids):
+            unk_surface = self.unk_surface.encode()
+            rest = [b"" if k == _PIECE_CONTROL else unk_surface if k == _PIECE_UNKNOWN else pieces[i]
+                    for i, k in zip(ids[position:], kinds[position:].tolist())]
+            text += b"".join(rest).replace(SPACE_SYMBOL, b" ")
+        return bytes(text)
+
 
 def _byte_piece_value(piece: bytes) -> int:
     """The byte of a BYTE piece ``b"<0xAB>"`` (upper-case hex, as SentencePiece writes them), or -1."""
