@@ -465,6 +465,9 @@ class Tokenizer:
         try:
             if ids and (min(ids) < 0 or max(ids) >= len(table)):
                 raise IndexError
+            decode_ids = getattr(self.normalizer, "decode_ids", None)
+            if decode_ids is not None:  # SentencePiece models: its piece-by-piece Decode rules, exactly
+                return decode_ids(ids, self.model.pieces, self.model.types)
             data = b"".join([table[i] for i in ids])
         except (TypeError, IndexError):
             for i in ids:
