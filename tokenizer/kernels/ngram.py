@@ -147,62 +147,36 @@ def _pack_window(data, i, n):
 
 
 @kernel
-def _grow(keys, counts, bits):
-    new_bits = bits + 1
-    size = np.int64(1) << new_bits
-    new_keys = np.full(size, -1, dtype=np.int64)
-    new_counts = np.zeros(size, dtype=np.int64)
-    mask = size - 1
-    for s in range(len(keys)):
-        k = keys[s]
-        if k >= 0:
-            slot = _hash_slot(k, new_bits)
-            while new_keys[slot] >= 0:
-                slot = (slot + 1) & mask
-            new_keys[slot] = k
-            new_counts[slot] = counts[s]
-    return new_keys, new_counts, new_bits
+def maximal_ngram_keys_kernel(data, offsets, order):
+    """The key of the n-gram of length ``min(order, bytes left in the chunk)`` at every position of every chunk
+    (int64, one per byte, in text order). Example: chunk ``b"abc"``, order 2 -> keys of ``ab``, ``bc``, ``c``."""
+    out = np.empty(offsets[-1] - offsets[0], dtype=np.int64)
+    n = 0
+    for c in range(len(offsets) - 1):
+        end = offsets[c + 1]
+        for i in range(offsets[c], end):
+            length = end - i
+            if length > order:
+                length = order
+            out[n] = _pack_window(data, i, length)
+            n += 1
+    return out
 
 
 @kernel
-def count_maximal_ngrams_kernel(data, offsets, order, initial_bits):
-    """Count, over every position of every chunk, the n-gram of length ``min(order, bytes left in the chunk)``.
-
-    Returns ``(keys, counts)`` (int64, distinct keys, unsorted). An open-addressing table (linear probing) starts
-    at ``2**initial_bits`` slots and doubles when half full. Example: chunk ``b"abc"``, order 2 ->
-    ``{ab: 1, bc: 1, c: 1}``.
-    """
-    bits = initial_bits
-    size = np.int64(1) << bits
-    keys = np.full(size, -1, dtype=np.int64)
-    counts = np.zeros(size, dtype=np.int64)
-    used = 0
-    for c in range(len(offsets) - 1):
-        start = offsets[c]
-        end = offsets[c + 1]
-        for i in range(start, end):
-            n = end - i
-            if n > order:
-                n = order
-            key = _pack_window(data, i, n)
-            mask = size - 1
-            slot = _hash_slot(key, bits)
-            while True:
-                k = keys[slot]
-                if k == key:
-                    counts[slot] += 1
-                    break
-                if k < 0:
-                    keys[slot] = key
-                    counts[slot] = 1
-                    used += 1
-                    break
-                slot = (slot + 1) & mask
-            if 2 * used > size:
-                keys, counts, bits = _grow(keys, counts, bits)
-                size = np.int64(1) << bits
-    filled = keys >= 0
-    return keys[filled], counts[filled]
+def run_length_counts_kernel(sorted_keys):
+    """``(distinct keys, counts)`` of a sorted int64 array: ``[3, 3, 5] -> ([3, 5], [2, 1])``."""
+    keys = np.empty(len(sorted_keys), dtype=np.int64)
+    counts = np.empty(len(sorted_keys), dtype=np.int64)
+    m = -1
+    for i in range(len(sorted_keys)):
+        if m < 0 or sorted_keys[i] != keys[m]:
+            m += 1
+            keys[m] = sorted_keys[i]
+            counts[m] = 1
+        else:
+            counts[m] += 1
+    return keys[:m + 1].copy(), counts[:m + 1].copy()
 
 
 @kernel
@@ -291,39 +265,60 @@ def merge_sorted_counts_kernel(keys_a, counts_a, keys_b, counts_b):
 
 # ---------------------------------------------------------------------------------------------------------- n-gram LM
 @kernel
-def build_lookup_table_kernel(keys):
-    """An open-addressing table (``-1`` = empty slot) holding each key's index; load factor at most 1/2."""
+def build_lookup_table_kernel(keys, values):
+    """The n-gram model as lookup tables: ``(table, bits, unigrams, bigrams)``.
+
+    ``unigrams`` float64[256] and ``bigrams`` float64[65536] (index ``b0 * 256 + b1``) hold the values of 1- and
+    2-grams directly (``-inf`` when absent); longer keys live in ``table`` (int64, ``2 * 2**bits``): slot ``s``
+    holds the key at ``2 s`` (``-1`` = empty) and the float64 value's bits at ``2 s + 1`` (one cache line per
+    probe), linear probing, load factor at most 1/2.
+    """
+    unigrams = np.full(256, NEG_INF, dtype=np.float64)
+    bigrams = np.full(65536, NEG_INF, dtype=np.float64)
+    n_long = 0
+    for idx in range(len(keys)):
+        if (keys[idx] & 7) > 2:
+            n_long += 1
     bits = 4
-    while (np.int64(1) << bits) < 2 * len(keys):
+    while (np.int64(1) << bits) < 2 * n_long:
         bits += 1
     size = np.int64(1) << bits
     mask = size - 1
-    table_keys = np.full(size, -1, dtype=np.int64)
-    table_index = np.full(size, -1, dtype=np.int64)
+    table = np.full(2 * size, -1, dtype=np.int64)
+    values = values.copy()
+    value_bits = values.view(np.int64)
     for idx in range(len(keys)):
-        slot = _hash_slot(keys[idx], bits)
-        while table_keys[slot] >= 0 and table_keys[slot] != keys[idx]:
-            slot = (slot + 1) & mask
-        table_keys[slot] = keys[idx]
-        table_index[slot] = idx
-    return table_keys, table_index, bits
+        key = keys[idx]
+        length = key & 7
+        if length == 1:
+            unigrams[_key_byte(key, 0)] = values[idx]
+        elif length == 2:
+            bigrams[_key_byte(key, 0) * 256 + _key_byte(key, 1)] = values[idx]
+        else:
+            slot = _hash_slot(key, bits)
+            while table[2 * slot] >= 0 and table[2 * slot] != key:
+                slot = (slot + 1) & mask
+            table[2 * slot] = key
+            table[2 * slot + 1] = value_bits[idx]
+    return table, bits, unigrams, bigrams
 
 
 @kernel
-def _lookup(table_keys, table_index, bits, key):
-    mask = len(table_keys) - 1
+def _lookup(table, bits, key):
+    """The value of ``key`` in a :func:`build_lookup_table_kernel` table, as int64 bits; ``found`` False if absent."""
+    mask = (len(table) >> 1) - 1
     slot = _hash_slot(key, bits)
     while True:
-        k = table_keys[slot]
+        k = table[2 * slot]
         if k == key:
-            return table_index[slot]
+            return table[2 * slot + 1], True
         if k < 0:
-            return -1
+            return np.int64(0), False
         slot = (slot + 1) & mask
 
 
 @kernel
-def ngram_viterbi_kernel(data, offsets, order, ensure_unicode, table_keys, table_index, bits, log_probs):
+def ngram_viterbi_kernel(data, offsets, order, ensure_unicode, table, bits, unigrams, bigrams):
     """Segment every chunk with BytePiece's n-gram model; returns piece end offsets (int64, one per piece).
 
     States ``j = 0..order-1``: the byte at position ``i`` is byte ``j + 1`` of its piece (``order - 1`` also for
@@ -346,6 +341,8 @@ def ngram_viterbi_kernel(data, offsets, order, ensure_unicode, table_keys, table
     ends = np.empty(len(data), dtype=np.int64)
     n_ends = 0
     last = order - 1
+    scratch = np.zeros(1, dtype=np.int64)
+    scratch_float = scratch.view(np.float64)
     for c in range(len(offsets) - 1):
         start = offsets[c]
         n = offsets[c + 1] - start
@@ -355,11 +352,18 @@ def ngram_viterbi_kernel(data, offsets, order, ensure_unicode, table_keys, table
             # emissions at position i
             for j in range(order):
                 emit[j] = NEG_INF
-            for j in range(min(order, i + 1)):
-                idx = _lookup(table_keys, table_index, bits, _pack_window(data, start + i - j, j + 1))
-                if idx < 0:
-                    break  # pruned n-gram: every longer context contains it as a suffix, pruned too
-                emit[j] = log_probs[idx]
+            # (pruned n-gram: every longer context contains it as a suffix, so it is pruned too; stop looking)
+            b_i = np.int64(data[start + i])
+            emit[0] = unigrams[b_i]
+            if i >= 1 and order >= 2:
+                emit[1] = bigrams[np.int64(data[start + i - 1]) * 256 + b_i]
+                if emit[1] != NEG_INF:
+                    for j in range(2, min(order, i + 1)):
+                        value, found = _lookup(table, bits, _pack_window(data, start + i - j, j + 1))
+                        if not found:
+                            break
+                        scratch[0] = value
+                        emit[j] = scratch_float[0]
             if ensure_unicode and 0x80 <= data[start + i] < 0xC0:
                 emit[0] = NEG_INF
             if i == 0:

@@ -223,15 +223,17 @@ def empty_counts() -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
 
 
-def count_ngrams(data, offsets, order: int) -> tuple[np.ndarray, np.ndarray]:
+def count_ngrams(data, offsets, order: int, block_positions: int = 1 << 24) -> tuple[np.ndarray, np.ndarray]:
     """Count every byte n-gram of length ``1..order`` inside each chunk.
 
     Args: ``data`` uint8, ``offsets`` int64 ``(n_chunks + 1,)`` (from :func:`chunk_texts`), ``order`` 1..7.
     Returns ``(keys, counts)``: int64, sorted by key (= by bytes), distinct; keys packed as
     :mod:`tokenizer.kernels.ngram` documents (bytes at the top, length in the low 3 bits).
 
-    Only one n-gram per position, the longest (``min(order, bytes left)``), goes through the hash table; every
-    shorter n-gram's count is the sum over the longest ones it begins, found in one pass over them sorted.
+    Only one n-gram per position, the longest (``min(order, bytes left)``), is materialized: blocks of at most
+    ``block_positions`` such keys are sorted and run-length counted, blocks merged; every shorter n-gram's count is
+    then the sum over the longest ones it begins, found in one pass over them in sorted order. (Sorting beat an
+    open-addressing hash count here by about 4x: sequential memory traffic instead of a cache miss per byte.)
     Example: ``count_ngrams(b"aab", [0, 3], 2)`` -> ``{a: 2, aa: 1, ab: 1, b: 1}``.
     """
     if not 1 <= int(order) <= K.MAX_ORDER:
@@ -239,11 +241,16 @@ def count_ngrams(data, offsets, order: int) -> tuple[np.ndarray, np.ndarray]:
     data, offsets = _as_packed(data, offsets)
     if len(offsets) < 2 or offsets[-1] == offsets[0]:
         return empty_counts()
-    n = int(offsets[-1] - offsets[0])
-    bits = max(10, min(24, int(math.ceil(math.log2(max(n, 1)))) - 2))
-    keys, counts = K.count_maximal_ngrams_kernel(data, offsets, int(order), bits)
-    sort = np.argsort(keys, kind="stable")
-    return K.expand_prefixes_kernel(keys[sort], counts[sort])
+    maximal = empty_counts()
+    first = 0
+    while first < len(offsets) - 1:
+        last = int(np.searchsorted(offsets, offsets[first] + block_positions, side="right")) - 1
+        last = min(max(last, first + 1), len(offsets) - 1)
+        keys = K.maximal_ngram_keys_kernel(data, offsets[first:last + 1], int(order))
+        keys.sort()
+        maximal = merge_counts(maximal, K.run_length_counts_kernel(keys))
+        first = last
+    return K.expand_prefixes_kernel(*maximal)
 
 
 def merge_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -270,7 +277,7 @@ class NgramModel:
 
     def lookup_table(self) -> tuple:
         if self._table is None:
-            self._table = K.build_lookup_table_kernel(self.keys)
+            self._table = K.build_lookup_table_kernel(self.keys, self.log_probs)
         return self._table
 
     def __getstate__(self) -> dict:
@@ -329,9 +336,9 @@ def empty_piece_counts() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def segment_chunks(model: NgramModel, data, offsets) -> np.ndarray:
     """Piece end offsets (int64) of the n-gram Viterbi over every chunk (see :func:`segment_and_count_pieces`)."""
     data, offsets = _as_packed(data, offsets)
-    table_keys, table_index, bits = model.lookup_table()
-    return K.ngram_viterbi_kernel(data, offsets, int(model.order), bool(model.ensure_unicode), table_keys,
-                                  table_index, int(bits), model.log_probs)
+    table, bits, unigrams, bigrams = model.lookup_table()
+    return K.ngram_viterbi_kernel(data, offsets, int(model.order), bool(model.ensure_unicode), table, int(bits),
+                                  unigrams, bigrams)
 
 
 def segment_and_count_pieces(model: NgramModel, data, offsets, settings: TrainSettings

@@ -1,0 +1,212 @@
+"""The BytePiece training kernels against their pure-Python twins (tokenizer.kernels.reference_ngram)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tokenizer.kernels import ngram as K
+from tokenizer.kernels import reference_ngram as R
+from tokenizer.trainers.bytepiece import (
+    TrainSettings, build_ngram_model, chunk_texts, count_ngrams, pack_texts, piece_list, segment_chunks,
+    PieceModel,
+)
+
+ALPHABET = "ab \n1２é你ü\t"
+texts_strategy = st.lists(st.text(alphabet=ALPHABET, max_size=40), max_size=8)
+SETTINGS = dict(max_examples=80, deadline=None)
+
+
+def _chunks(data, offsets):
+    return [data[offsets[i]:offsets[i + 1]].tobytes() for i in range(len(offsets) - 1)]
+
+
+# ------------------------------------------------------------------------------------------------------ packing
+@given(st.binary(min_size=1, max_size=7), st.binary(min_size=1, max_size=7))
+@settings(**SETTINGS)
+def test_packed_keys_sort_like_bytes(a, b):
+    assert K.unpack_ngram(K.pack_ngram(a)) == a
+    assert (K.pack_ngram(a) < K.pack_ngram(b)) == (a < b)
+    assert 0 < K.pack_ngram(a) < 2 ** 59
+
+
+def test_pack_example():
+    assert K.pack_ngram(b"ab") == (0x61 << 51) | (0x62 << 43) | 2
+
+
+# ------------------------------------------------------------------------------------------------------ chunking
+@given(texts_strategy, st.sampled_from([0, 1, 3, 10000]), st.booleans(), st.sampled_from([1, 2, 100]))
+@settings(**SETTINGS)
+def test_chunking_matches_bytepiece_regex(texts, max_chars, isolate_digits, max_newlines):
+    s = TrainSettings(max_chunk_chars=max_chars, isolate_digits=isolate_digits, max_newline_run=max_newlines)
+    data, offsets = chunk_texts(*pack_texts(texts), s)
+    expected = [c.encode() for t in texts for c in R.chunk_text_reference(t, max_chars, isolate_digits, max_newlines)]
+    assert _chunks(data, offsets) == expected
+
+
+def test_chunking_example():
+    s = TrainSettings()
+    assert _chunks(*chunk_texts(*pack_texts(["ab\n\ncd"]), s)) == [b"ab\n\n", b"cd"]
+    s = TrainSettings(isolate_digits=True)
+    assert _chunks(*chunk_texts(*pack_texts(["a12"]), s)) == [b"a", b"1", b"2"]
+
+
+@given(st.lists(st.binary(max_size=30), max_size=6))
+@settings(**SETTINGS)
+def test_chunking_identity_keeps_every_byte(blobs):
+    data, offsets = chunk_texts(*pack_texts(blobs), TrainSettings(max_chunk_chars=4))
+    assert b"".join(_chunks(data, offsets)) == b"".join(blobs)
+    assert all(len(c) > 0 for c in _chunks(data, offsets))
+
+
+def test_digit_table_matches_re():
+    import re
+
+    from tokenizer.trainers.bytepiece import _digit_table
+
+    table = _digit_table()
+    for cp in list(range(0, 0x3000)) + list(range(0xFF00, 0xFF20)) + list(range(0x1D7C0, 0x1D800)):
+        assert table[cp] == (re.match(r"\d", chr(cp)) is not None)
+
+
+# ------------------------------------------------------------------------------------------------------ counting
+@given(texts_strategy, st.integers(1, 7))
+@settings(**SETTINGS)
+def test_count_ngrams_matches_dict_count(texts, order):
+    data, offsets = chunk_texts(*pack_texts(texts), TrainSettings())
+    keys, counts = count_ngrams(data, offsets, order)
+    assert np.all(np.diff(keys) > 0)
+    got = {K.unpack_ngram(k): int(c) for k, c in zip(keys, counts)}
+    assert got == R.count_ngrams_reference(_chunks(data, offsets), order)
+
+
+@given(texts_strategy, st.integers(1, 7), st.integers(1, 64))
+@settings(**SETTINGS)
+def test_count_ngrams_blocks_do_not_change_counts(texts, order, block):
+    data, offsets = chunk_texts(*pack_texts(texts), TrainSettings())
+    a = count_ngrams(data, offsets, order)
+    b = count_ngrams(data, offsets, order, block_positions=block)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def test_count_ngrams_example():
+    keys, counts = count_ngrams(np.frombuffer(b"aab", np.uint8), np.array([0, 3]), 2)
+    assert {K.unpack_ngram(k): int(c) for k, c in zip(keys, counts)} == {b"a": 2, b"aa": 1, b"ab": 1, b"b": 1}
+
+
+@given(st.dictionaries(st.integers(0, 1000), st.integers(1, 9)), st.dictionaries(st.integers(0, 1000),
+                                                                                 st.integers(1, 9)))
+@settings(**SETTINGS)
+def test_merge_sorted_counts(a, b):
+    ka, kb = sorted(a), sorted(b)
+    keys, counts = K.merge_sorted_counts_kernel(np.array(ka, np.int64), np.array([a[k] for k in ka], np.int64),
+                                                np.array(kb, np.int64), np.array([b[k] for k in kb], np.int64))
+    assert dict(zip(keys.tolist(), counts.tolist())) == dict(Counter(a) + Counter(b))
+    assert keys.tolist() == sorted(set(a) | set(b))
+
+
+# ------------------------------------------------------------------------------------------------------ n-gram LM
+@given(texts_strategy, st.integers(1, 6), st.integers(1, 3), st.booleans())
+@settings(**SETTINGS)
+def test_ngram_model_and_viterbi_match_bytepiece(texts, order, min_count, ensure_unicode):
+    s = TrainSettings(order=order, min_count=min_count, ensure_unicode=ensure_unicode)
+    data, offsets = chunk_texts(*pack_texts(texts), s)
+    chunks = _chunks(data, offsets)
+    model = build_ngram_model(*count_ngrams(data, offsets, order), s)
+    log_probs = R.ngram_log_probs_reference(R.count_ngrams_reference(chunks, order), order, min_count)
+    assert {K.unpack_ngram(k): float(v) for k, v in zip(model.keys, model.log_probs)} == log_probs
+    ends = segment_chunks(model, data, offsets)
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    got = [data[a:b].tobytes() for a, b in zip(starts, ends)]
+    expected = [p for c in chunks for p in R.ngram_viterbi_reference(c, log_probs, order, ensure_unicode)]
+    assert got == expected
+
+
+@given(st.lists(st.binary(min_size=1, max_size=12), min_size=1, max_size=6), st.integers(1, 5), st.booleans())
+@settings(**SETTINGS)
+def test_ngram_viterbi_on_arbitrary_bytes(chunks, order, ensure_unicode):
+    """Invalid UTF-8 and unreachable states (all -inf) follow numpy's argmax semantics exactly."""
+    s = TrainSettings(order=order, min_count=2, ensure_unicode=ensure_unicode)
+    data, offsets = pack_texts(chunks)
+    model = build_ngram_model(*count_ngrams(data, offsets, order), s)
+    log_probs = {K.unpack_ngram(k): float(v) for k, v in zip(model.keys, model.log_probs)}
+    ends = segment_chunks(model, data, offsets)
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    got = [data[a:b].tobytes() for a, b in zip(starts, ends)]
+    assert got == [p for c in chunks for p in R.ngram_viterbi_reference(c, log_probs, order, ensure_unicode)]
+
+
+# ------------------------------------------------------------------------------------------------------ byte strings
+@given(st.lists(st.binary(max_size=5), max_size=40))
+@settings(**SETTINGS)
+def test_count_byte_strings(strings):
+    data, offsets = pack_texts(strings)
+    piece_data, piece_offsets, counts = K.count_byte_strings_kernel(data, offsets[:-1].copy(), offsets[1:].copy())
+    expected = sorted(Counter(strings).items())
+    assert list(zip(piece_list(piece_data, piece_offsets), counts.tolist())) == expected
+
+
+@given(st.dictionaries(st.binary(max_size=4), st.integers(1, 9)), st.dictionaries(st.binary(max_size=4),
+                                                                                  st.integers(1, 9)))
+@settings(**SETTINGS)
+def test_merge_byte_string_counts(a, b):
+    da, oa = pack_texts(sorted(a))
+    db, ob = pack_texts(sorted(b))
+    out = K.merge_byte_string_counts_kernel(da, oa, np.array([a[k] for k in sorted(a)], np.int64),
+                                            db, ob, np.array([b[k] for k in sorted(b)], np.int64))
+    expected = sorted((Counter(a) + Counter(b)).items())
+    assert list(zip(piece_list(out[0], out[1]), out[2].tolist())) == expected
+
+
+# ------------------------------------------------------------------------------------------------------ piece Viterbi
+pieces_strategy = st.dictionaries(st.binary(min_size=2, max_size=4, ).filter(lambda b: True),
+                                  st.integers(1, 50), max_size=12)
+
+
+def _piece_model(extra: dict[bytes, int], alphabet: bytes):
+    counts = {bytes([b]): 1 + b % 7 for b in alphabet}
+    counts.update(extra)
+    pieces = sorted(counts)
+    return PieceModel(pieces, np.array([counts[p] for p in pieces], np.int64)), pieces
+
+
+@given(pieces_strategy, st.lists(st.binary(max_size=10), max_size=6))
+@settings(**SETTINGS)
+def test_piece_viterbi_matches_reference(extra, texts):
+    alphabet = bytes(sorted(set(b"".join(texts)) | set(b"".join(extra))))
+    model, pieces = _piece_model(extra, alphabet)
+    scores = {p: float(s) for p, s in zip(pieces, model.scores)}
+    data, offsets = pack_texts(texts)
+    counts, n_tokens = model.viterbi_counts(data, offsets)
+    expected = Counter()
+    for t in texts:
+        expected.update(R.piece_viterbi_reference(t, scores))
+    assert {p: int(c) for p, c in zip(pieces, counts) if c} == dict(expected)
+    assert n_tokens == sum(expected.values())
+    for t in texts:
+        assert model.segment(t) == R.piece_viterbi_reference(t, scores)
+
+
+def test_piece_viterbi_example():
+    model = PieceModel([b"a", b"ab", b"b"], np.array([2, 1, 1]))
+    assert model.segment(b"ab") == [b"ab"]  # log .25 > log .5 + log .25
+
+
+@given(pieces_strategy, st.lists(st.binary(min_size=1, max_size=6), max_size=4))
+@settings(**SETTINGS)
+def test_expected_counts_match_enumeration(extra, texts):
+    alphabet = bytes(sorted(set(b"".join(texts)) | set(b"".join(extra))))
+    model, pieces = _piece_model(extra, alphabet)
+    probs = {p: math.exp(s) for p, s in zip(pieces, model.scores)}
+    data, offsets = pack_texts(texts)
+    expected_counts, log_likelihood = model.expected_counts(data, offsets)
+    reference = Counter()
+    for t in texts:
+        for p, v in R.piece_expected_counts_reference(t, probs).items():
+            reference[p] += v
+    for p, v in zip(pieces, expected_counts):
+        assert v == pytest.approx(reference.get(p, 0.0), rel=1e-9, abs=1e-9)
