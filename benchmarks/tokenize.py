@@ -1,0 +1,170 @@
+"""End-to-end throughput of ``shardpiece tokenize`` on Spark local[2], against the one-thread encoder and a plain
+Python loop calling sentencepiece over the same rows.
+
+    .venv/bin/python benchmarks/tokenize.py                  # en.train.txt, every line one document
+    .venv/bin/python benchmarks/tokenize.py --rows 200000    # a quicker run on the first rows
+
+What is measured (best of ``--repeats``; the machine's load is printed and stored, since other work on a shared
+2-core machine slows every system):
+
+* ``encoder, 1 thread``: ``Tokenizer.encode_batch(pyarrow string array, num_threads=1)`` over all rows in memory.
+* ``sentencepiece loop``: ``[sp.encode(row) for row in rows]`` with the same model (sentencepiece's own file).
+* ``spark parquet->parquet`` and ``spark parquet->megatron``: ``run_tokenize`` on local[2] reading the rows from
+  Parquet files (written once from the corpus) and committing shards; seconds from the job's start (listing,
+  reading, encoding, writing, commit) to ``_SUCCESS``. A warm-up job first starts the Python workers and loads the
+  Numba cache, which a long job pays once.
+
+The model is a SentencePiece unigram model trained with the lossless settings (identity normalizer, byte fallback,
+no whitespace changes) on the first 14 MB of en.train, loaded by both sides. Targets: Parquet->Parquet on local[2]
+at least 70% of twice the one-thread encoder, and at least 3x the sentencepiece loop. Results go to
+``benchmarks/results/tokenize.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+
+import common
+
+LOSSLESS = dict(normalization_rule_name="identity", byte_fallback=True, remove_extra_whitespaces=False,
+                add_dummy_prefix=False, allow_whitespace_only_pieces=True)
+
+
+def sentencepiece_model(args) -> str:
+    import sentencepiece as spm
+
+    train_path, train_bytes = common.capped_train_file(args.corpora, args.corpus, args.work, args.sp_train_bytes)
+    prefix = os.path.join(args.work, f"sp-unigram-{args.corpus}-{train_bytes}b-identity-{args.vocab_size}")
+    if not os.path.isfile(prefix + ".model"):
+        os.makedirs(args.work, exist_ok=True)
+        tmp = f"{prefix}.tmp{os.getpid()}"
+        spm.SentencePieceTrainer.train(input=train_path, model_prefix=tmp, model_type="unigram",
+                                       vocab_size=args.vocab_size, num_threads=2, input_sentence_size=1_000_000,
+                                       shuffle_input_sentence=True, minloglevel=2, **LOSSLESS)
+        os.replace(tmp + ".model", prefix + ".model")
+        os.replace(tmp + ".vocab", prefix + ".vocab")
+    return prefix + ".model"
+
+
+def parquet_lake(lines: list[str], directory: str, files: int) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    marker = os.path.join(directory, f".complete-{len(lines)}-{files}")
+    if not os.path.exists(marker):
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+        per_file = -(-len(lines) // files)
+        for i in range(files):
+            chunk = lines[i * per_file:(i + 1) * per_file]
+            pq.write_table(pa.table({"id": pa.array(range(i * per_file, i * per_file + len(chunk)), pa.int64()),
+                                     "text": pa.array(chunk, pa.string())}),
+                           os.path.join(directory, f"part-{i:03d}.parquet"), row_group_size=20_000)
+        open(marker, "w").close()
+    return directory
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", default="en", choices=common.CORPORA)
+    parser.add_argument("--corpora", default=common.DEFAULT_CORPORA)
+    parser.add_argument("--work", default=common.DEFAULT_WORK, help="models, Parquet input, outputs")
+    parser.add_argument("--vocab-size", type=int, default=32000)
+    parser.add_argument("--sp-train-bytes", type=int, default=common.DEFAULT_TRAIN_BYTES)
+    parser.add_argument("--rows", type=int, default=0, help="use only the first N lines (default: all)")
+    parser.add_argument("--files", type=int, default=8, help="Parquet files the rows are written to")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--output", default="tokenize", help="results/NAME.json")
+    args = parser.parse_args(argv)
+
+    import pyarrow as pa
+    import sentencepiece as spm
+
+    from pipelines.session import build_session
+    from pipelines.tokenize import TokenizeConfig, run_tokenize
+    from tokenizer import Tokenizer
+
+    lines = common.read_lines(common.corpus_path(args.corpora, args.corpus, "train"))
+    if args.rows:
+        lines = lines[:args.rows]
+    total_bytes = sum(len(line.encode()) for line in lines)
+    print(f"{args.corpus}.train: {len(lines):,} rows, {total_bytes / 1e6:.1f} MB; {common.load_text()}", flush=True)
+    model_path = sentencepiece_model(args)
+    lake = parquet_lake(lines, os.path.join(args.work, f"tokenize-{args.corpus}-{len(lines)}-parquet"), args.files)
+
+    tokenizer = Tokenizer.load(model_path)
+    array = pa.array(lines, pa.string())
+    tokenizer.encode_batch(array[:1000], num_threads=1)  # compile / load the Numba cache
+    processor = spm.SentencePieceProcessor(model_file=model_path)
+    sample = lines[:2000]
+    ours = tokenizer.encode_batch(sample, num_threads=1)
+    same_ids = sum(a == b for a, b in zip(ours, processor.encode(sample)))
+    print(f"identical ids to sentencepiece on {same_ids}/{len(sample)} sample rows", flush=True)
+
+    one_thread_s, ids = common.best_time(lambda: tokenizer.encode_batch(array, num_threads=1), args.repeats)
+    tokens = len(ids.values)
+    spm_s, _ = common.best_time(lambda: [processor.encode(line) for line in lines], max(1, args.repeats - 1))
+    print(f"encoder 1 thread {one_thread_s:.2f} s, sentencepiece loop {spm_s:.2f} s", flush=True)
+
+    spark = build_session("local[2]", app_name="shardpiece-bench-tokenize", driver_memory="2g")
+    out_root = os.path.join(args.work, "tokenize-out")
+    warm = os.path.join(args.work, "tokenize-warmup.parquet")
+    parquet_lake(lines[:20_000], warm, 2)
+    run_tokenize(spark, TokenizeConfig(model=model_path, inputs=[warm], output=os.path.join(out_root, "warm"),
+                                       mode="overwrite", progress_seconds=60))
+    spark_runs = {}
+    for output_format in ("parquet", "megatron"):
+        best, summary = float("inf"), None
+        for _ in range(args.repeats):
+            result = run_tokenize(spark, TokenizeConfig(
+                model=model_path, inputs=[lake], output=os.path.join(out_root, output_format),
+                output_format=output_format, keep_columns=["id"] if output_format == "parquet" else [],
+                mode="overwrite", progress_seconds=60))
+            if result["seconds"] < best:
+                best, summary = result["seconds"], result
+        assert summary["documents"] == len(lines) and summary["tokens"] == tokens, "lost or changed documents"
+        spark_runs[output_format] = {"seconds": best, "partitions": summary["partitions"],
+                                     "encode_seconds_total": summary["encode_seconds_total"]}
+        print(f"spark parquet->{output_format}: {best:.2f} s ({summary['partitions']} tasks)", flush=True)
+    spark.stop()
+
+    mb = total_bytes / 1e6
+    one_thread = mb / one_thread_s
+    spm_rate = mb / spm_s
+    rows = [["encoder, 1 thread (in memory)", one_thread_s, one_thread, 1.0, one_thread / spm_rate],
+            ["sentencepiece loop, 1 thread (in memory)", spm_s, spm_rate, spm_rate / one_thread, 1.0]]
+    for output_format, run in spark_runs.items():
+        rate = mb / run["seconds"]
+        run["mb_per_s"] = rate
+        rows.append([f"spark local[2] parquet->{output_format}", run["seconds"], rate, rate / one_thread,
+                     rate / spm_rate])
+    table = common.markdown_table(["system", "seconds", "MB/s", "x encoder 1 thread", "x sentencepiece loop"], rows)
+    pq_rate = spark_runs["parquet"]["mb_per_s"]
+    targets = [
+        {"target": "parquet->parquet >= 70% of 2 x one-thread encoder", "value": pq_rate / (2 * one_thread),
+         "needed": 0.7, "met": pq_rate >= 0.7 * 2 * one_thread},
+        {"target": "parquet->parquet >= 3x sentencepiece loop", "value": pq_rate / spm_rate, "needed": 3.0,
+         "met": pq_rate >= 3 * spm_rate},
+    ]
+    print()
+    print(table)
+    for target in targets:
+        print(f"- {target['target']}: {target['value']:.2f} (needed {target['needed']}) "
+              f"{'met' if target['met'] else 'NOT met'}")
+    print(common.load_text())
+    path = common.write_results(args.output, {
+        "corpus": args.corpus, "rows": len(lines), "bytes": total_bytes, "tokens": tokens,
+        "model": os.path.basename(model_path), "identical_ids_sample": [same_ids, len(sample)],
+        "one_thread_s": one_thread_s, "sentencepiece_loop_s": spm_s, "spark": spark_runs,
+        "targets": targets, "table": table, "load_after": common.load_average(),
+    })
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
