@@ -54,7 +54,7 @@ class CompiledModel:
     """Numpy arrays the kernels need, derived from a :class:`Model` (never pickled; see module docstring).
 
     Attributes: ``base``/``check``/``value`` (double array of NORMAL and USER_DEFINED pieces), ``piece_score``
-    (float64, unigram lattice scores), ``merge_score`` (float32, BPE priorities), ``is_user_defined`` (uint8),
+    (unigram lattice scores, of ``score_dtype``), ``merge_score`` (float32, BPE priorities), ``is_user_defined`` (uint8),
     ``byte_to_id`` (int32[256]), ``byte_mode``, ``split_after_newlines``, ``unk_score`` (scalar of
     ``score_dtype``), ``score_dtype`` (float32, or float64 for models with exact log-count scores),
     ``max_piece_length``.
@@ -101,6 +101,7 @@ class CompiledModel:
         self.piece_score[~matchable] = -np.inf
         if not np.all(np.isfinite(self.piece_score[matchable])):
             raise ModelError("a matchable piece has count 0 in log_count_scores")
+        self.piece_score = self.piece_score.astype(self.score_dtype)
         self.unk_score = self.score_dtype(np.float32(min_score - UNK_PENALTY))
         self.merge_score = scores32
 

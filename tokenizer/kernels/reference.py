@@ -105,8 +105,7 @@ def ref_viterbi(pieces, score, data, *, byte_mode, split_after_newlines=False, u
                 score_dtype=np.float32, unk_id=-1, byte_fallback=False, byte_to_id=None):
     """Twin of :func:`tokenizer.kernels.unigram.viterbi_into`: build the whole lattice, then a forward DP.
 
-    ``score`` maps id -> lattice score (float). Stored path scores are rounded to ``score_dtype``; piece
-    candidates are summed as Python floats (double), unknown candidates in ``score_dtype``.
+    ``score`` maps id -> lattice score; every path score is summed and stored as a ``score_dtype`` scalar.
     """
     byte_to_id = byte_to_id if byte_to_id is not None else [-1] * 256
     n = len(data)
@@ -120,8 +119,8 @@ def ref_viterbi(pieces, score, data, *, byte_mode, split_after_newlines=False, u
                     candidate = score_dtype(unk_score) + here
                 better = end not in best or candidate > best[end][0]
             else:
-                candidate = float(w) + float(here)
-                better = end not in best or candidate > float(best[end][0])
+                candidate = score_dtype(w) + here
+                better = end not in best or candidate > best[end][0]
             if better:
                 best[end] = (score_dtype(candidate), s, node)
     nodes, end = [], n

@@ -4,9 +4,9 @@ Shared arguments (built once per model by :class:`tokenizer.core.Tokenizer`):
 
 - ``base``, ``check``, ``value``: int32 double array (:mod:`tokenizer.kernels.double_array`) of the *matchable*
   pieces only (NORMAL and USER_DEFINED; never UNUSED, CONTROL, UNKNOWN or BYTE).
-- ``piece_score``: float64, shape ``(vocab_size,)``: the lattice score of each matchable piece. For
-  SentencePiece-compatible models this is the float32 score (exactly representable) and, for USER_DEFINED pieces,
-  SentencePiece's bonus ``float32(len * max_score) - 0.1``.
+- ``piece_score``: shape ``(vocab_size,)``, float32 (SentencePiece-compatible models) or float64 (models with
+  exact log-count scores, e.g. BytePiece's): the lattice score of each matchable piece; for USER_DEFINED pieces
+  SentencePiece's bonus ``len * max_score - 0.1``.
 - ``byte_mode``: every single byte is a matchable piece, so segments may start at any byte and no text is unknown.
   Otherwise segments start at UTF-8 character boundaries (an invalid byte counts as a one-byte character) and a
   character with no one-character piece gets an *unknown node* scored ``unk_score`` (``min NORMAL score - 10``).
@@ -17,9 +17,9 @@ Shared arguments (built once per model by :class:`tokenizer.core.Tokenizer`):
 
 Viterbi follows SentencePiece's ``EncodeOptimized``: start positions in increasing order, matches in increasing
 length, and a candidate replaces the best path ending at the same position only if strictly better, so the first
-best found wins ties (for a given end, the longest last piece). Candidates are summed in float64 and stored in the
-caller's ``best_score`` buffer: float32 (SentencePiece: ``double`` candidate vs ``float`` stored score) or float64
-(BytePiece). Unknown-node candidates are summed in the buffer's precision (pass ``unk_score`` as that dtype).
+best found wins ties (for a given end, the longest last piece). Path scores are summed and stored in the dtype of
+``piece_score``/``best_score`` (float32 like SentencePiece, whose ids this then reproduces exactly; float64 like
+BytePiece); pass ``unk_score`` as that dtype too.
 
 Example (hand-checkable): pieces ``a``=0 (score -1), ``b``=1 (-1), ``ab``=2 (-2.5): ``"ab"`` -> ``[0, 1]``
 (-2 beats -2.5); with ``ab`` at -2.0 the paths tie and the first one found, ``ab`` (from start 0), stays: ``[2]``.
