@@ -262,6 +262,14 @@ def main(argv: list[str] | None = None) -> int:
     except ShardpieceError as exc:
         print(f"shardpiece train: error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # an error inside a Spark task arrives wrapped in JVM/Python tracebacks
+        from pipelines.session import task_error_message
+
+        message = task_error_message(exc)
+        if message is None:
+            raise
+        print(f"shardpiece train: error in a Spark task: {message}", file=sys.stderr)
+        return 1
     print(format_summary(manifest), flush=True)
     return 0
 

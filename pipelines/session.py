@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from typing import Any, Mapping
@@ -130,6 +131,10 @@ def build_session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # Python workers of a local master inherit the driver's environment.
     os.environ.setdefault("NUMBA_NUM_THREADS", str(threads_per_task))
+    import warnings
+
+    # pyspark 4.x warns that pandas 3 is "not fully supported"; mapInArrow does not go through pandas.
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark(\..*)?")
     from pyspark.sql import SparkSession
 
     conf = session_config(
@@ -146,6 +151,21 @@ def build_session(
         if key in conf:
             spark.conf.set(key, conf[key])
     return spark
+
+
+def task_error_message(exc: BaseException) -> str | None:
+    """The useful line of an error raised inside a Spark task (e.g. ``tokenizer.errors.InputError: ...``), or
+    ``None`` when ``exc`` does not come from Spark. Spark wraps task errors in long JVM and Python tracebacks."""
+    module = type(exc).__module__ or ""
+    if not module.startswith(("pyspark", "py4j")):
+        return None
+    text = str(exc)
+    found = re.findall(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
+    for name, message in reversed(found):
+        if name not in ("PythonException", "Py4JJavaError", "SparkException"):
+            return f"{name}: {message.strip()}"
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 def default_parallelism(spark) -> int:
