@@ -1,0 +1,341 @@
+"""Helpers shared by the benchmark scripts: corpus paths, timing, process-tree memory sampling, tables, JSON.
+
+Nothing here is imported by the package; the scripts run from the repository root or from ``benchmarks/``::
+
+    .venv/bin/python benchmarks/encode.py --corpus zh
+    .venv/bin/python benchmarks/train.py --corpus zh --scaling
+
+Corpora: ``--corpora DIR`` holds ``{en,zh,ja}.train.txt``, ``.test.txt`` and ``.test400k.txt`` (one document per
+line, UTF-8), as built by the shared ``corpora/build.sh``; the default is ``$SHARDPIECE_CORPORA`` or
+``/work/corpora``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+DEFAULT_CORPORA = os.environ.get("SHARDPIECE_CORPORA", "/work/corpora")
+DEFAULT_WORK = os.environ.get("SHARDPIECE_BENCH_WORK", "/tmp/shardpiece-bench")
+RESULTS_DIR = os.path.join(REPO, "benchmarks", "results")
+CORPORA = ("en", "zh", "ja")
+# zh.train and ja.train whole, en.train's first 14 MB (the peer figures used 13 MB of en): BytePiece's own trainer
+# needs minutes per 10 MB, so both scripts cap the training text at this many bytes, at a line boundary.
+DEFAULT_TRAIN_BYTES = 14_000_000
+BYTEPIECE_SETTINGS = {"order": 6, "min_count": 8, "vocab_size": 32000, "normalization": "nfc"}
+PYTHON = sys.executable
+
+
+# ---------------------------------------------------------------------------------------------------------- corpora
+def corpus_path(corpora: str, name: str, split: str) -> str:
+    """``corpora/NAME.SPLIT.txt`` (split: train, test or test400k); exits with a hint when it is missing."""
+    path = os.path.join(corpora, f"{name}.{split}.txt")
+    if not os.path.isfile(path):
+        sys.exit(f"missing corpus file {path}: build the corpora (corpora/build.sh) or pass --corpora DIR")
+    return path
+
+
+def read_lines(path: str) -> list[str]:
+    """The file's lines without their ``\\n`` (a final newline does not add an empty line)."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    return data.decode("utf-8").split("\n") if data else []
+
+
+def capped_train_file(corpora: str, name: str, work: str, max_bytes: int | None) -> tuple[str, int]:
+    """``(path, bytes)`` of NAME.train.txt, or of its first ``max_bytes`` bytes cut at a line end (written once
+    into ``work``) when the file is larger."""
+    source = corpus_path(corpora, name, "train")
+    size = os.path.getsize(source)
+    if not max_bytes or size <= max_bytes:
+        return source, size
+    with open(source, "rb") as handle:
+        head = handle.read(max_bytes)
+    head = head[:head.rfind(b"\n") + 1]
+    path = os.path.join(work, f"{name}.train.first{len(head)}.txt")
+    if not os.path.isfile(path) or os.path.getsize(path) != len(head):
+        os.makedirs(work, exist_ok=True)
+        write_bytes_atomic(path, head)
+    return path, len(head)
+
+
+def write_bytes_atomic(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------------------------- timing
+def best_time(function: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """``(best seconds, last result)`` over ``repeats`` calls."""
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = function()
+        best = min(best, time.perf_counter() - started)
+    return best, result
+
+
+def interleaved_best(systems: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """Best seconds of each system, timing them in turn (a, b, c, a, b, c, ...) so that load changes on a shared
+    machine hit all of them alike."""
+    best = {name: float("inf") for name in systems}
+    for _ in range(repeats):
+        for name, function in systems.items():
+            started = time.perf_counter()
+            function()
+            best[name] = min(best[name], time.perf_counter() - started)
+    return best
+
+
+def load_average() -> dict[str, float]:
+    one, five, fifteen = os.getloadavg()
+    return {"load1": round(one, 2), "load5": round(five, 2), "load15": round(fifteen, 2)}
+
+
+def load_text() -> str:
+    load = load_average()
+    return f"load {load['load1']:.2f} {load['load5']:.2f} {load['load15']:.2f} on {os.cpu_count()} cores"
+
+
+# ---------------------------------------------------------------------------------------------------------- memory
+@dataclass
+class TreeMemory:
+    """Peak resident memory of a process and all its descendants, sampled every ``interval`` seconds.
+
+    ``peak_total_mib``: the largest sum of RSS over the tree at one sample (shared pages, e.g. of forked workers,
+    count once per process, so this is an upper bound); ``peak_single_mib``/``peak_single_name``: the largest RSS
+    of one process at any sample; ``peak_processes``: the most processes seen at once.
+    """
+
+    peak_total_mib: float = 0.0
+    peak_single_mib: float = 0.0
+    peak_single_name: str = ""
+    peak_processes: int = 0
+    samples: int = 0
+
+
+class TreeSampler:
+    """Samples :class:`TreeMemory` of process ``pid``'s tree in a background thread until :meth:`stop`."""
+
+    def __init__(self, pid: int, interval: float = 0.1):
+        import psutil
+
+        self._psutil = psutil
+        self.root = psutil.Process(pid)
+        self.interval = interval
+        self.memory = TreeMemory()
+        self._known: dict[int, Any] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> "TreeSampler":
+        self._thread.start()
+        return self
+
+    def stop(self) -> TreeMemory:
+        self._stop.set()
+        self._thread.join()
+        return self.memory
+
+    def _processes(self) -> list:
+        psutil = self._psutil
+        try:
+            found = [self.root] + self.root.children(recursive=True)
+        except psutil.Error:
+            return []
+        # Keep one Process object per pid (psutil caches per object; a new pid reuse is detected by create time).
+        result = []
+        for process in found:
+            kept = self._known.setdefault(process.pid, process)
+            result.append(kept)
+        return result
+
+    def _sample(self) -> None:
+        psutil = self._psutil
+        total, count = 0, 0
+        for process in self._processes():
+            try:
+                rss = process.memory_info().rss
+            except psutil.Error:
+                continue
+            total += rss
+            count += 1
+            if rss / 2**20 > self.memory.peak_single_mib:
+                self.memory.peak_single_mib = rss / 2**20
+                try:
+                    self.memory.peak_single_name = process.name()
+                except psutil.Error:
+                    pass
+        self.memory.samples += 1
+        self.memory.peak_total_mib = max(self.memory.peak_total_mib, total / 2**20)
+        self.memory.peak_processes = max(self.memory.peak_processes, count)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(self.interval)
+        self._sample()
+
+
+@dataclass
+class Measured:
+    """One measured subprocess run."""
+
+    command: list[str]
+    seconds: float
+    returncode: int
+    memory: TreeMemory
+    load_before: dict[str, float]
+    load_after: dict[str, float]
+    output_tail: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["memory"] = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in out["memory"].items()}
+        out["seconds"] = round(self.seconds, 3)
+        return out
+
+
+def run_measured(command: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
+                 log_path: str | None = None, interval: float = 0.1) -> Measured:
+    """Run ``command``, timing it wall-clock and sampling its process tree's memory; output goes to
+    ``log_path`` (or is discarded) and its last lines come back in ``output_tail``."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    load_before = load_average()
+    log = open(log_path, "wb") if log_path else subprocess.DEVNULL
+    try:
+        started = time.perf_counter()
+        process = subprocess.Popen(list(command), env=full_env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)
+        sampler = TreeSampler(process.pid, interval).start()
+        returncode = process.wait()
+        seconds = time.perf_counter() - started
+        memory = sampler.stop()
+    finally:
+        if log_path:
+            log.close()
+    tail = ""
+    if log_path:
+        with open(log_path, "rb") as handle:
+            tail = b"\n".join(handle.read().splitlines()[-15:]).decode("utf-8", "replace")
+    return Measured(list(command), seconds, returncode, memory, load_before, load_average(), tail)
+
+
+# ---------------------------------------------------------------------------------------------------------- output
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub markdown table; floats are printed with 2 decimals (3 below 1)."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            if value != value:
+                return "—"
+            return f"{value:.3f}" if abs(value) < 1 else f"{value:.2f}"
+        return str(value)
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def machine_info() -> dict[str, Any]:
+    import numba
+    import numpy
+
+    info: dict[str, Any] = {
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "numba": numba.__version__,
+        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    try:
+        import psutil
+
+        info["memory_gib"] = round(psutil.virtual_memory().total / 2**30, 1)
+    except ImportError:
+        pass
+    try:
+        info["git_commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                                            text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        info["git_dirty_files"] = len(dirty.splitlines())
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    for module in ("sentencepiece", "pyspark"):
+        try:
+            info[module] = __import__(module).__version__
+        except (ImportError, AttributeError):
+            pass
+    try:
+        from importlib.metadata import version
+
+        info["bytepiece"] = version("bytepiece")
+    except Exception:  # noqa: BLE001 - informational only
+        pass
+    return info
+
+
+def write_results(name: str, payload: dict[str, Any], results_dir: str = RESULTS_DIR) -> str:
+    """Write ``payload`` (plus machine info) to ``results_dir/NAME.json``; returns the path."""
+    os.makedirs(results_dir, exist_ok=True)
+    path = os.path.join(results_dir, f"{name}.json")
+    body = {"machine": machine_info(), **payload}
+    write_bytes_atomic(path, (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode())
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------------- bytepiece
+BYTEPIECE_TRAIN_SCRIPT = r"""
+import json, sys, time
+from bytepiece import Trainer
+path, out, order, min_count, vocab, workers = sys.argv[1:7]
+with open(path, "rb") as handle:
+    data = handle.read()
+lines = [line for line in data.decode("utf-8").split("\n") if line]
+trainer = Trainer(order=int(order), max_vocab_size=int(vocab), min_count=int(min_count))
+trainer.train(lines, workers=int(workers), batch_size=1000)   # a list: BytePiece reads its input twice
+trainer.save(out + ".tmp")
+import os
+os.replace(out + ".tmp", out)
+"""
+
+
+def bytepiece_model_path(work: str, name: str, train_bytes: int, vocab_size: int) -> str:
+    s = BYTEPIECE_SETTINGS
+    return os.path.join(work, f"bytepiece-{name}-{train_bytes}b-o{s['order']}-m{s['min_count']}-v{vocab_size}.json")
+
+
+def train_bytepiece_measured(train_path: str, out: str, workers: int, vocab_size: int,
+                             log_path: str | None = None) -> Measured:
+    """Train BytePiece (order 6, min_count 8, ``vocab_size``; NFC is built in) on ``train_path``'s non-empty lines in a
+    subprocess with ``workers`` processes, writing its JSON to ``out``; returns the measured run."""
+    s = BYTEPIECE_SETTINGS
+    command = [PYTHON, "-c", BYTEPIECE_TRAIN_SCRIPT, train_path, out, str(s["order"]), str(s["min_count"]),
+               str(vocab_size), str(workers)]
+    measured = run_measured(command, log_path=log_path, env={"TQDM_DISABLE": "1"})
+    if measured.returncode != 0:
+        raise RuntimeError(f"bytepiece training failed ({measured.returncode}):\n{measured.output_tail}")
+    return measured
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
