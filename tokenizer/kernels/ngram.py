@@ -630,9 +630,11 @@ def _child(edge_keys, edge_child, bits, node, byte):
 
 @kernel
 def piece_viterbi_counts_kernel(data, offsets, weights, edge_keys, edge_child, bits, node_piece, piece_scores,
-                                n_pieces):
+                                n_pieces, collect_pairs=False):
     """Segment each text with the unigram piece model (max sum of ``piece_scores``); add ``weights[i]`` to the count
-    of every piece used in text ``i``. Returns ``(counts int64[n_pieces], n_tokens int64, n_unsegmentable)``.
+    of every piece used in text ``i``. Returns ``(counts int64[n_pieces], n_tokens int64, n_unsegmentable, pairs)``;
+    with ``collect_pairs``, ``pairs`` (int64) holds ``left_id << 32 | right_id`` for every two adjacent pieces of
+    a segmentation (unsorted, one entry per occurrence), else it is empty.
 
     Ties: the piece with the earliest start wins (BytePiece's Aho-Corasick Viterbi visits the longest match first
     and updates only on a strictly better score). A text that no path covers adds nothing and is counted in
@@ -648,6 +650,8 @@ def piece_viterbi_counts_kernel(data, offsets, weights, edge_keys, edge_child, b
     back_piece = np.empty(max_len + 1, dtype=np.int64)
     n_tokens = 0
     n_bad = 0
+    pairs = np.empty(len(data) if collect_pairs else 0, dtype=np.int64)
+    n_pairs = 0
     for c in range(len(offsets) - 1):
         start = offsets[c]
         n = offsets[c + 1] - start
@@ -677,8 +681,11 @@ def piece_viterbi_counts_kernel(data, offsets, weights, edge_keys, edge_child, b
         while e > 0:
             counts[back_piece[e]] += w
             n_tokens += 1
+            if collect_pairs and back[e] > 0:
+                pairs[n_pairs] = (back_piece[back[e]] << 32) | back_piece[e]
+                n_pairs += 1
             e = back[e]
-    return counts, n_tokens, n_bad
+    return counts, n_tokens, n_bad, pairs[:n_pairs].copy()
 
 
 @kernel

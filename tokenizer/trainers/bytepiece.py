@@ -414,11 +414,25 @@ class PieceModel:
         n_texts = len(offsets) - 1
         weights = np.ones(n_texts, np.int64) if weights is None else np.asarray(weights, np.int64)
         edge_keys, edge_child, bits, node_piece = self.trie()
-        counts, n_tokens, n_bad = K.piece_viterbi_counts_kernel(
-            data, offsets, weights, edge_keys, edge_child, int(bits), node_piece, self.scores, len(self.pieces))
+        counts, n_tokens, n_bad, _ = K.piece_viterbi_counts_kernel(
+            data, offsets, weights, edge_keys, edge_child, int(bits), node_piece, self.scores, len(self.pieces),
+            False)
         if n_bad:
             raise InputError(f"{n_bad} texts cannot be segmented with these pieces: the 256 single bytes are missing")
         return counts, int(n_tokens)
+
+    def viterbi_counts_and_pairs(self, data, offsets) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """Piece counts of the best segmentations plus the counts of adjacent piece pairs, keyed
+        ``left_index << 32 | right_index`` (sorted, distinct: a count table :func:`merge_counts` sums)."""
+        data, offsets = _as_packed(data, offsets)
+        edge_keys, edge_child, bits, node_piece = self.trie()
+        counts, _, n_bad, pairs = K.piece_viterbi_counts_kernel(
+            data, offsets, np.ones(len(offsets) - 1, np.int64), edge_keys, edge_child, int(bits), node_piece,
+            self.scores, len(self.pieces), True)
+        if n_bad:
+            raise InputError(f"{n_bad} texts cannot be segmented with these pieces: the 256 single bytes are missing")
+        pairs.sort()
+        return counts, K.run_length_counts_kernel(pairs)
 
     def expected_counts(self, data, offsets) -> tuple[np.ndarray, float]:
         data, offsets = _as_packed(data, offsets)
@@ -528,43 +542,90 @@ def prune_pieces(pieces, counts, settings: TrainSettings) -> dict[int, tuple[lis
 
 
 # ============================================================================================================ EM refinement
-def em_e_step(pieces: Sequence[bytes], counts, data, offsets, settings: TrainSettings) -> np.ndarray:
-    """Per partition: piece statistics of the chunks under the unigram model ``counts`` (summable across
-    partitions). ``viterbi`` mode: int64 counts of the best segmentations; ``expected``: float64 posterior counts."""
+@dataclass
+class EStepStatistics:
+    """Summable E-step output of one partition: ``pieces`` (float64 or int64 per piece) and the adjacent-pair
+    counts ``(keys, counts)`` (key ``left << 32 | right``, sorted). ``a + b`` merges two partitions'."""
+
+    pieces: np.ndarray
+    pairs: tuple[np.ndarray, np.ndarray]
+
+    def __add__(self, other: "EStepStatistics") -> "EStepStatistics":
+        return EStepStatistics(self.pieces + other.pieces, merge_counts(self.pairs, other.pairs))
+
+
+def em_e_step(pieces: Sequence[bytes], counts, data, offsets, settings: TrainSettings) -> EStepStatistics:
+    """Per partition: statistics of the chunks under the unigram model ``(pieces, counts)``.
+
+    ``viterbi`` mode: int64 counts of the pieces of the best segmentations; ``expected``: float64 posterior counts.
+    Both modes also count adjacent pieces in the best segmentations (candidates for the free vocabulary slots).
+    """
     model = PieceModel(pieces, counts)
+    viterbi, pairs = model.viterbi_counts_and_pairs(data, offsets)
     if settings.refine_em_mode == "viterbi":
-        return model.viterbi_counts(data, offsets)[0]
-    return model.expected_counts(data, offsets)[0]
+        return EStepStatistics(viterbi, pairs)
+    return EStepStatistics(model.expected_counts(data, offsets)[0], pairs)
 
 
-def em_m_step(pieces: Sequence[bytes], statistics) -> tuple[list[bytes], np.ndarray]:
-    """Driver: the new model from summed E-step statistics. Single bytes keep a count of at least 1 (every text
-    stays segmentable); multi-byte pieces no segmentation used are removed. Counts stay int64 (expected counts
-    are rounded, at least 1 for kept pieces) so the model remains a function of integers."""
-    stats = np.asarray(statistics, dtype=np.float64)
+def em_m_step(pieces: Sequence[bytes], statistics: EStepStatistics, settings: TrainSettings, capacity: int,
+              add_pieces: bool = True) -> tuple[list[bytes], np.ndarray]:
+    """Driver: the new model from summed E-step statistics.
+
+    Counts become the E-step's (expected counts rounded to integers, so the model stays a function of integers);
+    single bytes keep at least 1 (every text stays segmentable); multi-byte pieces with count 0 are removed. With
+    ``add_pieces``, the free slots up to ``capacity`` pieces are filled with the most frequent concatenations of
+    two adjacent pieces (at most ``max_piece_length`` bytes, at least ``min_count`` occurrences, ties by bytes),
+    each starting with its pair count; the next E-step re-estimates them.
+    Example: pieces ``a, b`` (+ bytes), pair ``(a, b)`` seen 5 times, one free slot -> ``ab`` added with count 5.
+    """
+    stats = np.asarray(statistics.pieces, dtype=np.float64)
     keep_pieces, keep_counts = [], []
     for piece, value in zip(pieces, stats):
+        rounded = int(np.floor(value + 0.5))
         if len(piece) == 1:
             keep_pieces.append(piece)
-            keep_counts.append(max(1, int(round(value))))
-        elif value > 0 and round(value) >= 1:
+            keep_counts.append(max(1, rounded))
+        elif rounded >= 1:
             keep_pieces.append(piece)
-            keep_counts.append(int(round(value)))
-    return keep_pieces, np.array(keep_counts, dtype=np.int64)
+            keep_counts.append(rounded)
+    free = capacity - len(keep_pieces)
+    if add_pieces and free > 0 and len(statistics.pairs[0]):
+        present = set(keep_pieces)
+        candidates: dict[bytes, int] = {}
+        keys, counts = statistics.pairs
+        eligible = counts >= 1
+        for key, count in zip(keys[eligible].tolist(), counts[eligible].tolist()):
+            piece = pieces[key >> 32] + pieces[key & 0xFFFFFFFF]
+            if len(piece) <= settings.max_piece_length and piece not in present:
+                candidates[piece] = candidates.get(piece, 0) + count
+        ranked = sorted((item for item in candidates.items() if item[1] >= settings.min_count),
+                        key=lambda item: (-item[1], item[0]))[:free]
+        for piece, count in ranked:
+            keep_pieces.append(piece)
+            keep_counts.append(count)
+    order = sorted(range(len(keep_pieces)), key=keep_pieces.__getitem__)
+    return [keep_pieces[i] for i in order], np.array([keep_counts[i] for i in order], dtype=np.int64)
 
 
 def refine_em(pieces: list[bytes], counts, chunk_shards: Sequence[tuple[np.ndarray, np.ndarray]],
-              settings: TrainSettings) -> tuple[list[bytes], np.ndarray]:
-    """``settings.refine_em_rounds`` rounds of EM (E-step per shard, summed; M-step) over the chunked corpus."""
+              settings: TrainSettings, capacity: int | None = None) -> tuple[list[bytes], np.ndarray]:
+    """``settings.refine_em_rounds`` rounds of EM over the chunked corpus (E-step per shard, summed; M-step).
+
+    Every round but the last also fills free slots (up to ``capacity`` pieces, default ``len(pieces)``) with
+    frequent adjacent-piece concatenations; the last round only re-estimates, so every score is a count the final
+    model's own segmentation produced.
+    """
     counts = np.asarray(counts, dtype=np.int64)
-    for _ in range(settings.refine_em_rounds):
+    capacity = len(pieces) if capacity is None else capacity
+    rounds = settings.refine_em_rounds
+    for r in range(rounds):
         total = None
         for data, offsets in chunk_shards:
             stats = em_e_step(pieces, counts, data, offsets, settings)
             total = stats if total is None else total + stats
         if total is None:
             break
-        pieces, counts = em_m_step(pieces, total)
+        pieces, counts = em_m_step(pieces, total, settings, capacity, add_pieces=r < rounds - 1)
     return pieces, counts
 
 
@@ -651,7 +712,8 @@ def train_bytepiece_local(texts: Sequence[bytes | str], settings: TrainSettings,
     models = {}
     for vocab_size, (pieces, counts) in pruned.items():
         if settings.refine_em_rounds:
-            pieces, counts = refine_em(pieces, counts, shards, settings)
+            pieces, counts = refine_em(pieces, counts, shards, settings,
+                                       capacity=vocab_size - len(settings.special_tokens))
         info = {"corpus_fingerprint": fingerprint, "vocab_size_requested": vocab_size}
         info.update(provenance or {})
         models[vocab_size] = build_model(pieces, counts, settings, info)
