@@ -276,7 +276,7 @@ def encode_partition(
                 table = table.filter(pa.array(outcome.keep))
             first_index = writer.documents
             writer.write(table, ids)
-            text_bytes = np.asarray(pc.binary_length(outcome.texts.cast(pa.large_binary())).fill_null(0))
+            text_bytes = np.asarray(pc.binary_length(outcome.texts).fill_null(0))
             counts["bytes"] += int(text_bytes.sum())
             lengths = np.diff(np.asarray(ids.offsets, dtype=np.int64))
             if len(lengths):

@@ -104,7 +104,7 @@ def _expected(documents, skip_null: bool) -> list[bytes]:
 
 
 def _config(model_path, inputs, output, **options) -> TokenizeConfig:
-    return TokenizeConfig(model=model_path, inputs=list(inputs), output=str(output), progress_seconds=0.5, **options)
+    return TokenizeConfig(model=model_path, inputs=list(inputs), output=str(output), progress_seconds=5, **options)
 
 
 # ---------------------------------------------------------------------------------------------- round trips
@@ -122,7 +122,8 @@ def test_every_document_decodes_to_its_input(spark, tmp_path, model_path, tok, i
     for part in range(2):
         chunk = documents[part * 1250:(part + 1) * 1250]
         path = str(tmp_path / f"in-{part}.{ {'text': 'txt'}.get(input_format, input_format) }")
-        {"parquet": write_parquet, "jsonl": write_jsonl, "text": write_text}[input_format](path, chunk)
+        writer = {"parquet": write_parquet, "jsonl": write_jsonl, "text": write_text}[input_format]
+        writer(path, chunk) if input_format == "text" else writer(path, chunk, part * 1250)
         inputs.append(path)
     keep = ["id"] if output_format == "parquet" else []
     output = tmp_path / "out"
