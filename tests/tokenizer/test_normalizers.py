@@ -78,6 +78,31 @@ def test_charsmap_longest_match_twin(charsmaps, parts, name):
             K.reference_charsmap_longest_match(trie, text, position)
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cps=st.lists(st.integers(0, 0xFFFF), min_size=1, max_size=50), name=st.sampled_from(["", "nmt_nfkc", "custom"]))
+def test_plain_char_table_twin(charsmaps, cps, name):
+    trie, _ = _split(charsmaps[name] if name else b"")
+    table = _PLAIN_TABLES.get(name)
+    if table is None:
+        table = _PLAIN_TABLES[name] = np.zeros(0x10000, np.uint8)
+        K.build_plain_char_table(np.asarray(trie, np.uint32), table)
+    for cp in cps + [0x41, 0x20, 0xFF21, 0x2581, 0x3000]:
+        assert bool(table[cp]) == K.reference_plain_char(trie, cp), hex(cp)
+
+
+_PLAIN_TABLES: dict = {}
+
+
+@pytest.mark.parametrize("name", ["", "nmt_nfkc", "custom"])
+def test_ascii_pair_table_twin(charsmaps, name):
+    trie, _ = _split(charsmaps[name] if name else b"")
+    table = np.zeros(128 * 128, np.uint8)
+    K.build_ascii_pair_table(np.asarray(trie, np.uint32), table)
+    for b0 in range(128):
+        for b1 in range(0, 128, 3):
+            assert bool(table[b0 * 128 + b1]) == K.reference_ascii_pair(trie, b0, b1), (b0, b1)
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(TEXT_PARTS, max_size=25), raw=st.binary(max_size=4), flags=st.integers(0, 15),
        symbols=SYMBOL_SETS, name=st.sampled_from(["", "nmt_nfkc", "custom"]))

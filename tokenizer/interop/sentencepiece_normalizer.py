@@ -153,6 +153,8 @@ class SentencePieceNormalizer(Normalizer):
                 self._uds_first_bytes[symbol[0]] = 1
         self._plain_chars = np.zeros(0x10000, dtype=np.uint8)
         kernels.build_plain_char_table(self._trie, self._plain_chars)
+        self._ascii_pairs = np.zeros(128 * 128, dtype=np.uint8)
+        kernels.build_ascii_pair_table(self._trie, self._ascii_pairs)
         self._flags = (
             (kernels.ADD_DUMMY_PREFIX if self.add_dummy_prefix else 0)
             | (kernels.REMOVE_EXTRA_WHITESPACES if self.remove_extra_whitespaces else 0)
@@ -208,6 +210,9 @@ class SentencePieceNormalizer(Normalizer):
         return 3 * longest
 
     def _run(self, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if data.flags.writeable:  # one kernel signature (read-only input) instead of two compilations
+            data = data.view()
+            data.flags.writeable = False
         n = len(offsets) - 1
         total = int(offsets[-1] - offsets[0]) if n > 0 else 0
         capacity = 2 * total + 8 * n + 64
@@ -217,7 +222,8 @@ class SentencePieceNormalizer(Normalizer):
         uds = self._uds
         while True:
             done = kernels.normalize_batch_into(data, offsets, done, out, out_offsets, self._trie,
-                                                self._replacements, self._plain_chars, uds[0], uds[1], uds[2],
+                                                self._replacements, self._plain_chars, self._ascii_pairs, uds[0],
+                                                uds[1], uds[2],
                                                 uds[3], self._uds_first_bytes, self._flags)
             if done >= n:
                 return out[:out_offsets[n]], out_offsets

@@ -166,7 +166,40 @@ def build_plain_char_table(trie, table):
             table[cp] = 0
 
 
-@kernel(inline="always")
+@kernel
+def build_ascii_pair_table(trie, table):
+    """Fill ``table`` (uint8, shape ``(128 * 128,)``): entry ``b0 * 128 + b1`` is 1 when, for the ASCII bytes
+    ``b0`` then ``b1``, the charsmap has no key starting at ``b0`` (no leaf after ``b0`` and the walk dies at
+    ``b1``), so ``b0`` is copied. Letters that start some key (e.g. "e" before a combining accent) usually take this
+    shortcut. Example: with an empty ``trie`` every entry is 1."""
+    size = trie.shape[0]
+    for b0 in range(128):
+        for b1 in range(128):
+            index = b0 * 128 + b1
+            table[index] = 1
+            if size == 0:
+                continue
+            unit = np.int64(trie[0])
+            node = (unit >> 10) << ((unit & 0x200) >> 6)
+            node ^= b0
+            if node >= size:
+                continue
+            unit = np.int64(trie[node])
+            if (unit & 0x800000FF) != b0:
+                continue
+            node ^= (unit >> 10) << ((unit & 0x200) >> 6)
+            if (unit >> 8) & 1:
+                table[index] = 0
+                continue
+            node ^= b1
+            if node >= size:
+                continue
+            unit = np.int64(trie[node])
+            if (unit & 0x800000FF) == b1:
+                table[index] = 0
+
+
+@kernel
 def _normalize_prefix(text, position, end, trie, replacements, uds_edge_start, uds_edge_label, uds_edge_target,
                       uds_terminal):
     """SentencePiece's ``NormalizePrefix``: ``(source, start, length, consumed)`` of the piece at ``position``."""
@@ -188,7 +221,7 @@ def _normalize_prefix(text, position, end, trie, replacements, uds_edge_start, u
     return _SOURCE_TEXT, position, char_length, char_length
 
 
-@kernel(inline="always")
+@kernel
 def _source_byte(source, index, text, replacements):
     if source == _SOURCE_TEXT:
         return text[index]
@@ -227,15 +260,16 @@ def _emit_span(source, start, length, out, o, escape, is_prev_space):
     return o, source[start + length - 1] == 32
 
 
-@kernel(inline="always")
-def normalize_into(text, start, end, out, out_position, trie, replacements, plain_chars, uds_edge_start,
-                   uds_edge_label, uds_edge_target, uds_terminal, uds_first_bytes, flags):
+@kernel
+def normalize_into(text, start, end, out, out_position, trie, replacements, plain_chars, ascii_pairs,
+                   uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal, uds_first_bytes, flags):
     """Normalize ``text[start:end]`` (uint8) into ``out`` (uint8) from ``out_position``.
 
     Returns the end position of the output in ``out``, or -1 when ``out`` is too small (nothing else is promised
     about ``out`` then: retry with a larger buffer). ``flags`` combines ADD_DUMMY_PREFIX, REMOVE_EXTRA_WHITESPACES,
     ESCAPE_WHITESPACES and TREAT_WHITESPACE_AS_SUFFIX. ``plain_chars`` is :func:`build_plain_char_table` of
-    ``trie`` (a shortcut: characters marked there are copied without walking the trie); ``uds_first_bytes``
+    ``trie`` (a shortcut: characters marked there are copied without walking the trie), ``ascii_pairs`` is
+    :func:`build_ascii_pair_table` of ``trie`` (the same for an ASCII byte given the next one); ``uds_first_bytes``
     (uint8, 256) marks the bytes some user-defined symbol starts with.
     """
     add_dummy = (flags & ADD_DUMMY_PREFIX) != 0
@@ -294,6 +328,8 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, plai
         if has_trie and char_length > 0:
             if char_length == 1:
                 plain = plain_chars[b0] != 0
+                if not plain and position + 1 < end and text[position + 1] < 0x80:
+                    plain = ascii_pairs[b0 * 128 + np.int64(text[position + 1])] != 0
             elif char_length == 2:
                 plain = plain_chars[((b0 & 0x1F) << 6) | (np.int64(text[position + 1]) & 0x3F)] != 0
             elif char_length == 3:
@@ -373,7 +409,8 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, plai
 
 @kernel
 def normalize_batch_into(data, offsets, first_text, out, out_offsets, trie, replacements, plain_chars,
-                         uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal, uds_first_bytes, flags):
+                         ascii_pairs, uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal, uds_first_bytes,
+                         flags):
     """Normalize texts ``first_text ..`` of an Arrow-style batch (``data`` uint8, ``offsets`` int64, n + 1).
 
     Text ``i`` goes to ``out[out_offsets[i]:out_offsets[i + 1]]``; ``out_offsets[first_text]`` must be set by the
@@ -383,7 +420,8 @@ def normalize_batch_into(data, offsets, first_text, out, out_offsets, trie, repl
     n = offsets.shape[0] - 1
     for i in range(first_text, n):
         end = normalize_into(data, offsets[i], offsets[i + 1], out, out_offsets[i], trie, replacements, plain_chars,
-                             uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal, uds_first_bytes, flags)
+                             ascii_pairs, uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal,
+                             uds_first_bytes, flags)
         if end < 0:
             return i
         out_offsets[i + 1] = end
@@ -427,6 +465,50 @@ def reference_charsmap_longest_match(trie: list[int], text: bytes, position: int
                 break
             matches.append((i + 1 - position, trie[node] & ((1 << 31) - 1)))
     return max(matches) if matches else (0, 0)
+
+
+def reference_plain_char(trie: list[int], cp: int) -> bool:
+    """Twin of one entry of :func:`build_plain_char_table`: the charsmap cannot touch ``chr(cp)`` when no key
+    starts with it, i.e. the walk over its bytes ends early and no key is a prefix of it."""
+    if 0xD800 <= cp < 0xE000:
+        return False
+    char = chr(cp).encode()
+    if not trie:
+        return True
+    if reference_charsmap_longest_match(trie, char, 0)[0]:
+        return False
+
+    def offset(unit: int) -> int:
+        return (unit >> 10) << ((unit & (1 << 9)) >> 6)
+
+    node = offset(trie[0])
+    for byte in char:
+        node ^= byte
+        if node >= len(trie) or (trie[node] & ((1 << 31) | 0xFF)) != byte:
+            return True
+        node ^= offset(trie[node])
+    return False  # every byte matched: longer keys may start with this character
+
+
+def reference_ascii_pair(trie: list[int], b0: int, b1: int) -> bool:
+    """Twin of one entry of :func:`build_ascii_pair_table`: no charsmap key starts with byte ``b0`` when ``b1``
+    follows it (no key equals ``b0`` or ``b0 b1``, and no longer key starts with ``b0 b1``)."""
+    if not trie:
+        return True
+    pair = bytes([b0, b1])
+    if reference_charsmap_longest_match(trie, pair, 0)[0]:
+        return False
+
+    def offset(unit: int) -> int:
+        return (unit >> 10) << ((unit & (1 << 9)) >> 6)
+
+    node = offset(trie[0])
+    for byte in pair:
+        node ^= byte
+        if node >= len(trie) or (trie[node] & ((1 << 31) | 0xFF)) != byte:
+            return True
+        node ^= offset(trie[node])
+    return False
 
 
 def reference_normalize(text: bytes, charsmap_trie: list[int], replacements: bytes, user_symbols: set[bytes],
