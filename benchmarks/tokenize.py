@@ -22,13 +22,18 @@ at least 70% of twice the one-thread encoder, and at least 3x the sentencepiece 
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
 import sys
-import time
 
-import common
+# This file shares its name with the standard library's ``tokenize`` (used by linecache, inspect, numba): move its
+# directory behind the standard library on sys.path so ``import tokenize`` anywhere still gets the real one.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE] + [_HERE]
+
+import argparse  # noqa: E402
+import shutil  # noqa: E402
+
+import common  # noqa: E402
 
 LOSSLESS = dict(normalization_rule_name="identity", byte_fallback=True, remove_extra_whitespaces=False,
                 add_dummy_prefix=False, allow_whitespace_only_pieces=True)

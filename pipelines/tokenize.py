@@ -96,12 +96,13 @@ class TokenizeConfig:
             raise ConfigError("--keep-columns needs --output-format parquet (Megatron and npy shards hold ids only)")
 
     def settings(self, model_sha256: str) -> dict[str, Any]:
-        """What must not change between runs appending to one output (checked in incremental and skip modes)."""
+        """What must not change between runs appending to one output (checked in incremental and skip modes).
+
+        The bad-row policy may change from run to run (each run's summary records it)."""
         return {
             "model_sha256": model_sha256, "output_format": self.output_format, "text_column": self.text_column,
             "keep_columns": list(self.keep_columns), "parquet_ids_dtype": self.parquet_ids_dtype,
-            "add_bos": self.add_bos, "add_eos": self.add_eos, "on_bad_row": self.on_bad_row,
-            "max_document_bytes": self.max_document_bytes,
+            "add_bos": self.add_bos, "add_eos": self.add_eos,
         }
 
 
