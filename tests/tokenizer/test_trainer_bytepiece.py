@@ -12,7 +12,8 @@ from hypothesis import given, settings, strategies as st
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.model import Model, PieceType
 from tokenizer.trainers.bytepiece import (
-    EStepStatistics, PieceModel, em_m_step, TrainSettings, build_model, build_ngram_model, chunk_texts, count_ngrams, empty_counts,
+    EStepStatistics, PieceModel, TrainSettings, build_model, build_ngram_model, chunk_texts, count_ngrams,
+    em_m_step, empty_counts,
     empty_piece_counts, merge_counts, merge_piece_counts, pack_texts, piece_list, prune_pieces,
     segment_and_count_pieces, train_bytepiece_local,
 )

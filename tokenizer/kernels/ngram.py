@@ -81,8 +81,8 @@ def chunk_offsets_kernel(data, offsets, max_chars, max_newlines, isolate_digits,
     """Split each text into BytePiece chunks; returns the chunk offsets (int64, shape ``(n_chunks + 1,)``).
 
     Per text, repeatedly from the current position (this is BytePiece's ``normalize`` regex
-    ``\\d|[^\\n\\d]{,M}\\n{1,100}|[^\\n\\d]{1,M}`` with ``M = max_chars`` (``M <= 0``: no limit); without ``isolate_digits`` the digit
-    alternative is absent and ``\\d`` reads as nothing):
+    ``\\d|[^\\n\\d]{,M}\\n{1,100}|[^\\n\\d]{1,M}`` with ``M = max_chars`` (``M <= 0``: no limit); without
+    ``isolate_digits`` the digit alternative is absent and ``\\d`` reads as nothing):
 
     - a digit character (``is_digit[cp] == 1``, only with ``isolate_digits``) is a chunk of its own;
     - else let ``r`` be the number of characters before the next newline or digit (or the text end): if ``r <= M``
@@ -413,7 +413,7 @@ def ngram_viterbi_kernel(data, offsets, order, ensure_unicode, table, bits, unig
     return ends[:n_ends].copy()
 
 
-# ---------------------------------------------------------------------------------------------------------- byte strings
+# ------------------------------------------------------------------------------------------------------ byte strings
 @kernel
 def _bytes_compare(data_a, start_a, len_a, data_b, start_b, len_b):
     n = min(len_a, len_b)

@@ -35,9 +35,14 @@ Steps, as BytePiece does them:
    pieces sorted by length then bytes, exactly BytePiece's id order minus its 3 leading specials; then the special
    tokens as CONTROL pieces).
 
-What this adds: ``refine_em_rounds`` rounds of unigram EM over the corpus after pruning (re-estimating piece
-probabilities with the model's own Viterbi segmentation, ``refine_em_mode="viterbi"``, or its expected counts,
-``"expected"``), which raises bytes per token at the same vocabulary.
+What this adds: ``refine_em_rounds`` rounds of unigram EM over the corpus after pruning. Each round segments the
+corpus with the current model (E-step: piece counts of the best segmentations, ``refine_em_mode="viterbi"``, or
+posterior counts, ``"expected"``, plus the counts of adjacent piece pairs), then re-estimates the counts, drops
+pieces nothing uses and (every round but the last) fills the slots BytePiece leaves free (it often stops well
+below the requested size) with the most frequent concatenations of two adjacent pieces. Measured on zh.train
+(NFC, order 6, min_count 8, 32k): BytePiece and the plain pipeline give the same 26,923 pieces and 3.822 bytes per
+token on zh.test; 3 viterbi rounds give 31,284 pieces and 4.519 (+18%). With refinement each vocabulary size is
+refined on its own, so smaller vocabularies are no longer guaranteed subsets of larger ones.
 """
 
 from __future__ import annotations
@@ -76,7 +81,8 @@ class TrainSettings:
         vocab_sizes: requested vocabulary sizes, each counting the 256 byte pieces and the special tokens; one
             model per size, nested (a smaller vocabulary is a subset of a larger one).
         special_tokens: CONTROL pieces appended after the learned pieces (BytePiece reserves 3 ids likewise).
-        refine_em_rounds: rounds of unigram EM after pruning (0 = plain BytePiece).
+        refine_em_rounds: rounds of unigram EM after pruning (0 = plain BytePiece; 1 = re-estimate only; more
+            rounds also fill free vocabulary slots, see the module docstring).
         refine_em_mode: ``"viterbi"`` (counts from the best segmentation) or ``"expected"`` (posterior counts).
         max_chunk_chars: longest chunk in characters before a newline (BytePiece's 10000; <= 0: no limit).
         max_newline_run: newlines a chunk may end with (BytePiece's 100).
@@ -541,7 +547,7 @@ def prune_pieces(pieces, counts, settings: TrainSettings) -> dict[int, tuple[lis
     return results
 
 
-# ============================================================================================================ EM refinement
+# ======================================================================================================= EM refinement
 @dataclass
 class EStepStatistics:
     """Summable E-step output of one partition: ``pieces`` (float64 or int64 per piece) and the adjacent-pair
