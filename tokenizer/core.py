@@ -34,6 +34,7 @@ UNK_PENALTY = np.float32(10.0)            # SentencePiece's kUnkPenalty
 FLOAT32_MAX = np.float32(np.finfo(np.float32).max)
 FLOAT32_TINY = np.float32(np.finfo(np.float32).tiny)  # SentencePiece starts max_score at FLT_MIN
 _MIN_BYTES_PER_THREAD = 1 << 16
+_MAX_CACHED_BUFFER = 1 << 20  # per-thread encode() buffers kept for texts up to this many bytes
 
 
 class InvalidIdError(InputError, IndexError):
@@ -120,6 +121,13 @@ class CompiledModel:
         self.is_bpe = model.algorithm == "bpe"
         self.has_user_defined = bool(user.any())
 
+        from tokenizer.kernels.batch import bpe_batch, unigram_batch
+        from tokenizer.kernels.random import new_state
+
+        self._unigram_batch, self._bpe_batch = unigram_batch, bpe_batch
+        self._rng_state = new_state(0)  # unused without dropout; the batch kernels never draw from it
+        self._local = threading.local()
+
     # ------------------------------------------------------------------ one document range
     def work_buffers(self, longest: int) -> tuple:
         n = longest + 1
@@ -131,19 +139,38 @@ class CompiledModel:
 
     def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets):
         """Run the batch kernel on documents ``doc_begin .. doc_end - 1``; returns the id count (raises on error)."""
-        from tokenizer.kernels.batch import bpe_batch, unigram_batch
-        from tokenizer.kernels.random import new_state
-
         lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
         longest = int(lengths.max()) if len(lengths) else 0
-        buffers = self.work_buffers(longest)
+        return self._run_kernel(data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
+                                self.work_buffers(longest), out_ids, out_offsets)
+
+    def encode_one(self, data: bytes, bos_id: int, eos_id: int) -> list[int]:
+        """Ids of one normalized text: the per-call path of ``Tokenizer.encode``, reusing per-thread buffers."""
+        n = len(data)
+        local = self._local
+        if getattr(local, "capacity", -1) < n:
+            capacity = max(256, 1 << (n - 1).bit_length())
+            scratch = (self.work_buffers(capacity), np.empty(capacity + 2, np.int32), np.zeros(2, np.int64),
+                       np.empty(2, np.int64))
+            if capacity > _MAX_CACHED_BUFFER:  # a huge text: don't keep its buffers alive
+                return self._encode_one_with(data, bos_id, eos_id, *scratch)
+            local.capacity, local.scratch = capacity, scratch
+        return self._encode_one_with(data, bos_id, eos_id, *local.scratch)
+
+    def _encode_one_with(self, data, bos_id, eos_id, buffers, out_ids, offsets, out_offsets):
+        offsets[1] = len(data)
+        total = self._run_kernel(np.frombuffer(data, dtype=np.uint8), offsets, _ALL_VALID, 0, 1, bos_id, eos_id,
+                                 buffers, out_ids, out_offsets)
+        return out_ids[:total].tolist()
+
+    def _run_kernel(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, buffers, out_ids, out_offsets):
         if self.is_bpe:
-            total, failed = bpe_batch(
+            total, failed = self._bpe_batch(
                 self.base, self.check, self.value, self.merge_score, self.is_user_defined, self.byte_to_id,
                 self.byte_mode, self.unk_id, self.byte_fallback, self.has_user_defined, data, offsets, valid,
-                doc_begin, doc_end, bos_id, eos_id, new_state(0), *buffers, out_ids, out_offsets)
+                doc_begin, doc_end, bos_id, eos_id, self._rng_state, *buffers, out_ids, out_offsets)
         else:
-            total, failed = unigram_batch(
+            total, failed = self._unigram_batch(
                 self.base, self.check, self.value, self.piece_score, self.byte_to_id, self.byte_mode,
                 self.split_after_newlines, self.unk_id, self.byte_fallback, self.unk_score, data, offsets, valid,
                 doc_begin, doc_end, bos_id, eos_id, *buffers, out_ids, out_offsets)
@@ -288,12 +315,7 @@ class Tokenizer:
         else:
             if seed is not None:
                 raise InputError("seed only matters with alpha= (unigram sampling) or dropout= (BPE-dropout)")
-            array = np.frombuffer(data, dtype=np.uint8)
-            offsets = np.array([0, len(data)], dtype=np.int64)
-            out_ids = np.empty(len(data) + 2, dtype=np.int32)
-            out_offsets = np.empty(2, dtype=np.int64)
-            total = compiled.encode_range(array, offsets, _ALL_VALID, 0, 1, -1, -1, out_ids, out_offsets)
-            ids = out_ids[:total].tolist()
+            return compiled.encode_one(data, bos, eos)
         if bos >= 0:
             ids.insert(0, bos)
         if eos >= 0:
