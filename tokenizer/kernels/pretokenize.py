@@ -1,0 +1,285 @@
+"""Regex pre-split of UTF-8 text into pre-tokens, hand-written for the GPT-2 and Llama-3 (cl100k-style) patterns.
+
+Byte-level BPE tokenizers first cut text with a regular expression, then run BPE inside each piece. These kernels
+reproduce two such patterns exactly (leftmost alternative wins, as in a backtracking regex engine) without a regex
+engine::
+
+    gpt2:   's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
+    llama3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*
+            |\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+
+
+Characters are classified by ``char_class`` (uint8, one entry per code point, built by :func:`char_class_table`
+from :mod:`unicodedata`): ``OTHER`` 0, ``LETTER`` 1 (categories L*), ``NUMBER`` 2 (N*), ``SPACE`` 3 (the Unicode
+``White_Space`` property, what ``\\s`` means in Unicode regex engines). A byte that does not start a valid UTF-8
+sequence counts as a one-byte ``OTHER`` character, so any bytes split losslessly: the pre-tokens always tile the
+input.
+
+Example (hand-checkable), gpt2: ``b"I'm  ok!!\\n"`` -> ``["I", "'m", " ", " ok", "!!", "\\n"]``: ``'m`` is a
+contraction; of the two spaces before ``ok`` the first is ``\\s+(?!\\S)`` and the second goes with ``ok``; ``!!`` is
+a run of other characters; the final newline is a whitespace run at the end of the text.
+"""
+
+from __future__ import annotations
+
+import functools
+import unicodedata
+
+import numpy as np
+
+from tokenizer.kernels import kernel
+
+OTHER, LETTER, NUMBER, SPACE = 0, 1, 2, 3
+PATTERN_GPT2 = 1
+PATTERN_LLAMA3 = 2
+PATTERNS = {"gpt2": PATTERN_GPT2, "llama3": PATTERN_LLAMA3}
+PATTERN_TEXT = {
+    "gpt2": r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
+    "llama3": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+              r"|\s*[\r\n]+|\s+(?!\S)|\s+",
+}
+# The Unicode White_Space property (stable since Unicode 6.3); Python's str.isspace() differs (it includes
+# U+001C..U+001F and excludes nothing else), so it is listed here.
+WHITE_SPACE = (list(range(0x09, 0x0E)) + [0x20, 0x85, 0xA0, 0x1680] + list(range(0x2000, 0x200B))
+               + [0x2028, 0x2029, 0x202F, 0x205F, 0x3000])
+
+
+@functools.lru_cache(maxsize=1)
+def char_class_table() -> np.ndarray:
+    """uint8 array of shape ``(0x110000,)``: the class of every code point (see the module docstring).
+
+    Built once per process from :mod:`unicodedata` (about 0.2 s): planes 0-3 and 14 are classified, the rest hold
+    no letters or numbers. ``char_class_table()[ord("a")] == LETTER``.
+    """
+    table = np.zeros(0x110000, dtype=np.uint8)
+    category = unicodedata.category
+    for low, high in ((0, 0x40000), (0xE0000, 0xE1000)):
+        for cp in range(low, high):
+            major = category(chr(cp))[0]
+            if major == "L":
+                table[cp] = LETTER
+            elif major == "N":
+                table[cp] = NUMBER
+    table[WHITE_SPACE] = SPACE
+    table.flags.writeable = False
+    return table
+
+
+@kernel
+def decode_char(data, pos, end):
+    """``(code point, byte length)`` of the UTF-8 character at ``data[pos]``; ``(-1, 1)`` for an invalid byte
+    (strict UTF-8: no overlongs, surrogates or values past U+10FFFF). ``b"\\xc3\\xa9"`` -> ``(0xE9, 2)``."""
+    b0 = np.int64(data[pos])
+    if b0 < 0x80:
+        return b0, 1
+    lo = 0x80
+    hi = 0xBF
+    if 0xC2 <= b0 <= 0xDF:
+        need = 1
+        cp = b0 & 0x1F
+    elif b0 == 0xE0:
+        need = 2
+        lo = 0xA0
+        cp = b0 & 0x0F
+    elif b0 == 0xED:
+        need = 2
+        hi = 0x9F
+        cp = b0 & 0x0F
+    elif 0xE1 <= b0 <= 0xEF:
+        need = 2
+        cp = b0 & 0x0F
+    elif b0 == 0xF0:
+        need = 3
+        lo = 0x90
+        cp = b0 & 0x07
+    elif 0xF1 <= b0 <= 0xF3:
+        need = 3
+        cp = b0 & 0x07
+    elif b0 == 0xF4:
+        need = 3
+        hi = 0x8F
+        cp = b0 & 0x07
+    else:
+        return np.int64(-1), 1
+    if pos + need >= end:
+        return np.int64(-1), 1
+    b1 = np.int64(data[pos + 1])
+    if b1 < lo or b1 > hi:
+        return np.int64(-1), 1
+    cp = (cp << 6) | (b1 & 0x3F)
+    for k in range(2, need + 1):
+        bk = np.int64(data[pos + k])
+        if bk < 0x80 or bk > 0xBF:
+            return np.int64(-1), 1
+        cp = (cp << 6) | (bk & 0x3F)
+    return cp, need + 1
+
+
+@kernel
+def _class_at(char_class, data, pos, end):
+    """``(class, byte length)`` of the character at ``pos``; ``(-1, 0)`` at the end."""
+    if pos >= end:
+        return -1, 0
+    cp, length = decode_char(data, pos, end)
+    if cp < 0:
+        return OTHER, length
+    return np.int64(char_class[cp]), length
+
+
+@kernel
+def _run(char_class, data, pos, end, wanted):
+    """End of the run of characters of class ``wanted`` starting at ``pos``."""
+    while pos < end:
+        klass, length = _class_at(char_class, data, pos, end)
+        if klass != wanted:
+            break
+        pos += length
+    return pos
+
+
+@kernel
+def _run_not(char_class, data, pos, end, llama3):
+    """End of the run of characters that are neither letters, numbers nor whitespace."""
+    while pos < end:
+        klass, length = _class_at(char_class, data, pos, end)
+        if klass != OTHER:
+            break
+        pos += length
+    if llama3:
+        while pos < end and (data[pos] == 13 or data[pos] == 10):
+            pos += 1
+    return pos
+
+
+@kernel
+def _lower(byte):
+    if 65 <= byte <= 90:
+        return byte + 32
+    return byte
+
+
+@kernel
+def _contraction(data, pos, end, ignore_case):
+    """Length of ``'s|'t|'re|'ve|'m|'ll|'d`` at ``pos`` (0 if none)."""
+    if data[pos] != 39 or pos + 1 >= end:
+        return 0
+    c1 = data[pos + 1]
+    if ignore_case:
+        c1 = _lower(c1)
+    if c1 == 115 or c1 == 116 or c1 == 109 or c1 == 100:  # s t m d
+        return 2
+    if pos + 2 < end:
+        c2 = data[pos + 2]
+        if ignore_case:
+            c2 = _lower(c2)
+        if (c1 == 114 and c2 == 101) or (c1 == 118 and c2 == 101) or (c1 == 108 and c2 == 108):  # re ve ll
+            return 3
+    return 0
+
+
+@kernel
+def _whitespace(char_class, data, pos, end):
+    """``\\s+(?!\\S)|\\s+`` at ``pos`` (a whitespace character): all of the run if it reaches the end of the text or
+    is one character long, else the run minus its last character."""
+    stop = pos
+    last = pos
+    while stop < end:
+        klass, length = _class_at(char_class, data, stop, end)
+        if klass != SPACE:
+            break
+        last = stop
+        stop += length
+    if stop >= end or last == pos:
+        return stop
+    return last
+
+
+@kernel
+def next_pretoken_end(char_class, pattern, data, pos, end):
+    """End (exclusive) of the pre-token that starts at ``data[pos]`` (``pos < end``), for ``pattern``
+    ``PATTERN_GPT2`` or ``PATTERN_LLAMA3``. ``char_class`` is :func:`char_class_table`."""
+    llama3 = pattern == PATTERN_LLAMA3
+    length = _contraction(data, pos, end, llama3)
+    if length:
+        return pos + length
+    klass, width = _class_at(char_class, data, pos, end)
+    if not llama3:
+        # ' ?\p{L}+ | ' ?\p{N}+ | ' ?[^\s\p{L}\p{N}]+'
+        start = pos
+        if data[pos] == 32 and pos + 1 < end:
+            next_class, _ = _class_at(char_class, data, pos + 1, end)
+            if next_class != SPACE:
+                start = pos + 1
+                klass = next_class
+        if klass == LETTER:
+            return _run(char_class, data, start, end, LETTER)
+        if klass == NUMBER:
+            return _run(char_class, data, start, end, NUMBER)
+        if klass == OTHER:
+            return _run_not(char_class, data, start, end, False)
+        return _whitespace(char_class, data, pos, end)
+    # llama3: [^\r\n\p{L}\p{N}]?\p{L}+
+    if klass == LETTER:
+        return _run(char_class, data, pos, end, LETTER)
+    if klass != NUMBER and data[pos] != 13 and data[pos] != 10 and pos + width < end:
+        next_class, _ = _class_at(char_class, data, pos + width, end)
+        if next_class == LETTER:
+            return _run(char_class, data, pos + width, end, LETTER)
+    # \p{N}{1,3}
+    if klass == NUMBER:
+        stop = pos
+        for _ in range(3):
+            next_class, w = _class_at(char_class, data, stop, end)
+            if next_class != NUMBER:
+                break
+            stop += w
+        return stop
+    # ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+    start = pos
+    if data[pos] == 32 and pos + 1 < end:
+        next_class, _ = _class_at(char_class, data, pos + 1, end)
+        if next_class == OTHER:
+            start = pos + 1
+            klass = OTHER
+    if klass == OTHER:
+        return _run_not(char_class, data, start, end, True)
+    # \s*[\r\n]+ : the whitespace run up to and including its last \r or \n (backtracking \s* gives up the rest)
+    stop = pos
+    last_newline = -1
+    while stop < end:
+        next_class, w = _class_at(char_class, data, stop, end)
+        if next_class != SPACE:
+            break
+        if data[stop] == 13 or data[stop] == 10:
+            last_newline = stop
+        stop += w
+    if last_newline >= 0:
+        stop = last_newline + 1
+        while stop < end and (data[stop] == 13 or data[stop] == 10):
+            stop += 1
+        return stop
+    return _whitespace(char_class, data, pos, end)
+
+
+@kernel
+def pretokenize_into(char_class, pattern, data, start, end, out_ends, count):
+    """Write the end offset of every pre-token of ``data[start:end]`` to ``out_ends[count:]`` (int64, room for
+    ``end - start`` entries); returns the new count. Example (gpt2): ``b"a b"`` -> ends ``[1, 3]``."""
+    pos = start
+    while pos < end:
+        pos = next_pretoken_end(char_class, pattern, data, pos, end)
+        out_ends[count] = pos
+        count += 1
+    return count
+
+
+@kernel
+def pretokenize_batch(char_class, pattern, data, offsets, out_ends, out_doc_counts):
+    """Pre-tokens of every document ``data[offsets[i]:offsets[i + 1]]``: ends into ``out_ends`` (int64, room for
+    ``offsets[-1] - offsets[0]``), number per document into ``out_doc_counts`` (int64, ``len(offsets) - 1``);
+    returns the total. A pre-token never spans two documents."""
+    count = 0
+    for i in range(offsets.shape[0] - 1):
+        before = count
+        count = pretokenize_into(char_class, pattern, data, offsets[i], offsets[i + 1], out_ends, count)
+        out_doc_counts[i] = count - before
+    return count

@@ -1,0 +1,97 @@
+"""Pure-Python twins of :mod:`tokenizer.kernels.pretokenize`: the same patterns, written as a direct reading of the
+regular expressions over a list of characters (slow, for tests).
+
+    >>> ref_pretokenize(b"I'm  ok!!\\n", "gpt2")
+    [b'I', b"'m", b' ', b' ok', b'!!', b'\\n']
+"""
+
+from __future__ import annotations
+
+from tokenizer.kernels.pretokenize import LETTER, NUMBER, OTHER, SPACE, char_class_table
+
+
+def _chars(data: bytes) -> list[tuple[bytes, int]]:
+    """``[(character bytes, class)]``; an invalid UTF-8 byte is one OTHER character."""
+    table = char_class_table()
+    chars, pos = [], 0
+    while pos < len(data):
+        for length in (1, 2, 3, 4):
+            try:
+                text = data[pos:pos + length].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if len(text) == 1:
+                chars.append((data[pos:pos + length], int(table[ord(text)])))
+                break
+        else:
+            chars.append((data[pos:pos + 1], OTHER))
+            length = 1
+        pos += length
+    return chars
+
+
+def ref_pretokenize(data: bytes, pattern: str = "gpt2") -> list[bytes]:
+    """Split ``data`` with the ``"gpt2"`` or ``"llama3"`` pattern; ``b"".join(result) == data``."""
+    chars = _chars(bytes(data))
+    n = len(chars)
+    out: list[bytes] = []
+    i = 0
+
+    def klass(k: int) -> int | None:
+        return chars[k][1] if k < n else None
+
+    def char(k: int) -> bytes:
+        return chars[k][0] if k < n else b""
+
+    def run(k: int, wanted: set[int]) -> int:
+        while k < n and chars[k][1] in wanted:
+            k += 1
+        return k
+
+    def whitespace(k: int) -> int:  # \s+(?!\S)|\s+
+        stop = run(k, {SPACE})
+        if stop == n or stop - k == 1:
+            return stop
+        return stop - 1
+
+    while i < n:
+        llama3 = pattern == "llama3"
+        rest = b"".join(c for c, _ in chars[i:i + 3])
+        probe = rest.lower() if llama3 else rest
+        j = None
+        for contraction in (b"'s", b"'t", b"'re", b"'ve", b"'m", b"'ll", b"'d"):
+            if probe.startswith(contraction):
+                j = i + len(contraction)
+                break
+        if j is None and not llama3:
+            start = i + 1 if char(i) == b" " and klass(i + 1) not in (None, SPACE) else i
+            if klass(start) == LETTER:
+                j = run(start, {LETTER})
+            elif klass(start) == NUMBER:
+                j = run(start, {NUMBER})
+            elif klass(start) == OTHER:
+                j = run(start, {OTHER})
+            else:
+                j = whitespace(i)
+        elif j is None:
+            if klass(i) == LETTER:
+                j = run(i, {LETTER})
+            elif klass(i) != NUMBER and char(i) not in (b"\r", b"\n") and klass(i + 1) == LETTER:
+                j = run(i + 1, {LETTER})
+            elif klass(i) == NUMBER:
+                j = i
+                while j < n and j - i < 3 and klass(j) == NUMBER:
+                    j += 1
+            else:
+                start = i + 1 if char(i) == b" " and klass(i + 1) == OTHER else i
+                if klass(start) == OTHER:
+                    j = run(start, {OTHER})
+                    while j < n and char(j) in (b"\r", b"\n"):
+                        j += 1
+                else:
+                    stop = run(i, {SPACE})
+                    newlines = [k for k in range(i, stop) if char(k) in (b"\r", b"\n")]
+                    j = newlines[-1] + 1 if newlines else whitespace(i)
+        out.append(b"".join(c for c, _ in chars[i:j]))
+        i = j
+    return out
