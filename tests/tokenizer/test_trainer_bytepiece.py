@@ -13,7 +13,7 @@ from tokenizer.errors import ConfigError, InputError
 from tokenizer.model import Model, PieceType
 from tokenizer.trainers.bytepiece import (
     EStepStatistics, PieceModel, TrainSettings, build_model, build_ngram_model, chunk_texts, count_ngrams,
-    em_m_step, empty_counts,
+    candidate_mask, complete_bytes, em_m_step, empty_counts, prune_candidates, resegment_counts,
     empty_piece_counts, merge_counts, merge_piece_counts, pack_texts, piece_list, prune_pieces,
     segment_and_count_pieces, train_bytepiece_local,
 )
@@ -247,3 +247,27 @@ def test_bad_inputs():
         train_bytepiece_local(["abc"], TrainSettings(vocab_sizes=(100,)))
     with pytest.raises(InputError, match="single bytes"):
         build_model([b"ab"], [3], TrainSettings())
+
+
+def test_distributed_pruning_steps_equal_prune_pieces():
+    texts = _corpus(8, 300)
+    s = TrainSettings(order=6, min_count=3, vocab_sizes=(400, 300))
+    data, offsets = chunk_texts(*pack_texts(texts), s)
+    keys, counts = count_ngrams(data, offsets, s.order)
+    lm = build_ngram_model(keys, counts, s)
+    keep = ((keys & 7) == 1) | (counts >= s.min_count)
+    filtered = build_ngram_model(keys[keep], counts[keep], s)
+    assert np.array_equal(lm.keys, filtered.keys) and np.array_equal(lm.log_probs, filtered.log_probs)
+    piece_data, piece_offsets, piece_counts = segment_and_count_pieces(lm, data, offsets, s)
+    pieces = piece_list(piece_data, piece_offsets)
+    whole = prune_pieces(pieces, piece_counts, s)
+    pieces, piece_counts = complete_bytes(pieces, piece_counts)
+    mask = candidate_mask(pieces, piece_counts, s)
+    candidates = [p for p, m in zip(pieces, mask) if m]
+    dropped = [p for p, m in zip(pieces, mask) if not m]
+    gained = sum(resegment_counts(candidates, piece_counts[mask], part, piece_counts[~mask][i:i + 7])
+                 for i, part in ((i, dropped[i:i + 7]) for i in range(0, len(dropped), 7)))
+    steps = prune_candidates(candidates, piece_counts[mask] + gained, s)
+    assert list(steps) == list(whole)
+    for size in whole:
+        assert steps[size][0] == whole[size][0] and np.array_equal(steps[size][1], whole[size][1])

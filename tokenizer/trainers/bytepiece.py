@@ -300,6 +300,10 @@ class NgramModel:
 def build_ngram_model(keys, counts, settings: TrainSettings) -> NgramModel:
     """Prune the merged n-gram counts and turn them into BytePiece's conditional log probabilities (driver).
 
+    The driver need not hold every n-gram: dropping those of length >= 2 with count < ``min_count`` before
+    collecting (a filter after the reduce) gives the same model, as only the single bytes' total and the kept
+    n-grams enter it.
+
     Example: chunk ``b"aab"``, order 2, min_count 1: total = 3 + 253 missing bytes = 256, so
     ``log p(a) = log 2 - log 256`` and ``log p(ab) = log 1 - log 2``.
     """
@@ -474,12 +478,30 @@ class PieceModel:
         return out[::-1]
 
 
-def _resegment(keep: list[bytes], keep_counts: np.ndarray, items: list[bytes], item_counts: np.ndarray) -> np.ndarray:
-    """Counts (int64 per kept piece) gained by segmenting each item with the kept pieces, weighted by its count."""
-    model = PieceModel(keep, keep_counts)
-    data, offsets = pack_texts(items)
-    counts, _ = model.viterbi_counts(data, offsets, item_counts)
+def resegment_counts(keep: Sequence[bytes], keep_counts, items, item_counts) -> np.ndarray:
+    """Counts (int64, one per kept piece) gained by segmenting each item with the kept pieces (unigram Viterbi,
+    ``log p = log(c / total)``), weighted by the item's count. Per partition when the dropped pieces are many:
+    the results of several partitions add up.
+
+    ``items`` is a list of bytes or ``(piece_data, piece_offsets)``. Example: keep ``a, b, ab`` (+ bytes), item
+    ``abab`` seen 3 times -> ``ab`` gains 6.
+    """
+    model = PieceModel(list(keep), keep_counts)
+    data, offsets = (np.asarray(items[0], np.uint8), np.asarray(items[1], np.int64)) if isinstance(items, tuple) \
+        else pack_texts(items)
+    counts, _ = model.viterbi_counts(data, offsets, np.asarray(item_counts, np.int64))
     return counts
+
+
+_resegment = resegment_counts
+
+
+def candidate_mask(pieces: Sequence[bytes], counts, settings: TrainSettings) -> np.ndarray:
+    """bool per piece: kept as a candidate (a single byte, or at most ``max_piece_length`` bytes and at least
+    ``min_count`` occurrences); the others are re-segmented onto the candidates (:func:`resegment_counts`)."""
+    lengths = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
+    counts = np.asarray(counts, dtype=np.int64)
+    return (lengths == 1) | ((lengths <= settings.max_piece_length) & (counts >= settings.min_count))
 
 
 def _drop_wasted(keep: list[bytes], counts: np.ndarray) -> tuple[list[bytes], np.ndarray]:
@@ -495,41 +517,25 @@ def _drop_wasted(keep: list[bytes], counts: np.ndarray) -> tuple[list[bytes], np
             return keep, counts
 
 
-def _complete_bytes(pieces: list[bytes], counts: np.ndarray) -> tuple[list[bytes], np.ndarray]:
+def complete_bytes(pieces: list[bytes], counts) -> tuple[list[bytes], np.ndarray]:
+    """Add each missing single byte with count 1 (as BytePiece does); result sorted by bytes."""
+    counts = np.asarray(counts, dtype=np.int64)
     present = {p for p in pieces if len(p) == 1}
     missing = [bytes([b]) for b in range(256) if bytes([b]) not in present]
-    if not missing:
-        return pieces, counts
-    merged = sorted(zip(pieces + missing, counts.tolist() + [1] * len(missing)))
+    merged = sorted(zip(list(pieces) + missing, counts.tolist() + [1] * len(missing)))
     return [p for p, _ in merged], np.array([c for _, c in merged], dtype=np.int64)
 
 
-def prune_pieces(pieces, counts, settings: TrainSettings) -> dict[int, tuple[list[bytes], np.ndarray]]:
-    """BytePiece's pruning (driver), for every requested vocab size (nested, largest first).
+_complete_bytes = complete_bytes
 
-    Args: ``pieces``: list of bytes, or ``(piece_data, piece_offsets)``; ``counts`` int64, one per piece (distinct
-    pieces, any order). Returns ``{vocab_size: (pieces sorted by bytes, counts int64)}``; each piece list holds the
-    256 single bytes and at most ``vocab_size - len(special_tokens)`` pieces in all (fewer when the corpus offers
-    fewer, as in BytePiece). See the module docstring, step 5.
-    """
-    settings.validate()
-    if isinstance(pieces, tuple):
-        pieces = piece_list(*pieces)
-    pieces = [bytes(p) for p in pieces]
-    counts = np.asarray(counts, dtype=np.int64)
-    if len(pieces) != len(counts):
-        raise InputError(f"{len(pieces)} pieces but {len(counts)} counts: pass one count per piece")
-    order = sorted(range(len(pieces)), key=pieces.__getitem__)
-    pieces = [pieces[i] for i in order]
-    counts = counts[order]
-    pieces, counts = _complete_bytes(pieces, counts)
-    lengths = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
-    kept = (lengths == 1) | ((lengths <= settings.max_piece_length) & (counts >= settings.min_count))
-    keep = [p for p, k in zip(pieces, kept) if k]
-    keep_counts = counts[kept]
-    drop = [p for p, k in zip(pieces, kept) if not k]
-    if drop:
-        keep_counts = keep_counts + _resegment(keep, keep_counts, drop, counts[~kept])
+
+def prune_candidates(keep: Sequence[bytes], keep_counts, settings: TrainSettings
+                     ) -> dict[int, tuple[list[bytes], np.ndarray]]:
+    """The driver's part of pruning once the dropped pieces' counts were moved onto the candidates: the "wasted
+    pieces" loop, then every vocab size (largest first, nested). See :func:`prune_pieces`."""
+    order = sorted(range(len(keep)), key=keep.__getitem__)
+    keep = [bytes(keep[i]) for i in order]
+    keep_counts = np.asarray(keep_counts, dtype=np.int64)[order]
     keep, keep_counts = _drop_wasted(keep, keep_counts)
     results: dict[int, tuple[list[bytes], np.ndarray]] = {}
     for vocab_size in sorted(settings.vocab_sizes, reverse=True):
@@ -545,6 +551,36 @@ def prune_pieces(pieces, counts, settings: TrainSettings) -> dict[int, tuple[lis
             keep, keep_counts = _drop_wasted(new_keep, new_counts)
         results[int(vocab_size)] = (list(keep), keep_counts.copy())
     return results
+
+
+def prune_pieces(pieces, counts, settings: TrainSettings) -> dict[int, tuple[list[bytes], np.ndarray]]:
+    """BytePiece's pruning (driver), for every requested vocab size (nested, largest first).
+
+    Args: ``pieces``: list of bytes, or ``(piece_data, piece_offsets)``; ``counts`` int64, one per piece (distinct
+    pieces, any order). Returns ``{vocab_size: (pieces sorted by bytes, counts int64)}``; each piece list holds the
+    256 single bytes and at most ``vocab_size - len(special_tokens)`` pieces in all (fewer when the corpus offers
+    fewer, as in BytePiece). See the module docstring, step 5.
+
+    The same in three distributable steps (when the distinct pieces are too many for the driver):
+    ``mask = candidate_mask(...)`` per partition, collect the candidates (plus :func:`complete_bytes`), broadcast
+    them, sum ``resegment_counts(candidates, counts, dropped, dropped_counts)`` over the partitions of dropped
+    pieces, add it to the candidates' counts, then :func:`prune_candidates` on the driver.
+    """
+    settings.validate()
+    if isinstance(pieces, tuple):
+        pieces = piece_list(*pieces)
+    pieces = [bytes(p) for p in pieces]
+    counts = np.asarray(counts, dtype=np.int64)
+    if len(pieces) != len(counts):
+        raise InputError(f"{len(pieces)} pieces but {len(counts)} counts: pass one count per piece")
+    pieces, counts = complete_bytes(pieces, counts)
+    kept = candidate_mask(pieces, counts, settings)
+    keep = [p for p, k in zip(pieces, kept) if k]
+    keep_counts = counts[kept]
+    drop = [p for p, k in zip(pieces, kept) if not k]
+    if drop:
+        keep_counts = keep_counts + resegment_counts(keep, keep_counts, drop, counts[~kept])
+    return prune_candidates(keep, keep_counts, settings)
 
 
 # ======================================================================================================= EM refinement
