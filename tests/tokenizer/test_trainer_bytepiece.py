@@ -13,7 +13,7 @@ from tokenizer.errors import ConfigError, InputError
 from tokenizer.model import Model, PieceType
 from tokenizer.trainers.bytepiece import (
     EStepStatistics, PieceModel, TrainSettings, build_model, build_ngram_model, chunk_texts, count_ngrams,
-    candidate_mask, complete_bytes, em_m_step, empty_counts, prune_candidates, resegment_counts,
+    candidate_mask, complete_bytes, em_e_step, em_m_step, empty_counts, prune_candidates, resegment_counts,
     empty_piece_counts, merge_counts, merge_piece_counts, pack_texts, piece_list, prune_pieces,
     segment_and_count_pieces, train_bytepiece_local,
 )
@@ -271,3 +271,20 @@ def test_distributed_pruning_steps_equal_prune_pieces():
     assert list(steps) == list(whole)
     for size in whole:
         assert steps[size][0] == whole[size][0] and np.array_equal(steps[size][1], whole[size][1])
+
+
+def test_e_step_statistics_round_trip_and_add():
+    texts = _corpus(9, 80)
+    s = TrainSettings(order=4, min_count=2, vocab_sizes=(300,))
+    (pieces, counts), = train_pieces(texts, s).values()
+    data, offsets = chunk_texts(*pack_texts(texts), s)
+    for mode in ("viterbi", "expected"):
+        ms = TrainSettings(refine_em_mode=mode)
+        a = em_e_step(pieces, counts, data, offsets[:30], ms)
+        b = em_e_step(pieces, counts, data, offsets[29:], ms)
+        whole = em_e_step(pieces, counts, data, offsets, ms)
+        both = EStepStatistics.from_bytes((a + b).to_bytes())
+        assert np.allclose(both.pieces, whole.pieces) and both.pieces.dtype == whole.pieces.dtype
+        assert _equal(both.pairs, whole.pairs)
+    assert em_m_step(pieces, whole.pieces)[0] == [p for p, v in zip(pieces, whole.pieces)
+                                                  if len(p) == 1 or round(v) >= 1]

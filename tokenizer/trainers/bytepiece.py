@@ -595,6 +595,26 @@ class EStepStatistics:
     def __add__(self, other: "EStepStatistics") -> "EStepStatistics":
         return EStepStatistics(self.pieces + other.pieces, merge_counts(self.pairs, other.pairs))
 
+    def to_bytes(self) -> bytes:
+        """A self-describing blob (for a Spark row): dtype code, three lengths, then the arrays."""
+        pieces = np.ascontiguousarray(self.pieces)
+        code = b"i" if pieces.dtype.kind == "i" else b"f"
+        pieces = pieces.astype("<i8" if code == b"i" else "<f8")
+        keys = np.ascontiguousarray(self.pairs[0], "<i8")
+        counts = np.ascontiguousarray(self.pairs[1], "<i8")
+        header = code + np.array([len(pieces), len(keys)], "<i8").tobytes()
+        return header + pieces.tobytes() + keys.tobytes() + counts.tobytes()
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> "EStepStatistics":
+        """Inverse of :meth:`to_bytes`."""
+        code = blob[:1]
+        n_pieces, n_pairs = np.frombuffer(blob[1:17], "<i8").tolist()
+        body = np.frombuffer(blob[17:], "<i8" if code == b"i" else "<f8", count=n_pieces)
+        rest = np.frombuffer(blob[17 + 8 * n_pieces:], "<i8")
+        pieces = body.astype(np.int64 if code == b"i" else np.float64)
+        return cls(pieces, (rest[:n_pairs].astype(np.int64), rest[n_pairs:2 * n_pairs].astype(np.int64)))
+
 
 def em_e_step(pieces: Sequence[bytes], counts, data, offsets, settings: TrainSettings) -> EStepStatistics:
     """Per partition: statistics of the chunks under the unigram model ``(pieces, counts)``.
@@ -609,17 +629,22 @@ def em_e_step(pieces: Sequence[bytes], counts, data, offsets, settings: TrainSet
     return EStepStatistics(model.expected_counts(data, offsets)[0], pairs)
 
 
-def em_m_step(pieces: Sequence[bytes], statistics: EStepStatistics, settings: TrainSettings, capacity: int,
-              add_pieces: bool = True) -> tuple[list[bytes], np.ndarray]:
+def em_m_step(pieces: Sequence[bytes], statistics, settings: TrainSettings | None = None,
+              capacity: int | None = None, add_pieces: bool = True) -> tuple[list[bytes], np.ndarray]:
     """Driver: the new model from summed E-step statistics.
 
     Counts become the E-step's (expected counts rounded to integers, so the model stays a function of integers);
     single bytes keep at least 1 (every text stays segmentable); multi-byte pieces with count 0 are removed. With
     ``add_pieces``, the free slots up to ``capacity`` pieces are filled with the most frequent concatenations of
     two adjacent pieces (at most ``max_piece_length`` bytes, at least ``min_count`` occurrences, ties by bytes),
-    each starting with its pair count; the next E-step re-estimates them.
+    each starting with its pair count; the next E-step re-estimates them. ``capacity`` defaults to the current
+    number of pieces; a plain array of piece statistics (no pairs) only re-estimates.
     Example: pieces ``a, b`` (+ bytes), pair ``(a, b)`` seen 5 times, one free slot -> ``ab`` added with count 5.
     """
+    if not isinstance(statistics, EStepStatistics):  # piece statistics alone: re-estimate only
+        statistics = EStepStatistics(np.asarray(statistics), empty_counts())
+    settings = settings or TrainSettings()
+    capacity = len(pieces) if capacity is None else capacity
     stats = np.asarray(statistics.pieces, dtype=np.float64)
     keep_pieces, keep_counts = [], []
     for piece, value in zip(pieces, stats):
