@@ -23,18 +23,24 @@ next to sentencepiece's own ``normalize``.
 
 from __future__ import annotations
 
-import argparse
-import io
-import itertools
-import json
 import os
 import sys
-import tempfile
-import time
 
-import numpy as np
+# Run as a script, sys.path[0] is benchmarks/, whose tokenize.py would shadow the standard library's (imported by
+# numpy and inspect): put the repository root there instead, before anything else is imported.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+sys.path.insert(0, os.path.dirname(_HERE))
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import argparse  # noqa: E402
+import io  # noqa: E402
+import itertools  # noqa: E402
+import json  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
 
 import sentencepiece as spm  # noqa: E402  (benchmark oracle only)
 
