@@ -1,7 +1,11 @@
 """YAML configuration of ``shardpiece train``: a flat mapping whose keys are the long option names (with ``_``).
 
 Validation names the file and the key: an unknown key (with the closest known one), a value of the wrong type.
-Command-line options win over the file; the file wins over the defaults.
+Precedence, lowest first: defaults < the file < ``--set KEY=VALUE`` overrides < the named command-line options.
+``--set`` takes any key of the file (the value is read as YAML: ``--set min_count=8``, ``--set vocab_size=[8000,
+16000]``, ``--set isolate_digits=true``); a key starting with ``spark.`` goes into the ``spark`` mapping
+(``--set spark.executor.memory=8g``). The resolved options are saved beside the outputs
+(:func:`dump_config`), a file ``--config`` reads back to repeat the run.
 
 Example (``configs/demo.yaml``)::
 
@@ -82,6 +86,8 @@ SCHEMA: dict[str, tuple[Any, str]] = {
     "holdout_fraction": (_number, "a number between 0 and 0.5"),
     "eval_documents": (_int, "an integer"),
     "spark": (_spark_conf, "a mapping of Spark configuration keys to values"),
+    "work_dir": (_str, "a directory path (stage outputs for resuming)"),
+    "resume": (_bool, "true or false"),
 }
 
 
@@ -92,16 +98,72 @@ def validate_config(raw: Any, source: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the file must hold a mapping of option: value, got a {type(raw).__name__}")
     for key, value in raw.items():
-        if key not in SCHEMA:
-            close = difflib.get_close_matches(str(key), SCHEMA, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(
-                f"{source}: unknown key {key!r}{hint}; known keys: {', '.join(sorted(SCHEMA))}"
-            )
+        _check_key(key, source)
         check, expected = SCHEMA[key]
         if not check(value):
             raise ConfigError(f"{source}: key {key!r} must be {expected}, got {value!r}")
     return dict(raw)
+
+
+def _check_key(key: Any, source: str) -> None:
+    if key not in SCHEMA:
+        close = difflib.get_close_matches(str(key), SCHEMA, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"{source}: unknown key {key!r}{hint}; known keys: {', '.join(sorted(SCHEMA))}")
+
+
+def parse_overrides(pairs: list[str] | None, source: str = "--set") -> dict[str, Any]:
+    """``["min_count=8", "spark.executor.memory=8g"]`` -> ``{"min_count": 8, "spark": {"spark.executor.memory":
+    "8g"}}``, validated like a config file (values are parsed as YAML scalars or flow lists).
+
+    >>> parse_overrides(["vocab_size=[300, 400]", "isolate_digits=true", "spark.executor.cores=2"])
+    {'vocab_size': [300, 400], 'isolate_digits': True, 'spark': {'spark.executor.cores': 2}}
+    """
+    import yaml
+
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, text = pair.partition("=")
+        key = key.strip().replace("-", "_") if not key.strip().startswith("spark.") else key.strip()
+        if not sep or not key:
+            raise ConfigError(f"{source} {pair!r}: write KEY=VALUE, e.g. --set min_count=8")
+        try:
+            value = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{source} {pair!r}: the value is not valid YAML ({exc.problem})") from None
+        if key.startswith("spark."):
+            if not isinstance(value, (str, int, float, bool)):
+                raise ConfigError(f"{source} {pair!r}: a Spark setting needs a single value, got {value!r}")
+            out.setdefault("spark", {})[key] = value
+            continue
+        _check_key(key, source)
+        check, expected = SCHEMA[key]
+        if not check(value):
+            raise ConfigError(f"{source}: key {key!r} must be {expected}, got {value!r}")
+        out[key] = value
+    return out
+
+
+def merge_options(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``base`` updated with ``overrides``; the ``spark`` mappings are merged key by key."""
+    merged = dict(base)
+    for key, value in overrides.items():
+        if key == "spark" and isinstance(merged.get("spark"), dict):
+            merged["spark"] = {**merged["spark"], **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+def dump_config(options: dict[str, Any]) -> str:
+    """The resolved options as YAML that :func:`load_config` accepts (only the schema's keys, sorted; ``None``
+    values left out). Paths should be absolute, so the file can be read from anywhere."""
+    import yaml
+
+    kept = {k: v for k, v in sorted(options.items()) if k in SCHEMA and v is not None}
+    text = yaml.safe_dump(kept, sort_keys=True, allow_unicode=True, default_flow_style=None, width=120)
+    validate_config(yaml.safe_load(text), "the resolved config")
+    return "# shardpiece train: the resolved options of this run (shardpiece train --config THIS_FILE repeats it)\n" + text
 
 
 def load_config(path: str) -> dict[str, Any]:

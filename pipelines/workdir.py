@@ -1,0 +1,241 @@
+"""Stage outputs of a training run, persisted so that a killed or repeated run resumes instead of starting over.
+
+A :class:`WorkDir` is one directory per run key, ``ROOT/KEY/``, where the key is a hash of everything that decides
+the result (the training settings, how the input is read, and the input's content fingerprint)::
+
+    ROOT/3f9c0e1a2b4d5e6f/
+        key.json                 what the key was computed from (for people; never read back)
+        ngrams.npz               the reduced n-gram table (pruned to min_count, as the driver holds it)
+        ngram_model.npz          the n-gram language model
+        pieces.npz               the summed piece counts
+        prune.npz                the pruned vocabulary of every requested size
+        refine_em_SIZE.npz       the EM-refined pieces of one size (only with refine_em_rounds)
+        models.npz               the model files' bytes
+
+A stage's file appears, whole, only after the stage finished: it is written under a temporary name, flushed to
+disk, then renamed (the rename is the completion marker). A rerun with the same key loads every finished stage and
+computes only the rest; since each stage is a deterministic function of the previous ones, the model bytes are the
+same as those of an uninterrupted run. A stage file that cannot be read (a disk error, a half-copied directory) is
+computed again, never trusted. Files are ``.npz`` archives without pickles (``allow_pickle=False``): plain arrays
+plus one JSON header.
+
+Testing aid: ``SHARDPIECE_FAIL_AFTER_STAGE=NAME[,NAME...]`` makes :meth:`WorkDir.run` raise :class:`InjectedFault`
+right after stage NAME was computed and saved, which is what a job killed at that point leaves behind.
+
+Example::
+
+    work = WorkDir("/tmp/work", {"settings": {...}, "input": "sha256:..."})
+    table, resumed = work.run("ngrams", lambda: reduce_ngrams(documents, settings), "ngram_table")
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import io
+import json
+import os
+import tempfile
+from typing import Any, Callable
+
+import numpy as np
+
+from tokenizer.errors import ShardpieceError
+
+FAULT_ENV = "SHARDPIECE_FAIL_AFTER_STAGE"
+_FORMAT = 1
+
+
+class InjectedFault(RuntimeError):
+    """Raised by :meth:`WorkDir.run` after a stage named in ``$SHARDPIECE_FAIL_AFTER_STAGE`` (tests only)."""
+
+
+class OutputWriteError(ShardpieceError, OSError):
+    """An output (model, manifest, stage file) could not be written: a full disk, a read-only or missing place."""
+
+
+def run_key(material: dict) -> str:
+    """16 hex digits of SHA-256 over the canonical JSON of ``material``: ``run_key({"a": 1}) == run_key({"a": 1})``."""
+    blob = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def write_file_atomic(path: str, data: bytes, what: str = "output") -> None:
+    """Write ``data`` to ``path`` atomically (temporary name in the same directory, fsync, rename).
+
+    An ``OSError`` (full disk, no permission, read-only filesystem) becomes :class:`OutputWriteError` naming the
+    path and the fix; the temporary file is removed and an older file at ``path`` is left untouched.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise write_error(path, exc, what) from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_error(path: str, exc: OSError, what: str = "output") -> OutputWriteError:
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        fix = "free space there, or write to another place (--output, or work_dir for stage files)"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        fix = "make the directory writable, or write to another place"
+    else:
+        fix = "check the path and the filesystem"
+    error = OutputWriteError(f"cannot write the {what} {path}: {reason}; {fix}. Nothing was overwritten")
+    error.errno = exc.errno
+    return error
+
+
+# ------------------------------------------------------------------------------------------------ codecs
+def _pack(pieces: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in pieces], out=offsets[1:])
+    return np.frombuffer(b"".join(pieces), dtype=np.uint8).copy(), offsets
+
+
+def _unpack(data: np.ndarray, offsets: np.ndarray) -> list[bytes]:
+    blob = data.tobytes()
+    return [blob[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]
+
+
+def _encode(kind: str, value: Any) -> tuple[dict[str, np.ndarray], dict]:
+    if kind == "ngram_table":
+        meta = {k: getattr(value, k) for k in ("distinct_ngrams", "documents", "chunks", "chunk_bytes",
+                                                "fingerprint")}
+        return {"keys": value.keys, "counts": value.counts}, meta
+    if kind == "ngram_model":
+        return ({"keys": value.keys, "log_probs": value.log_probs},
+                {"order": int(value.order), "ensure_unicode": bool(value.ensure_unicode)})
+    if kind == "pieces":
+        pieces, counts = value
+        data, offsets = _pack(pieces)
+        return {"data": data, "offsets": offsets, "counts": np.asarray(counts, np.int64)}, {}
+    if kind == "pruned":
+        arrays = {}
+        for size, (pieces, counts) in value.items():
+            data, offsets = _pack(pieces)
+            arrays.update({f"{size}_data": data, f"{size}_offsets": offsets,
+                           f"{size}_counts": np.asarray(counts, np.int64)})
+        return arrays, {"sizes": sorted(int(s) for s in value)}
+    if kind == "models":
+        return ({str(size): np.frombuffer(model.to_bytes(), dtype=np.uint8) for size, model in value.items()},
+                {"sizes": sorted(int(s) for s in value)})
+    if kind == "json":
+        return {}, {"value": value}
+    raise ValueError(f"unknown stage kind {kind!r}")
+
+
+def _decode(kind: str, arrays: dict[str, np.ndarray], meta: dict) -> Any:
+    if kind == "ngram_table":
+        from pipelines.bytepiece import NgramTable
+
+        return NgramTable(keys=arrays["keys"], counts=arrays["counts"], **meta)
+    if kind == "ngram_model":
+        from tokenizer.trainers.bytepiece import NgramModel
+
+        return NgramModel(keys=arrays["keys"], log_probs=arrays["log_probs"], order=meta["order"],
+                          ensure_unicode=meta["ensure_unicode"])
+    if kind == "pieces":
+        return _unpack(arrays["data"], arrays["offsets"]), arrays["counts"]
+    if kind == "pruned":
+        return {size: (_unpack(arrays[f"{size}_data"], arrays[f"{size}_offsets"]), arrays[f"{size}_counts"])
+                for size in meta["sizes"]}
+    if kind == "models":
+        from tokenizer.model import Model
+
+        return {size: Model.from_bytes(arrays[str(size)].tobytes(), source=f"stage file, model {size}")
+                for size in meta["sizes"]}
+    if kind == "json":
+        return meta["value"]
+    raise ValueError(f"unknown stage kind {kind!r}")
+
+
+# ------------------------------------------------------------------------------------------------ the work dir
+class WorkDir:
+    """The stage files of one run key under ``root`` (see the module docstring).
+
+    ``resume=False`` ignores finished stages (each is computed and saved again). ``progress`` receives a line for
+    every stage loaded instead of computed, and for every unreadable stage file.
+    """
+
+    def __init__(self, root: str, material: dict, *, resume: bool = True,
+                 progress: Callable[[str], None] = lambda message: None):
+        self.root = os.path.abspath(root)
+        self.material = {"format": _FORMAT, **material}
+        self.key = run_key(self.material)
+        self.path = os.path.join(self.root, self.key)
+        self.resume = resume
+        self.progress = progress
+        self.resumed: list[str] = []
+        self.computed: list[str] = []
+        key_file = os.path.join(self.path, "key.json")
+        if not os.path.exists(key_file):
+            write_file_atomic(key_file, (json.dumps(self.material, indent=2, sort_keys=True, default=str) + "\n")
+                              .encode(), what="work directory key")
+
+    def stage_file(self, name: str) -> str:
+        return os.path.join(self.path, f"{name}.npz")
+
+    def finished(self) -> list[str]:
+        """Names of the stages whose files exist, sorted."""
+        return sorted(f[:-4] for f in os.listdir(self.path) if f.endswith(".npz") and not f.startswith("."))
+
+    def load(self, name: str, kind: str) -> Any:
+        """The saved value of a finished stage; raises ``FileNotFoundError`` or ``ValueError`` when unusable."""
+        with np.load(self.stage_file(name), allow_pickle=False) as archive:
+            arrays = {k: archive[k] for k in archive.files}
+        header = json.loads(arrays.pop("__header__").tobytes().decode())
+        if header.get("kind") != kind or header.get("key") != self.key:
+            raise ValueError(f"stage file holds {header.get('kind')!r} of key {header.get('key')!r}")
+        return _decode(kind, arrays, header["meta"])
+
+    def save(self, name: str, kind: str, value: Any) -> None:
+        arrays, meta = _encode(kind, value)
+        header = json.dumps({"kind": kind, "key": self.key, "stage": name, "meta": meta}, sort_keys=True)
+        buffer = io.BytesIO()
+        np.savez(buffer, __header__=np.frombuffer(header.encode(), dtype=np.uint8),
+                 **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
+        write_file_atomic(self.stage_file(name), buffer.getvalue(), what=f"stage file ({name})")
+
+    def run(self, name: str, compute: Callable[[], Any], kind: str) -> tuple[Any, bool]:
+        """``(value, resumed)``: the stage's saved value when it finished before, else ``compute()`` saved."""
+        if self.resume and os.path.exists(self.stage_file(name)):
+            try:
+                value = self.load(name, kind)
+            except Exception as exc:  # a damaged stage file is recomputed, never trusted
+                self.progress(f"[resume] stage file {self.stage_file(name)} is unreadable ({exc!r}); recomputing")
+            else:
+                self.resumed.append(name)
+                self.progress(f"[resume] {name}: loaded from {self.stage_file(name)}")
+                return value, True
+        value = compute()
+        self.save(name, kind, value)
+        self.computed.append(name)
+        faults = [s.strip() for s in os.environ.get(FAULT_ENV, "").split(",") if s.strip()]
+        if name in faults:
+            raise InjectedFault(f"injected fault after stage {name!r} ({FAULT_ENV}={os.environ[FAULT_ENV]})")
+        return value, False
+
+    def describe(self) -> dict:
+        return {"path": self.path, "key": self.key, "resumed_stages": list(self.resumed),
+                "computed_stages": list(self.computed)}
+
+
+class NoWorkDir:
+    """Stands in for :class:`WorkDir` when nothing is persisted: every stage is computed."""
+
+    resumed: list[str] = []
+
+    def run(self, name: str, compute: Callable[[], Any], kind: str) -> tuple[Any, bool]:
+        return compute(), False

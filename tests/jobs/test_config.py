@@ -1,0 +1,97 @@
+"""Train configs: validation names key and file, --set overrides, precedence, the resolved config round trip."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from jobs.config import SCHEMA, dump_config, load_config, merge_options, parse_overrides, validate_config
+from jobs.train import build_parser, resolve_options, resolved_config
+from tokenizer.errors import ConfigError
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def options_from(argv: list[str]) -> dict:
+    return resolve_options(build_parser().parse_args(argv))
+
+
+def test_every_shipped_train_config_validates():
+    for name in ("demo.yaml", "cluster.yaml"):
+        config = load_config(os.path.join(REPO, "configs", name))
+        assert config["algorithm"] == "bytepiece" and config["vocab_size"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("vocab_size: 300\nwork_dri: /tmp/w\n", r"bad\.yaml: unknown key 'work_dri' \(did you mean 'work_dir'\?\)"),
+    ("resume: 1\n", r"bad\.yaml: key 'resume' must be true or false, got 1"),
+    ("partitions: '4'\n", r"bad\.yaml: key 'partitions' must be an integer, got '4'"),
+    ("spark:\n  spark.executor.memory: [4g]\n", r"bad\.yaml: key 'spark' must be a mapping"),
+    ("input: [a.txt, 3]\n", r"bad\.yaml: key 'input' must be a path or a list of paths"),
+    ("vocab_size: [\n", r"bad\.yaml: not valid YAML"),
+])
+def test_config_errors_name_the_key_and_the_file(tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(str(path))
+
+
+def test_missing_config_file_is_named(tmp_path):
+    with pytest.raises(ConfigError, match=r"nope\.yaml: cannot read the config file"):
+        load_config(str(tmp_path / "nope.yaml"))
+
+
+def test_set_overrides_parse_yaml_values_and_spark_keys():
+    overrides = parse_overrides(["min_count=8", "vocab_size=[300, 400]", "isolate_digits=true",
+                                 "spark.executor.memory=8g", "spark.executor.cores=2", "max-piece-length=12"])
+    assert overrides == {"min_count": 8, "vocab_size": [300, 400], "isolate_digits": True, "max_piece_length": 12,
+                         "spark": {"spark.executor.memory": "8g", "spark.executor.cores": 2}}
+
+
+@pytest.mark.parametrize("pair, message", [
+    ("min_cnt=3", r"--set: unknown key 'min_cnt' \(did you mean 'min_count'\?\)"),
+    ("min_count=many", r"--set: key 'min_count' must be an integer, got 'many'"),
+    ("min_count", r"--set 'min_count': write KEY=VALUE"),
+    ("order=[1", r"--set 'order=\[1': the value is not valid YAML"),
+    ("spark.executor.memory=[1, 2]", r"a Spark setting needs a single value"),
+])
+def test_set_errors_name_the_key(pair, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_overrides([pair])
+
+
+def test_precedence_defaults_file_set_flags(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("input: c.txt\noutput: m.model\nvocab_size: 300\nmin_count: 5\norder: 4\n"
+                    "spark: {spark.executor.memory: 2g, spark.executor.cores: 1}\n")
+    options = options_from(["--config", str(path), "--set", "min_count=7", "--set", "order=3",
+                            "--set", "spark.executor.memory=8g", "--order", "5"])
+    assert options["min_count"] == 7           # --set beats the file
+    assert options["order"] == 5               # a named flag beats --set
+    assert options["max_piece_length"] == 36   # the default where nobody says otherwise
+    assert options["spark"] == {"spark.executor.memory": "8g", "spark.executor.cores": 1}  # merged key by key
+    assert merge_options({"spark": {"a": 1}}, {"spark": {"b": 2}}) == {"spark": {"a": 1, "b": 2}}
+
+
+def test_resolved_config_round_trips_and_reruns_the_same_options(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    options = options_from(["--input", "corpus/*.txt", "--output", "out/m.model", "--vocab-size", "300",
+                            "--set", "spark.executor.memory=1g", "--min-count", "3", "--no-resume"])
+    resolved = resolved_config(options)
+    assert resolved["input"] == [str(tmp_path / "corpus/*.txt")]
+    assert resolved["work_dir"] == str(tmp_path / "out" / ".shardpiece-work")
+    text = dump_config(resolved)
+    saved = tmp_path / "saved.yaml"
+    saved.write_text(text)
+    again = resolved_config(options_from(["--config", str(saved)]))
+    assert {k: v for k, v in again.items() if v is not None} == {k: v for k, v in resolved.items() if v is not None}
+    assert set(yaml.safe_load(text)) <= set(SCHEMA)
+
+
+def test_validate_config_accepts_empty_and_rejects_non_mappings():
+    assert validate_config(None, "x.yaml") == {}
+    with pytest.raises(ConfigError, match="x.yaml: the file must hold a mapping"):
+        validate_config([1, 2], "x.yaml")
