@@ -1,0 +1,402 @@
+"""Kernels of SentencePiece-style unigram training: a hash trie, the E-step (forward-backward expected counts),
+Viterbi piece counts, second-best segmentations of pieces (for pruning) and the suffix-array helpers of the seed
+step. Pure-Python twins live in :mod:`tokenizer.kernels.reference_unigram_train`.
+
+Texts are packed Arrow-style: ``data`` uint8, ``offsets`` int64 (n + 1), ``weights`` int64 (n) how often each
+text (a chunk) occurs. The lattice's units are UTF-8 characters (``byte_mode=False``; the data must be valid
+UTF-8, as SentencePiece's normalizer guarantees) or single bytes (``byte_mode=True``). Pieces are matched through a
+hash trie (:func:`build_hash_trie`); a piece whose score is ``-inf`` is inactive (pruned) and never matched, so
+one trie serves several EM rounds. Where no active single-unit piece starts at a position, an unknown node of one
+unit with score ``unk_score`` is added, as SentencePiece's lattice does.
+
+Expected counts are accumulated as int64 fixed point (``round(weight * marginal * scale)`` per lattice node), so
+their sums are exact and independent of how the chunks are split into partitions.
+
+Example (hand-checkable): pieces ``a`` (score log 0.5) and ``ab`` (log 0.25), ``b`` (log 0.25); text ``ab``
+has paths a|b (0.125) and ab (0.25), so E[a] = E[b] = 1/3 and E[ab] = 2/3.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tokenizer.kernels import kernel
+from tokenizer.kernels.unigram import utf8_char_length
+
+_HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+NEG_INF = -np.inf
+
+
+# ---------------------------------------------------------------------------------------------------- hash trie
+@kernel
+def _slot(key, mask):
+    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+    return np.int64((h >> np.uint64(29)) & np.uint64(mask))
+
+
+@kernel
+def build_hash_trie(key_bytes, key_offsets, key_values, table_keys, table_child, node_value):
+    """Insert keys ``key_bytes[key_offsets[i]:key_offsets[i+1]]`` with values ``key_values[i]`` (int32 >= 0).
+
+    ``table_keys`` (int64) and ``table_child`` (int32) are an open-addressing table whose length is a power of two
+    larger than the number of trie nodes; ``node_value`` (int32, at least total key bytes + 1 long) gets -1 for
+    nodes that end no key. An edge (node, byte) is stored under key ``node * 256 + byte + 1`` (0 marks a free
+    slot). Returns the number of nodes (node 0 is the root).
+    """
+    mask = len(table_keys) - 1
+    table_keys[:] = 0
+    node_value[:] = -1
+    n_nodes = 1
+    for i in range(len(key_offsets) - 1):
+        node = 0
+        for k in range(key_offsets[i], key_offsets[i + 1]):
+            key = node * 256 + np.int64(key_bytes[k]) + 1
+            s = _slot(key, mask)
+            while table_keys[s] != 0 and table_keys[s] != key:
+                s = (s + 1) & mask
+            if table_keys[s] == 0:
+                table_keys[s] = key
+                table_child[s] = n_nodes
+                n_nodes += 1
+            node = table_child[s]
+        node_value[node] = key_values[i]
+    return n_nodes
+
+
+@kernel
+def trie_child(table_keys, table_child, node, byte):
+    """Child of ``node`` along ``byte``, or -1."""
+    mask = len(table_keys) - 1
+    key = node * 256 + np.int64(byte) + 1
+    s = _slot(key, mask)
+    while True:
+        found = table_keys[s]
+        if found == key:
+            return np.int64(table_child[s])
+        if found == 0:
+            return np.int64(-1)
+        s = (s + 1) & mask
+
+
+@kernel
+def _unit_length(data, pos, end, byte_mode):
+    if byte_mode:
+        return 1
+    return utf8_char_length(data, pos, end)
+
+
+@kernel
+def _edges_from(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode, data, s, end,
+                edge_end, edge_id, edge_score):
+    """Lattice edges leaving byte position ``s`` of ``data[:end]``: active pieces shortest first, then the unknown
+    node (id -1) when no active single-unit piece starts here. Returns the number of edges."""
+    unit = _unit_length(data, s, end, byte_mode)
+    n = 0
+    has_unit_piece = False
+    node = np.int64(0)
+    limit = min(end, s + max_bytes)
+    for k in range(s, limit):
+        node = trie_child(table_keys, table_child, node, data[k])
+        if node < 0:
+            break
+        pid = node_value[node]
+        if pid >= 0 and piece_score[pid] != NEG_INF:
+            edge_end[n] = k + 1
+            edge_id[n] = pid
+            edge_score[n] = piece_score[pid]
+            n += 1
+            if k + 1 - s == unit:
+                has_unit_piece = True
+    if not has_unit_piece:
+        edge_end[n] = s + unit
+        edge_id[n] = -1
+        edge_score[n] = unk_score
+        n += 1
+    return n
+
+
+@kernel
+def _log_add(a, b):
+    if a == NEG_INF:
+        return b
+    if b == NEG_INF:
+        return a
+    if a > b:
+        return a + math.log1p(math.exp(b - a))
+    return b + math.log1p(math.exp(a - b))
+
+
+# ---------------------------------------------------------------------------------------------------- E-step
+@kernel
+def expected_counts(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode, data,
+                    offsets, weights, scale, expected_out):
+    """Add each chunk's expected piece counts, ``round(weight * P(node) * scale)`` per lattice node, to
+    ``expected_out`` (int64, one slot per piece id); returns ``sum(weight * log Z)`` (float64) over the chunks.
+
+    ``piece_score`` float64 log-probabilities (``-inf``: inactive). See the module docstring for the example.
+    """
+    longest = 0
+    for i in range(len(offsets) - 1):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    alpha = np.empty(longest + 1, np.float64)
+    beta = np.empty(longest + 1, np.float64)
+    edge_end = np.empty(max_bytes + 2, np.int64)
+    edge_id = np.empty(max_bytes + 2, np.int64)
+    edge_score = np.empty(max_bytes + 2, np.float64)
+    objective = 0.0
+    for i in range(len(offsets) - 1):
+        start = offsets[i]
+        end = offsets[i + 1]
+        length = end - start
+        if length == 0:
+            continue
+        chunk = data[start:end]
+        for p in range(length + 1):
+            alpha[p] = NEG_INF
+            beta[p] = NEG_INF
+        alpha[0] = 0.0
+        s = 0
+        while s < length:
+            if alpha[s] != NEG_INF:
+                n = _edges_from(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode,
+                                chunk, s, length, edge_end, edge_id, edge_score)
+                for e in range(n):
+                    alpha[edge_end[e]] = _log_add(alpha[edge_end[e]], alpha[s] + edge_score[e])
+            s += 1
+        log_z = alpha[length]
+        beta[length] = 0.0
+        weight = np.float64(weights[i])
+        for s in range(length - 1, -1, -1):
+            if alpha[s] == NEG_INF:
+                continue
+            n = _edges_from(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode,
+                            chunk, s, length, edge_end, edge_id, edge_score)
+            total = NEG_INF
+            for e in range(n):
+                b = beta[edge_end[e]]
+                if b == NEG_INF:
+                    continue
+                path = edge_score[e] + b
+                total = _log_add(total, path)
+                pid = edge_id[e]
+                if pid >= 0:
+                    marginal = math.exp(alpha[s] + path - log_z)
+                    expected_out[pid] += np.int64(round(weight * marginal * scale))
+            beta[s] = total
+        objective += weight * log_z
+    return objective
+
+
+# ---------------------------------------------------------------------------------------------------- Viterbi
+@kernel
+def _viterbi_path(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode, chunk, length,
+                  excluded_id, best, back_start, back_id, edge_end, edge_id, edge_score):
+    """Best path over ``chunk[:length]``, never using a piece with id ``excluded_id`` that spans the whole chunk.
+    Fills ``best``/``back_*``; ties keep the path found first (shorter edges from earlier positions)."""
+    for p in range(length + 1):
+        best[p] = NEG_INF
+        back_start[p] = -1
+    best[0] = 0.0
+    for s in range(length):
+        if best[s] == NEG_INF:
+            continue
+        n = _edges_from(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode, chunk, s,
+                        length, edge_end, edge_id, edge_score)
+        for e in range(n):
+            if edge_id[e] == excluded_id and s == 0 and edge_end[e] == length:
+                continue
+            candidate = best[s] + edge_score[e]
+            t = edge_end[e]
+            if candidate > best[t]:
+                best[t] = candidate
+                back_start[t] = s
+                back_id[t] = edge_id[e]
+
+
+@kernel
+def viterbi_counts(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode, data, offsets,
+                   weights, freq_out):
+    """Add ``weight`` to ``freq_out[id]`` (int64) for every piece on each chunk's Viterbi path; returns the
+    weighted number of tokens (unknown nodes included)."""
+    longest = 0
+    for i in range(len(offsets) - 1):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    best = np.empty(longest + 1, np.float64)
+    back_start = np.empty(longest + 1, np.int64)
+    back_id = np.empty(longest + 1, np.int64)
+    edge_end = np.empty(max_bytes + 2, np.int64)
+    edge_id = np.empty(max_bytes + 2, np.int64)
+    edge_score = np.empty(max_bytes + 2, np.float64)
+    tokens = np.int64(0)
+    for i in range(len(offsets) - 1):
+        length = offsets[i + 1] - offsets[i]
+        if length == 0:
+            continue
+        chunk = data[offsets[i]:offsets[i + 1]]
+        _viterbi_path(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode, chunk,
+                      length, -2, best, back_start, back_id, edge_end, edge_id, edge_score)
+        t = length
+        while t > 0:
+            pid = back_id[t]
+            if pid >= 0:
+                freq_out[pid] += weights[i]
+            tokens += weights[i]
+            t = back_start[t]
+    return tokens
+
+
+@kernel
+def piece_alternatives(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode,
+                       piece_data, piece_offsets, piece_ids, status_out, alt_offsets_out, alt_ids_out):
+    """SentencePiece's pruning preparation: how each piece would be segmented without itself.
+
+    For piece ``i`` (bytes ``piece_data[piece_offsets[i]:piece_offsets[i+1]]``, id ``piece_ids[i]``):
+    ``status_out[i]`` = 0 when it is one unit (no other segmentation: always kept), 1 when its own Viterbi path
+    already splits it (it can go), 2 when it is its own best path; then its second-best path's ids (-1: unknown
+    node) are ``alt_ids_out[alt_offsets_out[i]:alt_offsets_out[i+1]]`` (int64; ``alt_ids_out`` needs
+    ``len(piece_data)`` slots). Example: pieces a, b, ab with ab the best for "ab" -> status 2, alternatives [a, b].
+    """
+    longest = 1
+    for i in range(len(piece_offsets) - 1):
+        longest = max(longest, piece_offsets[i + 1] - piece_offsets[i])
+    best = np.empty(longest + 1, np.float64)
+    back_start = np.empty(longest + 1, np.int64)
+    back_id = np.empty(longest + 1, np.int64)
+    edge_end = np.empty(max(max_bytes, longest) + 2, np.int64)
+    edge_id = np.empty(max(max_bytes, longest) + 2, np.int64)
+    edge_score = np.empty(max(max_bytes, longest) + 2, np.float64)
+    path = np.empty(longest + 1, np.int64)
+    written = 0
+    alt_offsets_out[0] = 0
+    for i in range(len(piece_offsets) - 1):
+        chunk = piece_data[piece_offsets[i]:piece_offsets[i + 1]]
+        length = piece_offsets[i + 1] - piece_offsets[i]
+        if _unit_length(chunk, 0, length, byte_mode) >= length:
+            status_out[i] = 0
+            alt_offsets_out[i + 1] = written
+            continue
+        _viterbi_path(table_keys, table_child, node_value, piece_score, unk_score, max(max_bytes, length),
+                      byte_mode, chunk, length, piece_ids[i], best, back_start, back_id, edge_end, edge_id,
+                      edge_score)
+        own = piece_score[piece_ids[i]]
+        if best[length] > own:
+            status_out[i] = 1
+        else:
+            status_out[i] = 2
+            n = 0
+            t = length
+            while t > 0:
+                path[n] = back_id[t]
+                n += 1
+                t = back_start[t]
+            for k in range(n):
+                alt_ids_out[written + k] = path[n - 1 - k]
+            written += n
+        alt_offsets_out[i + 1] = written
+    return written
+
+
+# ---------------------------------------------------------------------------------------------------- seeds
+@kernel
+def clipped_lcp(text, suffixes, limit, lcp_out):
+    """``lcp_out[j]`` = length of the common prefix of the suffixes ``suffixes[j-1]`` and ``suffixes[j]`` of
+    ``text`` (int32 symbols, 0 = chunk separator, which never matches), at most ``limit``; ``lcp_out[0] = 0``.
+    Example: text [1, 2, 0, 1, 2, 3, 0], suffixes [0, 3] -> lcp [0, 2]."""
+    n = len(text)
+    lcp_out[0] = 0
+    for j in range(1, len(suffixes)):
+        a = suffixes[j - 1]
+        b = suffixes[j]
+        k = 0
+        while k < limit and a + k < n and b + k < n and text[a + k] != 0 and text[a + k] == text[b + k]:
+            k += 1
+        lcp_out[j] = k
+    return 0
+
+
+@kernel
+def lcp_interval_nodes(lcp, min_depth, max_depth, out_left, out_right, out_depth):
+    """Internal nodes of the suffix tree from an LCP array (bottom-up stack traversal): each node is a maximal
+    interval ``[left, right]`` of sorted suffixes sharing ``depth`` symbols, two or more of them. Nodes with
+    ``min_depth <= depth <= max_depth`` are written; returns their number.
+    Example: lcp [0, 2, 1] (3 suffixes) -> nodes (0..1, depth 2) and (0..2, depth 1)."""
+    n = len(lcp)
+    stack_depth = np.empty(n + 1, np.int64)
+    stack_left = np.empty(n + 1, np.int64)
+    top = 0
+    stack_depth[0] = 0
+    stack_left[0] = 0
+    count = 0
+    for i in range(1, n + 1):
+        current = lcp[i] if i < n else 0
+        left = i - 1
+        while current < stack_depth[top]:
+            depth = stack_depth[top]
+            left = stack_left[top]
+            top -= 1
+            if min_depth <= depth <= max_depth:
+                out_left[count] = left
+                out_right[count] = i - 1
+                out_depth[count] = depth
+                count += 1
+        if current > stack_depth[top]:
+            top += 1
+            stack_depth[top] = current
+            stack_left[top] = left
+    return count
+
+
+@kernel
+def valid_pieces(text, starts, lengths, symbol_class, symbol_script, split_by_whitespace,
+                 treat_whitespace_as_suffix, allow_whitespace_only_pieces, split_by_number, split_by_unicode_script,
+                 split_digits, out):
+    """SentencePiece's ``IsValidSentencePiece`` for the pieces ``text[starts[i]:starts[i]+lengths[i]]``.
+
+    Per symbol: ``symbol_class`` (uint8) 0 = ordinary, 1 = the whitespace mark "▁", 2 = forbidden (separator,
+    unknown/uncovered, NUL, space, tab), 3 = decimal digit; ``symbol_script`` (int32) its script id with
+    Hiragana/Katakana already merged into Han, -2 for Inherited (takes the previous symbol's script).
+    Writes 1 (valid) or 0 to ``out``.
+    """
+    any_script = -1
+    for i in range(len(starts)):
+        start = starts[i]
+        size = lengths[i]
+        all_ws = True
+        for k in range(size):
+            if symbol_class[text[start + k]] != 1:
+                all_ws = False
+                break
+        ok = size > 0
+        prev = any_script
+        for pos in range(size):
+            if not ok:
+                break
+            c = text[start + pos]
+            kind = symbol_class[c]
+            if kind == 2:
+                ok = False
+            elif kind == 1:
+                if not allow_whitespace_only_pieces or not all_ws:
+                    if treat_whitespace_as_suffix:
+                        if (split_by_whitespace and pos < size - 1) or (
+                                not split_by_whitespace and pos < size - 1 and pos == 0):
+                            ok = False
+                    else:
+                        if (split_by_whitespace and pos > 0) or (
+                                not split_by_whitespace and pos > 0 and pos == size - 1):
+                            ok = False
+            else:
+                script = symbol_script[c]
+                if script == -2:
+                    script = prev
+                if not split_by_number and kind == 3:
+                    script = any_script
+                if split_digits and kind == 3 and size > 1:
+                    ok = False
+                if split_by_unicode_script and script != any_script and prev != any_script and prev != script:
+                    ok = False
+                prev = script
+        out[i] = 1 if ok else 0
+    return 0

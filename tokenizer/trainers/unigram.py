@@ -1,0 +1,820 @@
+"""SentencePiece's unigram trainer over a table of (chunk, count), on one machine.
+
+The algorithm follows SentencePiece's ``unigram_model_trainer.cc`` and ``trainer_interface.cc``:
+
+1. sentences are normalized (SentencePiece's normalizer: charsmap, whitespace rules, space -> "▁"), meta pieces in
+   the text become boundaries (a tab), and they are split into words at "▁" (``split_by_whitespace``); the words
+   with their counts are the chunk table (:func:`count_chunks`, a monoid: counts of two shards add up);
+2. characters are kept by frequency until ``character_coverage`` of all characters is covered; the rest is the
+   unknown character (never inside a piece);
+3. seed pieces: every character, plus the ``seed_sentencepiece_size`` substrings of 2..``max_sentencepiece_length``
+   characters that are internal nodes of the suffix tree (branching, occurring at least twice) and valid pieces,
+   best first by frequency x length. SentencePiece builds a suffix array over the corpus; here it is built over the
+   distinct chunks, each suffix weighted by its chunk's count, which yields the same frequencies;
+4. EM: ``num_sub_iterations`` rounds of E-step (forward-backward expected counts) and the Bayesian M-step
+   (pieces expected less than 0.5 times go, score = digamma(count) - digamma(total)); then loss-based pruning
+   keeps ``shrinking_factor`` of the pieces; repeat until at most 1.1 x vocab_size pieces remain;
+5. the final vocabulary: required characters first, then the best-scored pieces, meta pieces at their ids.
+
+Expected counts are int64 fixed point (``E_STEP_SCALE``) summed exactly, so a sharded E-step (the Spark pipeline)
+gives the same model as one process. The byte-level variant (``variant="byte"``) works on raw bytes: no "▁", no
+normalization, every byte a base piece (lossless, like BytePiece), chunks split before each space.
+
+Example::
+
+    settings = UnigramSettings(vocab_size=8000)
+    model = train_unigram_local(["Hello world", "hello there"] * 100, settings)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from tokenizer._version import __version__
+from tokenizer.errors import ConfigError, InputError
+from tokenizer.kernels import unigram_train as kt
+from tokenizer.model import Model, PieceType
+
+WS = "\u2581".encode()
+UNK_CHAR = "\u2585"
+E_STEP_SCALE = float(1 << 24)  # expected counts in units of 2**-24: exact sums up to ~5e11 tokens per piece
+UNK_PENALTY = 10.0
+MIN_EXPECTED = 0.5
+MIN_SCORE_PENALTY_DELTA = 0.0001
+VARIANTS = ("sentencepiece", "byte")
+
+
+@dataclass(frozen=True)
+class UnigramSettings:
+    """Training settings; names and defaults are SentencePiece's (``spm_train --help``)."""
+
+    vocab_size: int = 8000
+    variant: str = "sentencepiece"
+    character_coverage: float = 0.9995
+    seed_sentencepiece_size: int = 1_000_000
+    shrinking_factor: float = 0.75
+    num_sub_iterations: int = 2
+    max_sentencepiece_length: int = 16
+    max_sentence_length: int = 4192
+    split_by_whitespace: bool = True
+    split_by_number: bool = True
+    split_by_unicode_script: bool = True
+    split_digits: bool = False
+    treat_whitespace_as_suffix: bool = False
+    allow_whitespace_only_pieces: bool = False
+    add_dummy_prefix: bool = True
+    remove_extra_whitespaces: bool = True
+    byte_fallback: bool = False
+    charsmap: bytes = b""
+    normalizer_name: str = "identity"
+    user_defined_symbols: tuple[str, ...] = ()
+    control_symbols: tuple[str, ...] = ()
+    unk_id: int = 0
+    bos_id: int = 1
+    eos_id: int = 2
+    pad_id: int = -1
+    unk_piece: str = "<unk>"
+    bos_piece: str = "<s>"
+    eos_piece: str = "</s>"
+    pad_piece: str = "<pad>"
+
+    def validate(self) -> "UnigramSettings":
+        if self.variant not in VARIANTS:
+            raise ConfigError(f"unigram variant {self.variant!r} is unknown: use one of {VARIANTS}")
+        if not 0.98 <= self.character_coverage <= 1.0:
+            raise ConfigError(f"character_coverage={self.character_coverage}: use a value in 0.98..1.0")
+        if not 0.0 < self.shrinking_factor < 1.0:
+            raise ConfigError(f"shrinking_factor={self.shrinking_factor}: use a value in (0, 1)")
+        if self.num_sub_iterations < 1 or self.seed_sentencepiece_size < 1:
+            raise ConfigError("num_sub_iterations and seed_sentencepiece_size must be >= 1")
+        if not 1 <= self.max_sentencepiece_length <= 512:
+            raise ConfigError(f"max_sentencepiece_length={self.max_sentencepiece_length}: use 1..512")
+        if self.max_sentence_length < 0:
+            raise ConfigError("max_sentence_length must be >= 0 (0: no limit)")
+        if self.variant == "sentencepiece":
+            meta = self.meta_pieces()
+            if len(meta) + 1 > self.vocab_size:
+                raise ConfigError(
+                    f"vocab_size={self.vocab_size} leaves no room beside {len(meta)} meta pieces (special, "
+                    "user-defined, control and byte pieces): raise --vocab-size")
+        elif self.vocab_size <= 256:
+            raise ConfigError(f"vocab_size={self.vocab_size}: the byte variant needs more than the 256 byte pieces")
+        return self
+
+    def meta_pieces(self) -> dict[int, tuple[str, int]]:
+        """``{id: (piece, PieceType)}`` of the special, control, user-defined and byte pieces, placed as
+        SentencePiece's ``InitMetaPieces`` places them. Raises :class:`ConfigError` for clashing ids or names."""
+        meta: dict[int, tuple[str, int]] = {}
+        for id_, piece in ((self.unk_id, self.unk_piece), (self.bos_id, self.bos_piece),
+                           (self.eos_id, self.eos_piece), (self.pad_id, self.pad_piece)):
+            if id_ < 0:
+                continue
+            if id_ >= self.vocab_size or id_ in meta:
+                raise ConfigError(f"special id {id_} ({piece}) is outside the vocabulary or used twice: fix the ids")
+            meta[id_] = (piece, PieceType.UNKNOWN if piece == self.unk_piece else PieceType.CONTROL)
+        if self.unk_id < 0:
+            raise ConfigError("unk_id must be >= 0: SentencePiece models need an unknown piece")
+        seen: set[str] = set()
+        next_id = 0
+        extra = [(w, PieceType.CONTROL) for w in self.control_symbols]
+        extra += [(w, PieceType.USER_DEFINED) for w in self.user_defined_symbols]
+        if self.byte_fallback:
+            extra += [(f"<0x{b:02X}>", PieceType.BYTE) for b in range(256)]
+        for piece, kind in extra:
+            if piece in seen or piece == self.unk_piece or not piece:
+                raise ConfigError(f"symbol {piece!r} is empty, duplicated or the unknown piece: remove it")
+            seen.add(piece)
+            special = {self.bos_piece: self.bos_id, self.eos_piece: self.eos_id, self.pad_piece: self.pad_id}
+            if special.get(piece, -1) >= 0:
+                meta[special[piece]] = (piece, kind)
+                continue
+            while next_id in meta:
+                next_id += 1
+            meta[next_id] = (piece, kind)
+        return meta
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["charsmap"] = f"<{len(self.charsmap)} bytes>"
+        out["user_defined_symbols"] = list(self.user_defined_symbols)
+        out["control_symbols"] = list(self.control_symbols)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------- chunks
+class ChunkSplitter:
+    """Sentences -> normalized chunks, as SentencePiece's ``LoadSentences`` + ``SplitSentencesByWhitespace``.
+
+    Picklable (built from the settings), so a Spark task can rebuild it. ``split(texts)`` returns a
+    :class:`collections.Counter` of chunk bytes and the numbers of sentences skipped (too long / containing the
+    reserved unknown character U+2585, as SentencePiece skips them).
+
+    Example: default settings, ``[b"a b", b"a"]`` -> ``{"▁a": 2, "▁b": 1}``.
+    """
+
+    def __init__(self, settings: UnigramSettings):
+        self.settings = settings
+        self._normalizer = None
+        self._meta = None
+
+    def __getstate__(self):
+        return {"settings": self.settings}
+
+    def __setstate__(self, state):
+        self.__init__(state["settings"])
+
+    @property
+    def normalizer(self):
+        if self._normalizer is None:
+            from tokenizer.interop.sentencepiece_normalizer import SentencePieceNormalizer
+
+            s = self.settings
+            self._normalizer = SentencePieceNormalizer(
+                s.charsmap, add_dummy_prefix=s.add_dummy_prefix, remove_extra_whitespaces=s.remove_extra_whitespaces,
+                escape_whitespaces=True, treat_whitespace_as_suffix=s.treat_whitespace_as_suffix)
+        return self._normalizer
+
+    @property
+    def meta_pattern(self):
+        if self._meta is None:
+            pieces = sorted({p.encode() for p, _ in self.settings.meta_pieces().values()}, key=lambda p: (-len(p), p))
+            self._meta = re.compile(b"|".join(re.escape(p) for p in pieces)) if pieces else False
+        return self._meta
+
+    def split(self, texts: Iterable[bytes]) -> tuple[Counter, int]:
+        s = self.settings
+        counts: Counter = Counter()
+        skipped = 0
+        if s.variant == "byte":
+            for text in texts:
+                text = bytes(text)
+                if not text:
+                    continue
+                if s.split_by_whitespace:
+                    parts = text.split(b" ")
+                    if parts[0]:
+                        counts[parts[0]] += 1
+                    counts.update(b" " + p for p in parts[1:])
+                else:
+                    counts[text] += 1
+            return counts, 0
+        unk = UNK_CHAR.encode()
+        kept = []
+        for text in texts:
+            text = bytes(text)
+            if not text:
+                continue
+            if (s.max_sentence_length and len(text) > s.max_sentence_length) or unk in text:
+                skipped += 1
+                continue
+            kept.append(text)
+        if not kept:
+            return counts, skipped
+        offsets = np.zeros(len(kept) + 1, np.int64)
+        np.cumsum([len(t) for t in kept], out=offsets[1:])
+        data, out_offsets = self.normalizer.normalize_batch(np.frombuffer(b"".join(kept), np.uint8), offsets)
+        blob = data.tobytes()
+        pattern = self.meta_pattern
+        simple = s.split_by_whitespace and not s.treat_whitespace_as_suffix and not s.allow_whitespace_only_pieces
+        for i in range(len(kept)):
+            sentence = blob[out_offsets[i]:out_offsets[i + 1]]
+            if pattern:
+                sentence = pattern.sub(b"\t", sentence)
+            if not sentence:
+                continue
+            if not s.split_by_whitespace:
+                counts[sentence] += 1
+            elif simple:
+                parts = sentence.split(WS)
+                if parts[0]:
+                    counts[parts[0]] += 1
+                counts.update(WS + p for p in parts[1:])
+            else:
+                counts.update(split_into_words(sentence, s.treat_whitespace_as_suffix,
+                                               s.allow_whitespace_only_pieces))
+        return counts, skipped
+
+
+def split_into_words(text: bytes, treat_whitespace_as_suffix: bool = False,
+                     allow_whitespace_only_pieces: bool = False) -> list[bytes]:
+    """SentencePiece's ``SplitIntoWords`` on normalized bytes ("▁" marks whitespace).
+
+    >>> [w.decode() for w in split_into_words("▁a▁▁b".encode())]
+    ['▁a', '▁', '▁b']
+    """
+    chars = text.decode("utf-8", errors="surrogateescape")
+    ws = WS.decode()
+    words: list[str] = []
+    if treat_whitespace_as_suffix:
+        if chars:
+            words.append("")
+        in_ws = False
+        for k, c in enumerate(chars):
+            is_ws = c == ws
+            if is_ws:
+                in_ws = True
+            elif in_ws:
+                if allow_whitespace_only_pieces:
+                    words.append("")
+                in_ws = False
+            words[-1] += c
+            if k + 1 < len(chars) and is_ws and not allow_whitespace_only_pieces:
+                words.append("")
+    else:
+        in_ws = False
+        for k, c in enumerate(chars):
+            is_ws = c == ws
+            if k == 0 or (is_ws and (not in_ws or not allow_whitespace_only_pieces)):
+                words.append("")
+                in_ws = True
+            if in_ws and not is_ws:
+                in_ws = False
+            words[-1] += c
+    return [w.encode("utf-8", errors="surrogateescape") for w in words]
+
+
+def chunk_table(counts: Counter | dict) -> tuple[list[bytes], np.ndarray]:
+    """Chunks sorted by bytes and their int64 counts (the canonical order every later step relies on)."""
+    chunks = sorted(counts)
+    return chunks, np.fromiter((counts[c] for c in chunks), dtype=np.int64, count=len(chunks))
+
+
+def pack(chunks: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """``(data uint8, offsets int64)`` of byte strings."""
+    offsets = np.zeros(len(chunks) + 1, np.int64)
+    if chunks:
+        np.cumsum(np.fromiter((len(c) for c in chunks), np.int64, len(chunks)), out=offsets[1:])
+    data = np.frombuffer(b"".join(chunks), np.uint8) if chunks else np.zeros(0, np.uint8)
+    return data, offsets
+
+
+# ---------------------------------------------------------------------------------------------- symbols
+@dataclass
+class SymbolTable:
+    """Chunks as int32 symbol ids for the seed step: 0 separates chunks; for text, symbols are characters (ids
+    in code-point order of the covered ones, one id for every uncovered character), for bytes ``byte + 1``."""
+
+    text: np.ndarray          # int32, chunks joined with 0
+    weights: np.ndarray       # int64 per text position: the count of its chunk (0 at separators)
+    to_end: np.ndarray        # int32 per text position: symbols left in its chunk
+    symbols: list[bytes]      # bytes of each symbol id (b"" for 0 and the unknown id)
+    symbol_class: np.ndarray  # uint8, see kt.valid_pieces
+    symbol_script: np.ndarray  # int32
+
+
+def required_characters(chunks: Sequence[bytes], counts: np.ndarray,
+                        coverage: float) -> tuple[list[tuple[str, int]], int]:
+    """SentencePiece's character coverage: ``([(char, count)] most frequent first, ties by code point), all``.
+
+    Characters are counted with their chunks' counts; the tab (a meta-piece boundary) is never required.
+    """
+    data, offsets = pack(chunks)
+    code_points = np.frombuffer(data.tobytes().decode("utf-8").encode("utf-32-le"), dtype="<u4")
+    starts = np.flatnonzero((data & 0xC0) != 0x80)
+    chunk_of_char = np.searchsorted(offsets, starts, side="right") - 1
+    char_weights = counts[chunk_of_char]
+    unique, inverse = np.unique(code_points, return_inverse=True)
+    totals = np.zeros(len(unique), np.int64)
+    np.add.at(totals, inverse, char_weights)
+    keep = (unique != 0) & (unique != 0x20)
+    unique, totals = unique[keep], totals[keep]
+    all_count = int(totals.sum())
+    order = np.lexsort((unique, -totals))
+    required, accumulated = [], 0
+    for k in order:
+        if all_count and accumulated / all_count >= coverage:
+            break
+        accumulated += int(totals[k])
+        if unique[k] == 9:
+            continue
+        required.append((chr(int(unique[k])), int(totals[k])))
+    return required, all_count
+
+
+def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramSettings,
+                 required: Sequence[str]) -> SymbolTable:
+    data, offsets = pack(chunks)
+    n_chunks = len(chunks)
+    if settings.variant == "byte":
+        sym = data.astype(np.int32) + 1
+        unit_chunk = np.searchsorted(offsets, np.arange(len(data)), side="right") - 1
+        symbols = [b""] + [bytes([b]) for b in range(256)]
+        symbol_class = np.zeros(258, np.uint8)
+        symbol_class[0] = 2
+        symbol_class[ord(" ") + 1] = 1
+        symbol_class[257] = 2
+        symbol_script = np.full(258, -1, np.int32)
+        unit_offsets = offsets
+    else:
+        from tokenizer.trainers.unicode_scripts import SCRIPT_NAMES, script_table
+
+        code_points = np.frombuffer(data.tobytes().decode("utf-8").encode("utf-32-le"), dtype="<u4").astype(np.int64)
+        starts = np.flatnonzero((data & 0xC0) != 0x80)
+        unit_chunk = np.searchsorted(offsets, starts, side="right") - 1
+        unit_offsets = np.searchsorted(starts, offsets)
+        alphabet = np.array(sorted(ord(c) for c in required), dtype=np.int64)
+        unk_id = len(alphabet) + 1
+        position = np.searchsorted(alphabet, code_points)
+        position_clipped = np.minimum(position, max(len(alphabet) - 1, 0))
+        if len(alphabet):
+            found = alphabet[position_clipped] == code_points
+        else:
+            found = np.zeros(len(code_points), bool)
+        sym = np.where(found, position_clipped + 1, unk_id).astype(np.int32)
+        symbols = [b""] + [chr(int(c)).encode() for c in alphabet] + [b""]
+        symbol_class = np.zeros(unk_id + 1, np.uint8)
+        symbol_script = np.full(unk_id + 1, -1, np.int32)
+        symbol_class[0] = symbol_class[unk_id] = 2
+        table = script_table()
+        names = {name: i for i, name in enumerate(SCRIPT_NAMES)}
+        han = names.get("HAN", names.get("HANI"))
+        merged = {names.get(n) for n in ("HIRAGANA", "HIRA", "KATAKANA", "KANA") if n in names}
+        inherited = {names.get(n) for n in ("INHERITED", "ZINH", "QAAI") if n in names}
+        unknown = {names.get(n) for n in ("UNKNOWN", "ZZZZ") if n in names} | {0}
+        common = names.get("COMMON", names.get("ZYYY"))
+        for k, c in enumerate(alphabet.tolist(), start=1):
+            if c == 0x2581:
+                symbol_class[k] = 1
+            elif c in (0, 0x20, 0x09, 0x2585) or 0xD800 <= c <= 0xDFFF:
+                symbol_class[k] = 2
+            elif 0x30 <= c <= 0x39 or 0xFF10 <= c <= 0xFF19:
+                symbol_class[k] = 3
+            script = int(table[c])
+            if script in merged or c == 0x30FC:
+                script = han
+            elif script in inherited:
+                script = -2
+            elif script in unknown:
+                script = common
+            symbol_script[k] = script
+    total_units = len(sym)
+    text = np.zeros(total_units + n_chunks + 1, np.int32)
+    # chunk i's units go to [unit_offsets[i] + i + 1, unit_offsets[i+1] + i + 1): a separator before each chunk
+    shift = unit_chunk + 1
+    text[np.arange(total_units) + shift] = sym
+    weights = np.zeros(len(text), np.int64)
+    weights[np.arange(total_units) + shift] = counts[unit_chunk]
+    to_end = np.zeros(len(text), np.int32)
+    unit_index = np.arange(total_units)
+    to_end[unit_index + shift] = (np.asarray(unit_offsets)[unit_chunk + 1] - unit_index).astype(np.int32)
+    return SymbolTable(text, weights, to_end, symbols, symbol_class, symbol_script)
+
+
+def suffix_array_prefix(text: np.ndarray, depth: int) -> np.ndarray:
+    """Suffix start positions of ``text`` (int32) sorted by their first ``depth`` symbols (prefix doubling with
+    numpy sorts; ties beyond ``depth`` in position order). Symbols past the end count as smaller than all."""
+    n = len(text)
+    alphabet = int(text.max()) + 2 if n else 2
+    bits = max(1, math.ceil(math.log2(alphabet)))
+    per_key = max(1, min(depth, 62 // bits))
+    key = np.zeros(n, np.int64)
+    padded = np.concatenate([text.astype(np.int64) + 1, np.zeros(per_key, np.int64)])
+    for k in range(per_key):
+        key = (key << bits) | padded[k:k + n]
+    order = np.argsort(key, kind="stable")
+    sorted_keys = key[order]
+    rank = np.empty(n, np.int64)
+    rank[order] = np.concatenate([[0], np.cumsum(sorted_keys[1:] != sorted_keys[:-1])]) + 1
+    span = per_key
+    while span < depth and n:
+        following = np.zeros(n, np.int64)
+        following[:n - span] = rank[span:]
+        key = rank * (n + 2) + following
+        order = np.argsort(key, kind="stable")
+        sorted_keys = key[order]
+        rank = np.empty(n, np.int64)
+        rank[order] = np.concatenate([[0], np.cumsum(sorted_keys[1:] != sorted_keys[:-1])]) + 1
+        span *= 2
+    return order.astype(np.int64)
+
+
+def seed_pieces(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramSettings,
+                required: Sequence[tuple[str, int]]) -> tuple[list[bytes], np.ndarray]:
+    """Seed vocabulary ``(pieces, log-probabilities float64)``: the characters (``required``, with counts) then
+    the best ``seed_sentencepiece_size`` frequent substrings, scored frequency x length, as SentencePiece."""
+    s = settings
+    max_len = s.max_sentencepiece_length
+    table = symbol_table(chunks, counts, s, [c for c, _ in required])
+    text = table.text
+    sa = suffix_array_prefix(text, max_len + 1)
+    lcp = np.zeros(len(sa), np.int64)
+    kt.clipped_lcp(text, sa, max_len + 1, lcp)
+    cumulative = np.concatenate([[0], np.cumsum(table.weights[sa])])
+    left = np.empty(len(sa), np.int64)
+    right = np.empty(len(sa), np.int64)
+    depth = np.empty(len(sa), np.int64)
+    n_nodes = kt.lcp_interval_nodes(lcp, 2, max_len, left, right, depth)
+    node_start = sa[left[:n_nodes]]
+    node_len = depth[:n_nodes]
+    node_freq = cumulative[right[:n_nodes] + 1] - cumulative[left[:n_nodes]]
+    # chunk-final substrings found in one distinct chunk only (a leaf): frequent when the chunk is
+    neighbour = np.maximum(lcp, np.append(lcp[1:], 0))
+    remaining = table.to_end[sa].astype(np.int64)
+    leaf = (remaining >= 2) & (remaining <= max_len) & (remaining > neighbour) & (table.weights[sa] >= 2)
+    starts = np.concatenate([node_start, sa[leaf]])
+    lengths = np.concatenate([node_len, remaining[leaf]])
+    freqs = np.concatenate([node_freq, table.weights[sa][leaf]])
+    valid = np.zeros(len(starts), np.uint8)
+    kt.valid_pieces(text, starts, lengths, table.symbol_class, table.symbol_script, s.split_by_whitespace,
+                    s.treat_whitespace_as_suffix, s.allow_whitespace_only_pieces, s.split_by_number,
+                    s.split_by_unicode_script, s.split_digits, valid)
+    keep = (valid == 1) & (freqs >= 2)
+    starts, lengths, freqs = starts[keep], lengths[keep], freqs[keep]
+    scores = freqs * lengths
+    limit = s.seed_sentencepiece_size
+    if len(scores) > limit:
+        threshold = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+        above = np.flatnonzero(scores > threshold)
+        at = np.flatnonzero(scores == threshold)
+    else:
+        above, at = np.arange(len(scores)), np.zeros(0, np.int64)
+    symbols = table.symbols
+
+    def piece(k: int) -> bytes:
+        return b"".join(symbols[x] for x in text[starts[k]:starts[k] + lengths[k]])
+
+    chosen = [(-int(scores[k]), piece(k)) for k in above]
+    if len(at):
+        ties = sorted(piece(k) for k in at)[:limit - len(chosen)]
+        chosen += [(-int(threshold), p) for p in ties]
+    chosen.sort()
+    if s.variant == "byte":
+        base = [(bytes([b]), c) for b, c in required]
+    else:
+        base = [(c.encode(), n) for c, n in required]
+    pieces = [p for p, _ in base] + [p for _, p in chosen]
+    values = np.array([n for _, n in base] + [-v for v, _ in chosen], dtype=np.float64)
+    values = np.log(values) - math.log(values.sum())
+    return pieces, values
+
+
+# ---------------------------------------------------------------------------------------------- EM
+def digamma(x: float) -> float:
+    """Digamma by recurrence to x >= 7 and the asymptotic series (as SentencePiece computes it)."""
+    result = 0.0
+    while x < 7:
+        result -= 1 / x
+        x += 1
+    x -= 0.5
+    xx = 1.0 / x
+    xx2 = xx * xx
+    xx4 = xx2 * xx2
+    return result + math.log(x) + xx2 / 24 - 7 * xx4 / 960 + 31 * xx4 * xx2 / 8064 - 127 * xx4 * xx4 / 30720
+
+
+class PieceTrie:
+    """Hash trie over a fixed list of pieces; scores change per round, ``-inf`` marks removed pieces.
+
+    Picklable (plain arrays) so a Spark broadcast can carry it with the scores.
+    """
+
+    def __init__(self, pieces: Sequence[bytes], byte_mode: bool):
+        self.pieces = list(pieces)
+        self.byte_mode = bool(byte_mode)
+        data, offsets = pack(self.pieces)
+        capacity = 1 << max(4, int(len(data) * 2 + 2).bit_length())
+        self.table_keys = np.zeros(capacity, np.int64)
+        self.table_child = np.zeros(capacity, np.int32)
+        self.node_value = np.full(len(data) + 1, -1, np.int32)
+        kt.build_hash_trie(data, offsets, np.arange(len(self.pieces), dtype=np.int32), self.table_keys,
+                           self.table_child, self.node_value)
+        self.max_bytes = int(max((len(p) for p in self.pieces), default=1))
+        self.index = {p: i for i, p in enumerate(self.pieces)}
+
+    def arrays(self):
+        return self.table_keys, self.table_child, self.node_value
+
+
+def e_step(trie: PieceTrie, scores: np.ndarray, data: np.ndarray, offsets: np.ndarray,
+           weights: np.ndarray) -> tuple[np.ndarray, float]:
+    """Expected counts of one shard of chunks: ``(int64 fixed-point counts per trie piece, sum weight*logZ)``.
+    A monoid: shards' results add up (the int64 part exactly)."""
+    expected = np.zeros(len(trie.pieces), np.int64)
+    active = scores[np.isfinite(scores)]
+    unk = float(active.min()) - UNK_PENALTY if len(active) else -UNK_PENALTY
+    objective = kt.expected_counts(*trie.arrays(), scores, unk, trie.max_bytes, trie.byte_mode, data, offsets,
+                                   weights, E_STEP_SCALE, expected)
+    return expected, float(objective)
+
+
+def m_step(active: np.ndarray, expected_fixed: np.ndarray) -> np.ndarray:
+    """New scores (float64, ``-inf`` for dropped pieces) from summed fixed-point expected counts: pieces expected
+    fewer than 0.5 times go; the others get ``digamma(count) - digamma(total)`` (SentencePiece's Bayesian EM)."""
+    expected = expected_fixed.astype(np.float64) / E_STEP_SCALE
+    keep = active & (expected >= MIN_EXPECTED)
+    scores = np.full(len(expected), -np.inf)
+    total = float(expected[keep].sum())
+    log_total = digamma(total)
+    for k in np.flatnonzero(keep):
+        scores[k] = digamma(float(expected[k])) - log_total
+    return scores
+
+
+def viterbi_step(trie: PieceTrie, scores: np.ndarray, data, offsets, weights) -> tuple[np.ndarray, int]:
+    """Viterbi piece frequencies of one shard (int64, exact monoid) and its weighted token count."""
+    freq = np.zeros(len(trie.pieces), np.int64)
+    active = scores[np.isfinite(scores)]
+    unk = float(active.min()) - UNK_PENALTY
+    tokens = kt.viterbi_counts(*trie.arrays(), scores, unk, trie.max_bytes, trie.byte_mode, data, offsets, weights,
+                               freq)
+    return freq, int(tokens)
+
+
+def prune(trie: PieceTrie, scores: np.ndarray, order: np.ndarray, freq: np.ndarray, sentence_total: int,
+          desired: int, shrinking_factor: float) -> tuple[np.ndarray, np.ndarray]:
+    """SentencePiece's ``PruneSentencePieces``: keep pieces without a second-best segmentation, then those whose
+    removal would lose the most likelihood, down to ``max(desired, shrinking_factor * size)`` pieces.
+
+    ``order``: the active pieces' trie ids in SentencePiece's list order. Returns ``(new scores, new order)``.
+    """
+    pieces = [trie.pieces[k] for k in order]
+    piece_data, piece_offsets = pack(pieces)
+    status = np.zeros(len(order), np.int8)
+    alt_offsets = np.zeros(len(order) + 1, np.int64)
+    alt_ids = np.zeros(max(1, len(piece_data)), np.int64)
+    unk = float(scores[order].min()) - UNK_PENALTY
+    kt.piece_alternatives(*trie.arrays(), scores, unk, trie.max_bytes, trie.byte_mode, piece_data, piece_offsets,
+                          order.astype(np.int64), status, alt_offsets, alt_ids)
+    freq_f = freq.astype(np.float64)
+    total = float(freq_f[order].sum())
+    log_total = math.log(total) if total > 0 else 0.0
+    kept: list[int] = []
+    candidates: list[tuple[float, int]] = []
+    for position, k in enumerate(order.tolist()):
+        if freq[k] == 0 or status[position] == 1:
+            continue
+        if status[position] == 0:
+            kept.append(k)
+            continue
+        alternatives = alt_ids[alt_offsets[position]:alt_offsets[position + 1]]
+        f = freq_f[k]
+        share = f / sentence_total
+        logprob_sp = math.log(f) - log_total
+        logsum_alt = math.log(total + f * (len(alternatives) - 1))
+        logprob_alt = 0.0
+        for a in alternatives.tolist():
+            alt_freq = freq_f[a] if a >= 0 else 0.0
+            logprob_alt += math.log(alt_freq + f) - logsum_alt
+        candidates.append((share * (logprob_sp - logprob_alt), k))
+    target = max(desired, int(shrinking_factor * len(order)))
+    candidates.sort(key=lambda item: (-item[0], item[1]))
+    for _, k in candidates:
+        if len(kept) >= target:
+            break
+        kept.append(k)
+    new_scores = np.full(len(scores), -np.inf)
+    kept_array = np.asarray(kept, np.int64)
+    new_scores[kept_array] = scores[kept_array]
+    return new_scores, kept_array
+
+
+# ---------------------------------------------------------------------------------------------- driver loop
+@dataclass
+class EStepRunner:
+    """How the E-step and the Viterbi counts run: ``local`` over packed chunks here, or any callable pair with
+    the same signatures (the Spark pipeline passes distributed ones). Both must return exact monoid sums."""
+
+    e_step: Callable[[PieceTrie, np.ndarray], tuple[np.ndarray, float]]
+    viterbi: Callable[[PieceTrie, np.ndarray], tuple[np.ndarray, int]]
+
+
+def local_runner(chunks: Sequence[bytes], counts: np.ndarray) -> EStepRunner:
+    data, offsets = pack(chunks)
+    weights = np.asarray(counts, np.int64)
+    return EStepRunner(e_step=lambda trie, scores: e_step(trie, scores, data, offsets, weights),
+                       viterbi=lambda trie, scores: viterbi_step(trie, scores, data, offsets, weights))
+
+
+@dataclass
+class TrainReport:
+    seed_pieces: int = 0
+    required_characters: int = 0
+    em_rounds: int = 0
+    log: list[str] = field(default_factory=list)
+
+
+def run_em(pieces: list[bytes], scores: np.ndarray, runner: EStepRunner, settings: UnigramSettings,
+           sentence_total: int, progress: Callable[[str], None] = lambda m: None,
+           report: TrainReport | None = None) -> tuple[list[bytes], np.ndarray]:
+    """EM sub-iterations and pruning until at most ``1.1 * vocab_size`` pieces remain (SentencePiece's loop).
+    Returns the surviving pieces in list order and their scores (float64)."""
+    trie = PieceTrie(pieces, settings.variant == "byte")
+    scores = np.asarray(scores, np.float64).copy()
+    order = np.arange(len(pieces), dtype=np.int64)
+    desired = int(settings.vocab_size * 1.1)
+    rounds = 0
+    while True:
+        for sub in range(settings.num_sub_iterations):
+            started = time.perf_counter()
+            expected, objective = runner.e_step(trie, scores)
+            active = np.isfinite(scores)
+            scores = m_step(active, expected)
+            order = order[np.isfinite(scores[order])]
+            rounds += 1
+            progress(f"[em] round {rounds} (sub {sub}): {len(order):,} pieces, objective "
+                     f"{-objective / max(sentence_total, 1):.4f}, {time.perf_counter() - started:.1f} s")
+        if len(order) <= desired:
+            break
+        freq, _ = runner.viterbi(trie, scores)
+        scores, order = prune(trie, scores, order, freq, sentence_total, desired, settings.shrinking_factor)
+        if 4 * len(order) < len(trie.pieces):  # rebuild a smaller trie (faster lookups)
+            kept = [trie.pieces[k] for k in order]
+            kept_scores = scores[order]
+            trie = PieceTrie(kept, settings.variant == "byte")
+            scores = kept_scores.copy()
+            order = np.arange(len(kept), dtype=np.int64)
+    if report is not None:
+        report.em_rounds = rounds
+    return [trie.pieces[k] for k in order], scores[order]
+
+
+def finalize(pieces: list[bytes], scores: np.ndarray, required: Sequence[tuple[str, int]],
+             settings: UnigramSettings) -> list[tuple[bytes, float]]:
+    """SentencePiece's ``FinalizeSentencePieces``: required characters (missing ones at the minimum score plus a
+    small penalty, frequent first), then the best pieces, sorted by score (ties by bytes)."""
+    score_of = dict(zip(pieces, scores.tolist()))
+    min_score = float(scores.min()) if len(scores) else 0.0
+    final: dict[bytes, float] = {}
+    penalty = 0.0
+    if settings.variant == "byte":
+        room = settings.vocab_size - 256
+        ranked = sorted(zip(pieces, scores.tolist()), key=lambda x: (-x[1], x[0]))
+        chosen = [(p, s) for p, s in ranked if len(p) > 1][:room]
+        byte_scores = {p: s for p, s in ranked if len(p) == 1}
+        out = []
+        for b in range(256):
+            piece = bytes([b])
+            if piece not in byte_scores:
+                byte_scores[piece] = min_score + penalty
+                penalty += MIN_SCORE_PENALTY_DELTA
+            out.append((piece, byte_scores[piece]))
+        return out + chosen
+    for char, _ in sorted(required, key=lambda x: (-x[1], x[0])):
+        piece = char.encode()
+        if piece in score_of:
+            final[piece] = score_of[piece]
+        else:
+            final[piece] = min_score + penalty
+            penalty += MIN_SCORE_PENALTY_DELTA
+    room = settings.vocab_size - len(settings.meta_pieces())
+    for piece, score in sorted(zip(pieces, scores.tolist()), key=lambda x: (-x[1], x[0])):
+        if piece in final:
+            continue
+        if len(final) >= room:
+            break
+        final[piece] = score
+    return sorted(final.items(), key=lambda x: (-x[1], x[0]))
+
+
+def build_model(final: list[tuple[bytes, float]], settings: UnigramSettings, provenance: dict | None = None) -> Model:
+    """The :class:`Model` of finalized pieces: a SentencePiece-compatible unigram model (meta pieces at their
+    ids, SentencePiece normalizer) or, for the byte variant, a lossless byte-level model."""
+    info = {"shardpiece_version": __version__, "trainer": "unigram", "unigram_settings": settings.to_dict()}
+    info.update(provenance or {})
+    if settings.variant == "byte":
+        byte_scores = np.array([s for _, s in final[:256]], np.float32)
+        rest = final[256:]
+        return Model.byte_level([p for p, _ in rest], [s for _, s in rest], byte_scores=byte_scores,
+                                provenance=info)
+    meta = settings.meta_pieces()
+    pieces: list[bytes] = []
+    scores: list[float] = []
+    types: list[int] = []
+    position = 0
+    size = len(meta) + len(final)
+    for id_ in range(size):
+        if id_ in meta:
+            piece, kind = meta[id_]
+            pieces.append(piece.encode())
+            scores.append(0.0)
+            types.append(int(kind))
+        else:
+            piece, score = final[position]
+            position += 1
+            pieces.append(piece)
+            scores.append(score)
+            types.append(int(PieceType.NORMAL))
+    ids = {p: i for i, p in enumerate(pieces)}
+
+    def special(piece: str) -> int:
+        i = ids.get(piece.encode(), -1)
+        return i if i >= 0 and types[i] == PieceType.CONTROL else -1
+
+    info["sentencepiece_trainer_spec"] = {
+        "model_type": "unigram", "vocab_size": size, "character_coverage": settings.character_coverage,
+        "byte_fallback": settings.byte_fallback, "unk_id": settings.unk_id, "bos_id": settings.bos_id,
+        "eos_id": settings.eos_id, "pad_id": settings.pad_id, "unk_piece": settings.unk_piece,
+        "bos_piece": settings.bos_piece, "eos_piece": settings.eos_piece, "pad_piece": settings.pad_piece,
+        "treat_whitespace_as_suffix": settings.treat_whitespace_as_suffix,
+        "max_sentencepiece_length": settings.max_sentencepiece_length,
+        "split_by_whitespace": settings.split_by_whitespace,
+        "user_defined_symbols": list(settings.user_defined_symbols),
+        "control_symbols": list(settings.control_symbols),
+    }
+    info["sentencepiece_normalizer"] = settings.normalizer_name
+    from tokenizer.interop.sentencepiece_normalizer import DEFAULT_UNK_SURFACE
+
+    return Model(
+        pieces=pieces, scores=np.asarray(scores, np.float32), types=np.asarray(types, np.int8), algorithm="unigram",
+        normalizer={"name": "precompiled"} if settings.charsmap else {"name": "identity"},
+        charsmap=settings.charsmap,
+        pretokenizer={"name": "sentencepiece", "add_dummy_prefix": settings.add_dummy_prefix,
+                      "remove_extra_whitespaces": settings.remove_extra_whitespaces, "escape_whitespaces": True,
+                      "treat_whitespace_as_suffix": settings.treat_whitespace_as_suffix,
+                      "unk_surface": DEFAULT_UNK_SURFACE},
+        unk_id=settings.unk_id, bos_id=special(settings.bos_piece), eos_id=special(settings.eos_piece),
+        pad_id=special(settings.pad_piece), byte_fallback=settings.byte_fallback, provenance=info,
+    )
+
+
+def train_from_chunks(chunks: list[bytes], counts: np.ndarray, settings: UnigramSettings,
+                      runner: EStepRunner | None = None, provenance: dict | None = None,
+                      progress: Callable[[str], None] = lambda m: None,
+                      report: TrainReport | None = None) -> Model:
+    """Train from a chunk table (sorted chunks, int64 counts); ``runner`` defaults to the local E-step."""
+    settings.validate()
+    if not chunks:
+        raise InputError("the corpus has no text to train on (every sentence is empty or was skipped)")
+    report = report if report is not None else TrainReport()
+    counts = np.asarray(counts, np.int64)
+    if settings.variant == "byte":
+        required = [(b, 0) for b in range(256)]
+        data, _ = pack(chunks)
+        byte_counts = np.zeros(256, np.int64)
+        offsets = pack(chunks)[1]
+        np.add.at(byte_counts, data, np.repeat(counts, np.diff(offsets)))
+        required = [(b, int(byte_counts[b])) for b in range(256) if byte_counts[b] > 0]
+    else:
+        required, _ = required_characters(chunks, counts, settings.character_coverage)
+        if len(required) + len(settings.meta_pieces()) > settings.vocab_size:
+            raise ConfigError(
+                f"vocab_size={settings.vocab_size} is smaller than the {len(required)} required characters plus "
+                f"{len(settings.meta_pieces())} meta pieces: raise --vocab-size or lower --character-coverage")
+    report.required_characters = len(required)
+    started = time.perf_counter()
+    pieces, scores = seed_pieces(chunks, counts, settings, required)
+    report.seed_pieces = len(pieces)
+    progress(f"[seed] {len(pieces):,} seed pieces ({len(required):,} characters) in "
+             f"{time.perf_counter() - started:.1f} s")
+    runner = runner or local_runner(chunks, counts)
+    sentence_total = int(counts.sum())
+    kept, kept_scores = run_em(pieces, scores, runner, settings, sentence_total, progress, report)
+    final = finalize(kept, kept_scores, required, settings)
+    return build_model(final, settings, provenance)
+
+
+def train_unigram_local(texts: Iterable[bytes | str], settings: UnigramSettings, provenance: dict | None = None,
+                        progress: Callable[[str], None] = lambda m: None) -> Model:
+    """Train on one machine from an iterable of sentences (str or bytes)."""
+    settings.validate()
+    splitter = ChunkSplitter(settings)
+    counts, _ = splitter.split(t.encode() if isinstance(t, str) else bytes(t) for t in texts)
+    chunks, chunk_counts = chunk_table(counts)
+    return train_from_chunks(chunks, chunk_counts, settings, provenance=provenance, progress=progress)
