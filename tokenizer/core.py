@@ -120,6 +120,11 @@ class CompiledModel:
         self.split_after_newlines = bool(model.pretokenizer.get("split_after_newlines", False))
         self.is_bpe = model.algorithm == "bpe"
         self.has_user_defined = bool(user.any())
+        self.byte_level = None  # regex pre-split (+ merge replay for BPE): models from/for Hugging Face tokenizers
+        if model.pretokenizer.get("name") == "byte_level":
+            from tokenizer.kernels.bpe_ranked import ByteLevelEncoder
+
+            self.byte_level = ByteLevelEncoder(model, self)
 
         from tokenizer.kernels.batch import bpe_batch, unigram_batch
         from tokenizer.kernels.random import new_state
@@ -164,6 +169,9 @@ class CompiledModel:
         return out_ids[:total].tolist()
 
     def _run_kernel(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, buffers, out_ids, out_offsets):
+        if self.byte_level is not None:
+            return self.byte_level.encode_range(data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids,
+                                                out_offsets)
         if self.is_bpe:
             total, failed = self._bpe_batch(
                 self.base, self.check, self.value, self.merge_score, self.is_user_defined, self.byte_to_id,
@@ -329,6 +337,8 @@ class Tokenizer:
         array = np.frombuffer(data, dtype=np.uint8)
         n = len(data)
         out = np.empty(n + 1, dtype=np.int32)
+        if compiled.byte_level is not None:
+            raise InputError("alpha=/dropout= sampling is not available for byte_level (regex pre-split) models")
         if compiled.is_bpe:
             if alpha is not None:
                 raise InputError("alpha= samples unigram segmentations; this is a BPE model: use dropout=")
@@ -542,8 +552,9 @@ def load_model_bytes(data: bytes, source: str = "<bytes>") -> Model:
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ModelFileError(source, f"looks like JSON but does not parse ({exc}); the file is corrupted") from None
         if isinstance(obj, dict) and "model" in obj and "normalizer" in obj:
-            raise ModelFileError(source, "a Hugging Face tokenizer.json: importing it is not supported yet; export "
-                                 "the tokenizer to SentencePiece or retrain with shardpiece")
+            from tokenizer.interop.huggingface import model_from_tokenizer_json
+
+            return model_from_tokenizer_json(obj, source)
         from tokenizer.interop.bytepiece import model_from_bytepiece_json
 
         return model_from_bytepiece_json(obj, source)

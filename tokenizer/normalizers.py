@@ -104,6 +104,6 @@ def for_model(model: "Model") -> Normalizer:
         return SentencePieceNormalizer.from_model(model)
     if name not in NORMALIZERS:
         raise ModelError(f"unknown normalizer {name!r}: use one of {sorted(NORMALIZERS)} or 'precompiled'")
-    if pretokenizer != "none":
+    if pretokenizer not in ("none", "byte_level"):  # byte_level: the encoder's regex pre-split, no normalization
         raise ModelError(f"unknown pretokenizer {pretokenizer!r} for normalizer {name!r}")
     return NORMALIZERS[name]()

@@ -1,0 +1,243 @@
+"""Merge-replay BPE (Hugging Face ``tokenizers`` / tiktoken semantics) inside regex pre-tokens.
+
+A ranked BPE model is a table of merges ``(left id, right id) -> (merged id, rank)``. Inside one pre-token the
+symbols start as single bytes (``byte_to_id``); then, repeatedly, the adjacent pair with the lowest rank is merged,
+the leftmost one among equal ranks, until no adjacent pair is a merge. Unlike SentencePiece's rule (merge the pair
+whose *concatenation* is the best piece), only listed pairs merge, which is what a merges list means.
+
+The pair table is open addressing over int64 keys ``left << 32 | right`` (``pair_keys``, -1 = empty; size a power
+of two, ``bits`` = log2 size), with ``pair_merged`` (int32) and ``pair_rank`` (int32) beside it.
+
+Example (hand-checkable): bytes ``a``=0, ``b``=1, ``c``=2; merges ``(b, c) -> 3`` rank 0, ``(a, b) -> 4`` rank 1,
+``(4, 2) -> 5`` rank 2: ``"abc"`` -> a|b|c -> a|bc (rank 0) -> no merge ``(a, bc)`` -> ``[0, 3]``, whereas the
+concatenation rule would go on to ``abc``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tokenizer.kernels import kernel
+from tokenizer.kernels.pretokenize import next_pretoken_end
+from tokenizer.kernels.unigram import viterbi_into
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+NO_RANK = np.int32(2**31 - 1)
+
+
+def build_pair_table(left: np.ndarray, right: np.ndarray, merged: np.ndarray) -> tuple:
+    """``(pair_keys int64, pair_merged int32, pair_rank int32, bits)`` for merges in rank order (Python, load
+    time). A repeated pair keeps its first (lowest) rank, as a merges list lookup does."""
+    n = len(left)
+    bits = 4
+    while (1 << bits) < 2 * n + 16:
+        bits += 1
+    keys = np.full(1 << bits, -1, np.int64)
+    out_merged = np.zeros(1 << bits, np.int32)
+    out_rank = np.zeros(1 << bits, np.int32)
+    _fill_pair_table(np.asarray(left, np.int64), np.asarray(right, np.int64), np.asarray(merged, np.int64),
+                     keys, out_merged, out_rank, bits)
+    return keys, out_merged, out_rank, bits
+
+
+@kernel
+def _fill_pair_table(left, right, merged, keys, out_merged, out_rank, bits):
+    mask = (np.int64(1) << bits) - 1
+    for m in range(left.shape[0]):
+        key = (left[m] << 32) | right[m]
+        h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(64 - bits))
+        while keys[h] != -1 and keys[h] != key:
+            h = (h + 1) & mask
+        if keys[h] == -1:
+            keys[h] = key
+            out_merged[h] = merged[m]
+            out_rank[h] = m
+
+
+@kernel
+def pair_lookup(pair_keys, bits, left, right):
+    """Slot of the merge ``(left, right)``, or -1 when the pair is not a merge."""
+    key = (np.int64(left) << 32) | np.int64(right)
+    mask = (np.int64(1) << bits) - 1
+    h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(64 - bits))
+    while True:
+        k = pair_keys[h]
+        if k == key:
+            return h
+        if k == -1:
+            return np.int64(-1)
+        h = (h + 1) & mask
+
+
+@kernel
+def ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, start, end, sym, rank, out, pos):
+    """Encode ``data[start:end]`` (one pre-token) by merge replay; ids to ``out[pos:]``; returns the new ``pos``.
+
+    ``sym`` (int32) and ``rank`` (int32) are work buffers of length >= ``end - start``.
+    """
+    n = end - start
+    if n == 0:
+        return pos
+    for i in range(n):
+        sym[i] = byte_to_id[data[start + i]]
+    if n == 1:
+        out[pos] = sym[0]
+        return pos + 1
+    for i in range(n - 1):
+        slot = pair_lookup(pair_keys, bits, sym[i], sym[i + 1])
+        rank[i] = pair_rank[slot] if slot >= 0 else NO_RANK
+    while n > 1:
+        best = 0
+        best_rank = rank[0]
+        for i in range(1, n - 1):
+            if rank[i] < best_rank:
+                best_rank = rank[i]
+                best = i
+        if best_rank == NO_RANK:
+            break
+        slot = pair_lookup(pair_keys, bits, sym[best], sym[best + 1])
+        sym[best] = pair_merged[slot]
+        for i in range(best + 1, n - 1):
+            sym[i] = sym[i + 1]
+        for i in range(best + 1, n - 2):
+            rank[i] = rank[i + 1]
+        n -= 1
+        if best > 0:
+            slot = pair_lookup(pair_keys, bits, sym[best - 1], sym[best])
+            rank[best - 1] = pair_rank[slot] if slot >= 0 else NO_RANK
+        if best < n - 1:
+            slot = pair_lookup(pair_keys, bits, sym[best], sym[best + 1])
+            rank[best] = pair_rank[slot] if slot >= 0 else NO_RANK
+    for i in range(n):
+        out[pos + i] = sym[i]
+    return pos + n
+
+
+@kernel
+def ranked_bpe_batch(char_class, pattern, pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, offsets,
+                     valid, doc_begin, doc_end, bos_id, eos_id, sym, rank, out_ids, out_offsets):
+    """Regex pre-split plus merge replay for documents ``doc_begin .. doc_end - 1`` (same contract as
+    :func:`tokenizer.kernels.batch.bpe_batch`; ``pattern`` 0 = no pre-split). Returns ``(total ids, -1)``."""
+    pos = 0
+    out_offsets[0] = 0
+    check_valid = valid.shape[0] > 0
+    for i in range(doc_begin, doc_end):
+        if check_valid and valid[i] == 0:
+            out_offsets[i - doc_begin + 1] = pos
+            continue
+        if bos_id >= 0:
+            out_ids[pos] = bos_id
+            pos += 1
+        p = offsets[i]
+        stop = offsets[i + 1]
+        while p < stop:
+            q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
+            pos = ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, p, q, sym, rank,
+                                  out_ids, pos)
+            p = q
+        if eos_id >= 0:
+            out_ids[pos] = eos_id
+            pos += 1
+        out_offsets[i - doc_begin + 1] = pos
+    return pos, -1
+
+
+@kernel
+def pretokenized_unigram_batch(char_class, pattern, base, check, value, piece_score, byte_to_id, byte_mode,
+                               split_after_newlines, unk_id, byte_fallback, unk_score, data, offsets, valid,
+                               doc_begin, doc_end, bos_id, eos_id, best_score, best_start, best_id, path, out_ids,
+                               out_offsets):
+    """Regex pre-split, then :func:`tokenizer.kernels.unigram.viterbi_into` inside each pre-token (same contract
+    as :func:`tokenizer.kernels.batch.unigram_batch`)."""
+    pos = 0
+    out_offsets[0] = 0
+    check_valid = valid.shape[0] > 0
+    for i in range(doc_begin, doc_end):
+        if check_valid and valid[i] == 0:
+            out_offsets[i - doc_begin + 1] = pos
+            continue
+        if bos_id >= 0:
+            out_ids[pos] = bos_id
+            pos += 1
+        p = offsets[i]
+        stop = offsets[i + 1]
+        while p < stop:
+            q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
+            pos = viterbi_into(base, check, value, piece_score, byte_to_id, byte_mode, split_after_newlines,
+                               unk_id, byte_fallback, unk_score, data, p, q, best_score, best_start, best_id,
+                               path, out_ids, pos)
+            if pos < 0:
+                return -1, i
+            p = q
+        if eos_id >= 0:
+            out_ids[pos] = eos_id
+            pos += 1
+        out_offsets[i - doc_begin + 1] = pos
+    return pos, -1
+
+
+class ByteLevelEncoder:
+    """The encoder of a model whose ``pretokenizer`` is ``{"name": "byte_level", "pattern": "gpt2" | "llama3" |
+    None}``: regex pre-split, then merge replay (``bpe`` models; the merges come from
+    ``provenance["bpe_merges"]["left_lengths"]``: for the NORMAL pieces of two or more bytes in rank order, i.e.
+    by decreasing score then id, the byte length of each one's left part) or Viterbi (``unigram`` models) inside
+    each pre-token. Built by :class:`tokenizer.core.CompiledModel`; read-only once built."""
+
+    def __init__(self, model, compiled) -> None:
+        from tokenizer.errors import ModelError
+        from tokenizer.kernels.pretokenize import PATTERNS, char_class_table
+        from tokenizer.model import PieceType
+
+        pattern = model.pretokenizer.get("pattern")
+        if pattern is not None and pattern not in PATTERNS:
+            raise ModelError(f"unknown byte_level pattern {pattern!r}: use one of {sorted(PATTERNS)} or null")
+        self.pattern = PATTERNS.get(pattern, 0) if pattern is not None else 0
+        self.char_class = char_class_table() if self.pattern else np.zeros(1, np.uint8)
+        self.compiled = compiled
+        self.is_bpe = model.algorithm == "bpe"
+        byte_to_id = np.array([model.piece_to_id(bytes([b])) for b in range(256)], dtype=np.int32)
+        if self.is_bpe:
+            if (byte_to_id < 0).any():
+                raise ModelError("a byte_level BPE model needs all 256 single bytes as pieces")
+            self.byte_to_id = byte_to_id
+            normal = [i for i in range(model.vocab_size)
+                      if model.types[i] == PieceType.NORMAL and len(model.pieces[i]) > 1]
+            normal.sort(key=lambda i: (-float(model.scores[i]), i))
+            lengths = ((model.provenance or {}).get("bpe_merges") or {}).get("left_lengths")
+            if lengths is None or len(lengths) != len(normal):
+                raise ModelError(
+                    f"this byte_level BPE model lists {0 if lengths is None else len(lengths)} merges for "
+                    f"{len(normal)} merged pieces (provenance bpe_merges.left_lengths): retrain or re-import it"
+                )
+            left, right = [], []
+            for i, split in zip(normal, lengths):
+                piece = model.pieces[i]
+                a, b = model.piece_to_id(piece[:split]), model.piece_to_id(piece[split:])
+                if not 0 < split < len(piece) or a < 0 or b < 0:
+                    raise ModelError(f"merge of piece {i} ({piece!r}) at byte {split} does not split it into two "
+                                     "pieces: the model file is inconsistent")
+                left.append(a)
+                right.append(b)
+            self.pair_keys, self.pair_merged, self.pair_rank, self.bits = build_pair_table(
+                np.array(left, np.int64), np.array(right, np.int64), np.array(normal, np.int64))
+
+    def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets) -> int:
+        from tokenizer.errors import InputError
+
+        lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
+        n = (int(lengths.max()) if len(lengths) else 0) + 1
+        if self.is_bpe:
+            total, failed = ranked_bpe_batch(
+                self.char_class, self.pattern, self.pair_keys, self.pair_merged, self.pair_rank, self.bits,
+                self.byte_to_id, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, np.empty(n, np.int32),
+                np.empty(n, np.int32), out_ids, out_offsets)
+        else:
+            c = self.compiled
+            total, failed = pretokenized_unigram_batch(
+                self.char_class, max(self.pattern, 0), c.base, c.check, c.value, c.piece_score, c.byte_to_id,
+                c.byte_mode, c.split_after_newlines, c.unk_id, c.byte_fallback, c.unk_score, data, offsets, valid,
+                doc_begin, doc_end, bos_id, eos_id, *c.work_buffers(n - 1), out_ids, out_offsets)
+        if total < 0:
+            raise InputError(f"text {failed} contains characters the model cannot represent (no <unk> piece and "
+                             "no byte fallback): use a byte-level model, or remove those characters")
+        return int(total)
