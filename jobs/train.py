@@ -253,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "train":
         argv = argv[1:]
+    from jobs.train_unigram import main as unigram_main, wants_unigram
+
+    if wants_unigram(argv):  # SentencePiece's unigram trainer has its own options (jobs/train_unigram.py)
+        return unigram_main(argv)
     args = build_parser().parse_args(argv)
     progress = (lambda message: None) if args.quiet else (lambda message: print(message, flush=True))
     try:

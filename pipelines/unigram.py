@@ -1,0 +1,187 @@
+"""SentencePiece-style unigram training as Spark steps around :mod:`tokenizer.trainers.unigram`::
+
+    documents (text: binary)
+      -> mapInArrow: ChunkSplitter (normalize, meta pieces -> boundary, split at "▁") per partition
+         -> rows (chunk: binary, count: long)
+      -> groupBy(chunk).sum(count)                        exact integer reduce
+      -> the chunk table: collected and sorted on the driver (seeds, M-step and pruning run there)
+    EM rounds, each E-step either
+      driver: the Numba kernels over the collected table (when it is small: no job overhead per round), or
+      spark:  the table stays partitioned in Spark (persisted); the trie and scores are broadcast, each partition
+              returns its int64 fixed-point expected counts, the driver adds them (exact, order-free)
+
+Every reduction is an integer sum and every driver step sorts its input, so the model's bytes do not depend on
+the number of partitions or on the E-step mode.
+
+Example::
+
+    result = train_unigram(corpus.documents, UnigramSettings(vocab_size=32000))
+    result.model.save("unigram-32000.model")
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import numpy as np
+
+from pipelines.bytepiece import StageReport, binary_array, binary_buffers
+from tokenizer.trainers import unigram as ug
+
+DRIVER_ESTEP_MAX_BYTES = 512 << 20
+ESTEP_MODES = ("auto", "driver", "spark")
+
+
+def split_partition(settings: ug.UnigramSettings) -> Callable:
+    """The ``mapInArrow`` function of the chunk count: (chunk: binary, count: long) rows, plus one row with an
+    empty chunk whose count is the number of skipped sentences negated (empty chunks never occur otherwise)."""
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        splitter = ug.ChunkSplitter(settings)
+        total = None
+        skipped = 0
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            data, offsets = binary_buffers(batch.column(0))
+            blob = data.tobytes()
+            texts = [blob[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]
+            counts, dropped = splitter.split(texts)
+            skipped += dropped
+            if total is None:
+                total = counts
+            else:
+                total.update(counts)
+        chunks = sorted(total) if total else []
+        values = [total[c] for c in chunks] + [-skipped]
+        chunks.append(b"")
+        data, offsets = ug.pack(chunks)
+        yield pa.RecordBatch.from_arrays([binary_array(data, offsets), pa.array(values, pa.int64())],
+                                         names=["chunk", "count"])
+
+    return run
+
+
+def count_chunks(documents, settings: ug.UnigramSettings):
+    """The reduced chunk table as a DataFrame (chunk, count) and the number of skipped sentences."""
+    from pyspark.sql import functions as F
+
+    counted = documents.select("text").mapInArrow(split_partition(settings), "chunk binary, count long")
+    return counted.groupBy("chunk").agg(F.sum("count").alias("count"))
+
+
+def collect_table(table) -> tuple[list[bytes], np.ndarray, int]:
+    arrow = table.toArrow()
+    chunks = [bytes(c) for c in arrow.column("chunk").to_pylist()]
+    counts = arrow.column("count").to_numpy().astype(np.int64)
+    skipped = 0
+    kept = {}
+    for chunk, count in zip(chunks, counts.tolist()):
+        if chunk:
+            kept[chunk] = count
+        else:
+            skipped = -count
+    sorted_chunks, sorted_counts = ug.chunk_table(kept)
+    return sorted_chunks, sorted_counts, skipped
+
+
+def _stats_partition(state_broadcast, kind: str) -> Callable:
+    """``mapInArrow`` function: one row (stats: binary int64 vector, extra: double/long as double) per partition."""
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        trie, scores = state_broadcast.value
+        total = np.zeros(len(trie.pieces), np.int64)
+        extra = 0.0
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            data, offsets = binary_buffers(batch.column(0))
+            weights = batch.column(1).to_numpy().astype(np.int64)
+            if kind == "e":
+                part, value = ug.e_step(trie, scores, data, offsets, weights)
+            else:
+                part, value = ug.viterbi_step(trie, scores, data, offsets, weights)
+            total += part
+            extra += value
+        yield pa.RecordBatch.from_arrays([pa.array([total.tobytes()], pa.binary()), pa.array([float(extra)])],
+                                         names=["stats", "extra"])
+
+    return run
+
+
+def spark_runner(table) -> ug.EStepRunner:
+    """E-step and Viterbi counts over a partitioned (persisted) chunk table; int64 sums on the driver."""
+    spark = table.sparkSession
+
+    def run(kind: str, trie, scores):
+        state = spark.sparkContext.broadcast((trie, scores))
+        try:
+            rows = table.select("chunk", "count").mapInArrow(_stats_partition(state, kind),
+                                                            "stats binary, extra double").collect()
+        finally:
+            state.unpersist()
+        total = np.zeros(len(trie.pieces), np.int64)
+        extra = 0.0
+        for row in rows:
+            total += np.frombuffer(bytes(row["stats"]), np.int64)
+            extra += row["extra"]
+        return total, extra
+
+    return ug.EStepRunner(e_step=lambda trie, scores: run("e", trie, scores),
+                          viterbi=lambda trie, scores: (lambda r: (r[0], int(r[1])))(run("v", trie, scores)))
+
+
+@dataclass
+class UnigramResult:
+    model: object  # tokenizer.model.Model
+    stages: list[StageReport] = field(default_factory=list)
+    chunks: int = 0
+    sentences: int = 0
+    skipped_sentences: int = 0
+    estep_mode: str = "driver"
+
+
+def train_unigram(documents, settings: ug.UnigramSettings, *, estep: str = "auto", partitions: int | None = None,
+                  provenance: dict | None = None,
+                  progress: Callable[[str], None] = lambda message: None) -> UnigramResult:
+    """Train one unigram model on a DataFrame of documents (``text: binary``, one sentence per row).
+
+    ``estep``: ``driver`` (collect the chunk table, E-steps in this process), ``spark`` (E-steps as Spark jobs
+    over the partitioned table), ``auto`` (driver when the table holds at most ``DRIVER_ESTEP_MAX_BYTES``).
+    """
+    from pyspark import StorageLevel
+
+    if estep not in ESTEP_MODES:
+        raise ValueError(f"estep={estep!r}: use one of {ESTEP_MODES}")
+    settings.validate()
+    stages: list[StageReport] = []
+    started = time.perf_counter()
+    table = count_chunks(documents, settings)
+    if partitions:
+        table = table.repartition(partitions, "chunk")
+    table = table.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        chunks, counts, skipped = collect_table(table)
+        chunk_bytes = sum(len(c) for c in chunks)
+        stages.append(StageReport("chunks", time.perf_counter() - started,
+                                  {"chunks": len(chunks), "chunk_bytes": chunk_bytes, "sentences_skipped": skipped}))
+        progress(f"[chunks] {stages[-1].seconds:.1f} s: {len(chunks):,} distinct chunks, {chunk_bytes:,} bytes, "
+                 f"{skipped:,} sentences skipped (too long or containing U+2585)")
+        mode = estep
+        if mode == "auto":
+            mode = "driver" if chunk_bytes <= DRIVER_ESTEP_MAX_BYTES else "spark"
+        runner = spark_runner(table.where("length(chunk) > 0")) if mode == "spark" else None
+        started = time.perf_counter()
+        model = ug.train_from_chunks(chunks, counts, settings, runner=runner, provenance=provenance,
+                                     progress=progress)
+        stages.append(StageReport("em", time.perf_counter() - started, {"pieces": model.vocab_size}))
+    finally:
+        table.unpersist()
+    return UnigramResult(model=model, stages=stages, chunks=len(chunks), sentences=int(counts.sum()),
+                         skipped_sentences=skipped, estep_mode=mode)
