@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
+from tokenizer.kernels.double_array import exact_match
 from tokenizer.kernels.pretokenize import next_pretoken_end
 from tokenizer.kernels.unigram import viterbi_into
 
@@ -114,10 +115,13 @@ def ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, s
 
 
 @kernel
-def ranked_bpe_batch(char_class, pattern, pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, offsets,
-                     valid, doc_begin, doc_end, bos_id, eos_id, sym, rank, out_ids, out_offsets):
+def ranked_bpe_batch(char_class, pattern, pair_keys, pair_merged, pair_rank, bits, byte_to_id, ignore_merges, base,
+                     check, value, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, sym, rank, out_ids,
+                     out_offsets):
     """Regex pre-split plus merge replay for documents ``doc_begin .. doc_end - 1`` (same contract as
-    :func:`tokenizer.kernels.batch.bpe_batch`; ``pattern`` 0 = no pre-split). Returns ``(total ids, -1)``."""
+    :func:`tokenizer.kernels.batch.bpe_batch`; ``pattern`` 0 = no pre-split). With ``ignore_merges`` a pre-token
+    that is itself a piece (double array ``base/check/value``) is emitted whole, as ``tokenizers`` does.
+    Returns ``(total ids, -1)``."""
     pos = 0
     out_offsets[0] = 0
     check_valid = valid.shape[0] > 0
@@ -132,6 +136,13 @@ def ranked_bpe_batch(char_class, pattern, pair_keys, pair_merged, pair_rank, bit
         stop = offsets[i + 1]
         while p < stop:
             q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
+            if ignore_merges:
+                whole = exact_match(base, check, value, data, p, q)
+                if whole >= 0:
+                    out_ids[pos] = whole
+                    pos += 1
+                    p = q
+                    continue
             pos = ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, p, q, sym, rank,
                                   out_ids, pos)
             p = q
@@ -195,6 +206,7 @@ class ByteLevelEncoder:
         self.char_class = char_class_table() if self.pattern else np.zeros(1, np.uint8)
         self.compiled = compiled
         self.is_bpe = model.algorithm == "bpe"
+        self.ignore_merges = bool(model.pretokenizer.get("ignore_merges", False))
         byte_to_id = np.array([model.piece_to_id(bytes([b])) for b in range(256)], dtype=np.int32)
         if self.is_bpe:
             if (byte_to_id < 0).any():
@@ -229,7 +241,8 @@ class ByteLevelEncoder:
         if self.is_bpe:
             total, failed = ranked_bpe_batch(
                 self.char_class, self.pattern, self.pair_keys, self.pair_merged, self.pair_rank, self.bits,
-                self.byte_to_id, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, np.empty(n, np.int32),
+                self.byte_to_id, self.ignore_merges, self.compiled.base, self.compiled.check, self.compiled.value,
+                data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, np.empty(n, np.int32),
                 np.empty(n, np.int32), out_ids, out_offsets)
         else:
             c = self.compiled

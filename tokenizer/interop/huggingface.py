@@ -1,0 +1,283 @@
+"""Hugging Face ``tokenizer.json`` export and import for byte-level models.
+
+Export (:func:`to_tokenizer_json`):
+
+- a byte-level BPE model (``pretokenizer {"name": "byte_level"}``) -> ``model.type = "BPE"`` with ``vocab`` and
+  ``merges`` in rank order, behind a ``ByteLevel`` pre-tokenizer (``use_regex`` on for the GPT-2 pattern; for the
+  Llama-3 pattern a ``Split`` with that regex, then ``ByteLevel`` without it);
+- a byte-level unigram model (BytePiece, or any unigram model whose 256 single bytes are pieces and which has no
+  SentencePiece pre-tokenizer) -> ``model.type = "Unigram"`` behind ``ByteLevel`` with the regex off.
+
+Why this is exact: ``ByteLevel`` maps every byte to one printable character (GPT-2's ``bytes_to_unicode``, a
+bijection), so a piece's bytes map to one string and the pieces' matches in the mapped text are exactly their
+matches in the bytes, position for position. The Unigram model's Viterbi then sees the same lattice our byte
+Viterbi sees (same scores: the float64 values our encoder uses, written with ``repr`` precision; ties go to the
+first candidate in both). Special tokens become ``added_tokens`` with ``special: true`` at their ids.
+
+Import (:func:`model_from_tokenizer_json`, used by ``Tokenizer.load``): BPE or Unigram models behind ``ByteLevel``
+(GPT-2 regex, or no regex), or ``Sequence[Split(Llama-3 regex, Isolated), ByteLevel(no regex)]``, with no
+normalizer or NFC/NFKC. BPE merges become scores ``-rank`` on the merged pieces plus the split of each merge
+(``provenance["bpe_merges"]``), and the encoder replays them as ``tokenizers`` does; ``ignore_merges`` (a whole
+pre-token that is a piece is emitted as is) is honoured. Limits: added tokens are CONTROL pieces (never matched
+inside text, whereas ``tokenizers`` cuts them out of the text first); unigram scores are stored as float32, so a
+unigram model whose best segmentations differ by less than float32 precision may tie-break differently.
+
+Example::
+
+    tok = Tokenizer.load("gpt2/tokenizer.json")          # by content
+    save_tokenizer_json(model, "out/tokenizer.json")
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from tokenizer.errors import ModelError, ModelFileError
+from tokenizer.kernels.pretokenize import PATTERN_TEXT
+from tokenizer.model import Model, PieceType, write_atomic
+
+
+@functools.lru_cache(maxsize=1)
+def bytes_to_unicode() -> tuple[str, ...]:
+    """GPT-2's byte -> printable character map: printable Latin-1 bytes map to themselves, the other 68 bytes to
+    U+0100 onwards in byte order. ``bytes_to_unicode()[32] == "Ġ"``, ``bytes_to_unicode()[97] == "a"``."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(
+        range(ord("®"), ord("ÿ") + 1))
+    out, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            out[b] = chr(b)
+        else:
+            out[b] = chr(256 + extra)
+            extra += 1
+    return tuple(out[b] for b in range(256))
+
+
+@functools.lru_cache(maxsize=1)
+def unicode_to_bytes() -> dict[str, int]:
+    return {c: b for b, c in enumerate(bytes_to_unicode())}
+
+
+def encode_piece(piece: bytes) -> str:
+    """A piece's bytes as the ByteLevel string: ``encode_piece(b" a") == "Ġa"``."""
+    table = bytes_to_unicode()
+    return "".join(table[b] for b in piece)
+
+
+def decode_piece(text: str, source: str = "<tokenizer.json>") -> bytes:
+    table = unicode_to_bytes()
+    try:
+        return bytes(table[c] for c in text)
+    except KeyError as exc:
+        raise ModelFileError(source, f"token {text!r} has the character {exc.args[0]!r}, which the ByteLevel "
+                             "alphabet does not contain: the file is not a byte-level tokenizer") from None
+
+
+# ---------------------------------------------------------------------------------------------- export
+_NORMALIZERS = {"identity": None, "nfc": {"type": "NFC"}, "nfkc": {"type": "NFKC"}}
+
+
+def _byte_level(use_regex: bool) -> dict:
+    return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": use_regex}
+
+
+def _pre_tokenizer(pattern: str | None) -> dict:
+    if pattern is None:
+        return _byte_level(False)
+    if pattern == "gpt2":
+        return _byte_level(True)
+    return {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": PATTERN_TEXT[pattern]}, "behavior": "Isolated", "invert": False},
+        _byte_level(False)]}
+
+
+def to_tokenizer_json(model: Model) -> dict[str, Any]:
+    """The ``tokenizer.json`` object of a byte-level model (see the module docstring); raises
+    :class:`ModelError` saying why a model cannot be exported."""
+    from tokenizer.core import Tokenizer
+
+    name = model.normalizer.get("name", "identity")
+    if name not in _NORMALIZERS:
+        raise ModelError(f"normalizer {name!r} has no tokenizer.json equivalent here: export identity, nfc or nfkc "
+                         "models, or export to SentencePiece")
+    spec = model.pretokenizer
+    if spec.get("name") not in ("none", "byte_level"):
+        raise ModelError(f"pre-tokenizer {spec.get('name')!r} is not byte level: export this model to SentencePiece")
+    if any(model.piece_to_id(bytes([b])) < 0 for b in range(256)):
+        raise ModelError("the model lacks some of the 256 single-byte pieces, so it is not byte level: export it to "
+                         "SentencePiece")
+    kinds = model.types.tolist()
+    for i, kind in enumerate(kinds):
+        if kind not in (PieceType.NORMAL, PieceType.CONTROL):
+            raise ModelError(f"piece {i} has type {PieceType(kind).name}; only NORMAL and CONTROL pieces export to "
+                             "a byte-level tokenizer.json")
+    added = [{"id": i, "content": model.pieces[i].decode("utf-8", "replace"), "single_word": False, "lstrip": False,
+              "rstrip": False, "normalized": False, "special": True}
+             for i, kind in enumerate(kinds) if kind == PieceType.CONTROL]
+    pattern = spec.get("pattern") if spec.get("name") == "byte_level" else None
+    if model.algorithm == "bpe":
+        if spec.get("name") != "byte_level":
+            raise ModelError("only byte_level BPE models (merge replay) export as a tokenizer.json BPE model")
+        compiled = Tokenizer(model).compiled.byte_level
+        vocab = {}
+        for i, (piece, kind) in enumerate(zip(model.pieces, kinds)):
+            vocab[encode_piece(piece) if kind == PieceType.NORMAL else piece.decode("utf-8", "replace")] = i
+        if len(vocab) != model.vocab_size:
+            raise ModelError("two pieces map to the same token string: the model cannot be exported")
+        order = np.argsort(compiled.pair_rank[compiled.pair_keys >= 0], kind="stable")
+        keys = compiled.pair_keys[compiled.pair_keys >= 0][order]
+        merges = [[encode_piece(model.pieces[int(k >> 32)]), encode_piece(model.pieces[int(k & 0xFFFFFFFF)])]
+                  for k in keys.tolist()]
+        body = {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                "vocab": vocab, "merges": merges}
+    else:
+        compiled = Tokenizer(model).compiled
+        scores = np.asarray(compiled.piece_score, dtype=np.float64)
+        vocab_list = []
+        for i, (piece, kind) in enumerate(zip(model.pieces, kinds)):
+            if kind == PieceType.NORMAL:
+                vocab_list.append([encode_piece(piece), float(scores[i])])
+            else:
+                vocab_list.append([piece.decode("utf-8", "replace"), 0.0])
+        body = {"type": "Unigram", "unk_id": None, "vocab": vocab_list, "byte_fallback": False}
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+            "normalizer": _NORMALIZERS[name], "pre_tokenizer": _pre_tokenizer(pattern), "post_processor": None,
+            "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
+            "model": body}
+
+
+def save_tokenizer_json(model: Model, path: str | os.PathLike) -> None:
+    """Write :func:`to_tokenizer_json` to ``path`` atomically (UTF-8, compact)."""
+    text = json.dumps(to_tokenizer_json(model), ensure_ascii=False, separators=(",", ":"))
+    write_atomic(path, text.encode("utf-8"))
+
+
+# ---------------------------------------------------------------------------------------------- import
+def _pattern_of(pre: Any, source: str) -> str | None:
+    def byte_level(node: dict, regex_allowed: bool) -> bool:
+        if node.get("add_prefix_space"):
+            raise ModelFileError(source, "ByteLevel add_prefix_space=true is not supported: set it to false (the "
+                                 "prefix space changes the text)")
+        use_regex = node.get("use_regex", True)
+        if use_regex and not regex_allowed:
+            raise ModelFileError(source, "a Split followed by ByteLevel with use_regex=true is not supported")
+        return bool(use_regex)
+
+    if isinstance(pre, dict) and pre.get("type") == "ByteLevel":
+        return "gpt2" if byte_level(pre, True) else None
+    if isinstance(pre, dict) and pre.get("type") == "Sequence" and len(pre.get("pretokenizers", [])) == 2:
+        split, last = pre["pretokenizers"]
+        if split.get("type") == "Split" and last.get("type") == "ByteLevel":
+            regex = (split.get("pattern") or {}).get("Regex")
+            for name, text in PATTERN_TEXT.items():
+                if regex == text and split.get("behavior") == "Isolated" and not split.get("invert"):
+                    byte_level(last, False)
+                    return name
+            raise ModelFileError(source, f"Split regex {regex!r} is not one of the supported patterns "
+                                 f"({', '.join(sorted(PATTERN_TEXT))}, behavior Isolated)")
+    raise ModelFileError(source, f"pre_tokenizer {json.dumps(pre)[:200]} is not supported: shardpiece reads "
+                         "byte-level tokenizer.json files (ByteLevel, or Split + ByteLevel)")
+
+
+def model_from_tokenizer_json(obj: dict, source: str = "<tokenizer.json>") -> Model:
+    """A :class:`Model` from a parsed ``tokenizer.json`` (see the module docstring for what is supported)."""
+    normalizer = obj.get("normalizer")
+    names = {None: "identity", "NFC": "nfc", "NFKC": "nfkc"}
+    kind = normalizer.get("type") if isinstance(normalizer, dict) else None
+    if normalizer is not None and kind not in names:
+        raise ModelFileError(source, f"normalizer {kind!r} is not supported (only none, NFC, NFKC)")
+    pattern = _pattern_of(obj.get("pre_tokenizer"), source)
+    body = obj.get("model") or {}
+    added = {int(t["id"]): t["content"] for t in obj.get("added_tokens") or []}
+    if body.get("type") == "BPE":
+        for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+            if body.get(key):
+                raise ModelFileError(source, f"BPE {key}={body[key]!r} is not supported")
+        vocab = body.get("vocab") or {}
+        size = max(list(vocab.values()) + list(added), default=-1) + 1
+        pieces: list[bytes | None] = [None] * size
+        types = np.full(size, PieceType.NORMAL, dtype=np.int8)
+        for text, i in vocab.items():
+            pieces[i] = text.encode() if i in added else decode_piece(text, source)
+        for i, text in added.items():
+            pieces[i] = text.encode()
+            types[i] = PieceType.CONTROL
+        if any(p is None for p in pieces):
+            raise ModelFileError(source, "vocabulary ids have gaps: every id below the largest must be used")
+        index = {p: i for i, p in enumerate(pieces) if types[i] == PieceType.NORMAL}
+        scores = np.zeros(size, dtype=np.float32)
+        merged_rank: dict[int, int] = {}
+        left_lengths: dict[int, int] = {}
+        for rank, merge in enumerate(body.get("merges") or []):
+            left, right = merge.split(" ", 1) if isinstance(merge, str) else merge
+            a, b = decode_piece(left, source), decode_piece(right, source)
+            z = index.get(a + b)
+            if z is None or a not in index or b not in index:
+                raise ModelFileError(source, f"merge {rank} ({left!r}, {right!r}) uses or makes a token missing "
+                                     "from the vocabulary")
+            if z not in merged_rank:
+                merged_rank[z] = rank
+                left_lengths[z] = len(a)
+        for i, p in enumerate(pieces):
+            if types[i] == PieceType.NORMAL and len(p) > 1:
+                if i in merged_rank:
+                    scores[i] = -float(merged_rank[i])
+                else:
+                    types[i] = PieceType.UNUSED  # not reachable by any merge
+        if len(merged_rank) >= 1 << 24:
+            raise ModelFileError(source, "more than 2**24 merges do not fit float32 ranks")
+        ordered = sorted(merged_rank, key=lambda i: (merged_rank[i], i))
+        provenance = {"imported_from": "tokenizer.json",
+                      "bpe_merges": {"left_lengths": [left_lengths[i] for i in ordered]},
+                      "ignore_merges": bool(body.get("ignore_merges", False))}
+        algorithm = "bpe"
+    elif body.get("type") == "Unigram":
+        if body.get("byte_fallback"):
+            raise ModelFileError(source, "Unigram byte_fallback behind ByteLevel is not supported")
+        entries = body.get("vocab") or []
+        size = max([len(entries)] + [i + 1 for i in added])
+        pieces = [None] * size
+        types = np.full(size, PieceType.NORMAL, dtype=np.int8)
+        scores = np.zeros(size, dtype=np.float32)
+        for i, (text, score) in enumerate(entries):
+            pieces[i] = text.encode() if i in added else decode_piece(text, source)
+            scores[i] = score
+        for i, text in added.items():
+            pieces[i] = text.encode()
+            types[i] = PieceType.CONTROL
+        if body.get("unk_id") is not None:
+            types[int(body["unk_id"])] = PieceType.UNKNOWN
+        provenance = {"imported_from": "tokenizer.json"}
+        algorithm = "unigram"
+    else:
+        raise ModelFileError(source, f"model type {body.get('type')!r} is not supported (BPE or Unigram)")
+    specials = {p.decode("utf-8", "replace"): i for i, p in enumerate(pieces) if types[i] == PieceType.CONTROL}
+    unk = [i for i in range(size) if types[i] == PieceType.UNKNOWN]
+    try:
+        model = Model(pieces, scores, types, algorithm=algorithm, normalizer={"name": names[kind]},
+                      pretokenizer={"name": "byte_level", "pattern": pattern}, unk_id=unk[0] if unk else -1,
+                      bos_id=specials.get("<s>", -1), eos_id=specials.get("</s>", -1),
+                      pad_id=specials.get("<pad>", -1), provenance=provenance)
+    except ModelError as exc:
+        raise ModelFileError(source, f"inconsistent tokenizer.json: {exc}") from None
+    if model.provenance.get("ignore_merges"):
+        model.pretokenizer["ignore_merges"] = True
+    return model
+
+
+def load_tokenizer_json(path: str | os.PathLike) -> Model:
+    source = os.fspath(path)
+    try:
+        with open(source, "rb") as handle:
+            obj = json.loads(handle.read().decode("utf-8"))
+    except OSError as exc:
+        raise ModelFileError(source, f"cannot read the file: {exc.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFileError(source, f"not valid JSON ({exc})") from None
+    return model_from_tokenizer_json(obj, source)
