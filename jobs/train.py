@@ -257,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if wants_unigram(argv):  # SentencePiece's unigram trainer has its own options (jobs/train_unigram.py)
         return unigram_main(argv)
+    from jobs.train_bpe import main as bpe_main, wants_bpe
+
+    if wants_bpe(argv):  # BPE has its own options (jobs/train_bpe.py)
+        return bpe_main(argv)
     args = build_parser().parse_args(argv)
     progress = (lambda message: None) if args.quiet else (lambda message: print(message, flush=True))
     try:

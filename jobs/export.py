@@ -1,0 +1,58 @@
+"""``shardpiece export``: write a model in another tool's format.
+
+    shardpiece export --model bpe.model --to huggingface out/tokenizer.json
+    shardpiece export --model bytepiece.model --to huggingface out/            # writes out/tokenizer.json
+
+Each ``--to`` target is one function in :data:`EXPORTERS` taking ``(model, output path)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from tokenizer.errors import ShardpieceError
+
+
+def export_huggingface(model, output: str) -> str:
+    """Write ``tokenizer.json`` (``output`` may be a directory, or end with ``/``); returns the path written."""
+    from tokenizer.interop.huggingface import save_tokenizer_json
+
+    if output.endswith(("/", os.sep)) or os.path.isdir(output):
+        output = os.path.join(output, "tokenizer.json")
+    save_tokenizer_json(model, output)
+    return output
+
+
+EXPORTERS = {"huggingface": export_huggingface}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="shardpiece export", description="Export a model to another format.")
+    parser.add_argument("--model", required=True, metavar="MODEL",
+                        help="a shardpiece model (or anything Tokenizer.load reads)")
+    parser.add_argument("--to", required=True, choices=sorted(EXPORTERS), help="target format")
+    parser.add_argument("output", metavar="OUT", help="output file (huggingface: tokenizer.json or a directory)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "export":
+        argv = argv[1:]
+    args = build_parser().parse_args(argv)
+    from tokenizer.core import Tokenizer
+
+    try:
+        model = Tokenizer.load(args.model).model
+        written = EXPORTERS[args.to](model, args.output)
+    except ShardpieceError as exc:
+        print(f"shardpiece export: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {written}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
