@@ -110,32 +110,44 @@ def main(argv: list[str] | None = None) -> int:
     same_ids = sum(a == b for a, b in zip(ours, processor.encode(sample)))
     print(f"identical ids to sentencepiece on {same_ids}/{len(sample)} sample rows", flush=True)
 
-    one_thread_s, ids = common.best_time(lambda: tokenizer.encode_batch(array, num_threads=1), args.repeats)
-    tokens = len(ids.values)
-    spm_s, _ = common.best_time(lambda: [processor.encode(line) for line in lines], max(1, args.repeats - 1))
-    print(f"encoder 1 thread {one_thread_s:.2f} s, sentencepiece loop {spm_s:.2f} s", flush=True)
-
     spark = build_session("local[2]", app_name="shardpiece-bench-tokenize", driver_memory="2g")
     out_root = os.path.join(args.work, "tokenize-out")
     warm = os.path.join(args.work, "tokenize-warmup.parquet")
     parquet_lake(lines[:20_000], warm, 2)
     run_tokenize(spark, TokenizeConfig(model=model_path, inputs=[warm], output=os.path.join(out_root, "warm"),
                                        mode="overwrite", progress_seconds=60))
-    spark_runs = {}
-    for output_format in ("parquet", "megatron"):
-        best, summary = float("inf"), None
-        for _ in range(args.repeats):
-            result = run_tokenize(spark, TokenizeConfig(
+
+    def encoder():
+        return tokenizer.encode_batch(array, num_threads=1)
+
+    def spm_loop():
+        return [processor.encode(line) for line in lines]
+
+    summaries: dict[str, dict] = {}
+
+    def spark_job(output_format: str):
+        def run():
+            summary = run_tokenize(spark, TokenizeConfig(
                 model=model_path, inputs=[lake], output=os.path.join(out_root, output_format),
                 output_format=output_format, keep_columns=["id"] if output_format == "parquet" else [],
                 mode="overwrite", progress_seconds=60))
-            if result["seconds"] < best:
-                best, summary = result["seconds"], result
-        assert summary["documents"] == len(lines) and summary["tokens"] == tokens, "lost or changed documents"
-        spark_runs[output_format] = {"seconds": best, "partitions": summary["partitions"],
-                                     "encode_seconds_total": summary["encode_seconds_total"]}
-        print(f"spark parquet->{output_format}: {best:.2f} s ({summary['partitions']} tasks)", flush=True)
+            if summary["seconds"] < summaries.get(output_format, {}).get("seconds", float("inf")):
+                summaries[output_format] = summary
+        return run
+
+    tokens = len(encoder().values)
+    # Interleaved (encoder, loop, job, job, encoder, ...) so that load changes on a shared machine hit all alike.
+    best = common.interleaved_best({"encoder": encoder, "sentencepiece": spm_loop, "parquet": spark_job("parquet"),
+                                    "megatron": spark_job("megatron")}, args.repeats)
     spark.stop()
+    one_thread_s, spm_s = best["encoder"], best["sentencepiece"]
+    spark_runs = {}
+    for output_format in ("parquet", "megatron"):
+        summary = summaries[output_format]
+        assert summary["documents"] == len(lines) and summary["tokens"] == tokens, "lost or changed documents"
+        spark_runs[output_format] = {"seconds": summary["seconds"], "wall_seconds": best[output_format],
+                                     "partitions": summary["partitions"],
+                                     "encode_seconds_total": summary["encode_seconds_total"]}
 
     mb = total_bytes / 1e6
     one_thread = mb / one_thread_s

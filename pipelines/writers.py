@@ -126,8 +126,13 @@ class ParquetShardWriter(ShardWriter):
         num_tokens = pc.list_value_length(ids).cast(pa.int32()).fill_null(0)
         table = columns.append_column(IDS_COLUMN, ids.cast(self.ids_type)).append_column(NUM_TOKENS_COLUMN, num_tokens)
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.stem + ".parquet", table.schema, compression=self.compression)
+            self._writer = self._open(table.schema, columns.column_names)
         self._writer.write_table(table)
+
+    def _open(self, schema: pa.Schema, kept: list[str]) -> pq.ParquetWriter:
+        # Dictionary pages only for the kept columns: token ids have too many distinct values to gain from them.
+        return pq.ParquetWriter(self.stem + ".parquet", schema, compression=self.compression,
+                                use_dictionary=list(kept) if kept else False)
 
     def set_empty_schema(self, columns_schema: pa.Schema) -> None:
         """The schema to write when the shard gets no rows (so an empty shard still reads back)."""
@@ -137,7 +142,7 @@ class ParquetShardWriter(ShardWriter):
         if self._writer is None:
             schema = getattr(self, "_empty_schema", pa.schema([]))
             schema = schema.append(pa.field(IDS_COLUMN, self.ids_type)).append(pa.field(NUM_TOKENS_COLUMN, pa.int32()))
-            self._writer = pq.ParquetWriter(self.stem + ".parquet", schema, compression=self.compression)
+            self._writer = self._open(schema, [f.name for f in schema][:-2])
         self._writer.close()
         return self._names()
 
