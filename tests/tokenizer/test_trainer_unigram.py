@@ -1,0 +1,276 @@
+"""Unigram trainer: kernels vs their Python twins, seeds vs a brute-force substring count, EM/pruning rules,
+determinism and sharding independence, and the trained model against sentencepiece's trainer (oracle)."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenizer import Tokenizer
+from tokenizer.errors import ConfigError, InputError
+from tokenizer.kernels import reference_unigram_train as ref
+from tokenizer.kernels import unigram_train as kt
+from tokenizer.model import PieceType
+from tokenizer.trainers import unigram as ug
+
+UNITS = ["a", "b", "\u4e2d", "\u00e9", "\u2581"]
+
+
+@st.composite
+def vocab_and_texts(draw, byte_mode=False):
+    alphabet = [u.encode() for u in UNITS]
+    candidates = sorted({b"".join(c) for n in (1, 2, 3) for c in
+                         [tuple(draw(st.lists(st.sampled_from(alphabet), min_size=n, max_size=n)))
+                          for _ in range(6)]})
+    pieces = draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=10, unique=True))
+    scores = {p: draw(st.sampled_from([-1.0, -1.5, -2.25, -3.0])) for p in pieces}
+    texts = draw(st.lists(st.lists(st.sampled_from(alphabet), min_size=1, max_size=6).map(b"".join),
+                          min_size=1, max_size=4))
+    weights = draw(st.lists(st.integers(1, 5), min_size=len(texts), max_size=len(texts)))
+    return scores, texts, weights
+
+
+def trie_of(scores: dict[bytes, float]):
+    pieces = sorted(scores)
+    trie = ug.PieceTrie(pieces, byte_mode=False)
+    return trie, np.array([scores[p] for p in pieces], np.float64)
+
+
+@settings(max_examples=80, deadline=None)
+@given(vocab_and_texts())
+def test_expected_counts_kernel_matches_path_enumeration(case):
+    scores, texts, weights = case
+    trie, score_array = trie_of(scores)
+    data, offsets = ug.pack(texts)
+    unk = -12.0
+    expected = np.zeros(len(trie.pieces), np.int64)
+    kt.expected_counts(*trie.arrays(), score_array, unk, trie.max_bytes, False, data, offsets,
+                       np.asarray(weights, np.int64), ug.E_STEP_SCALE, expected)
+    want = ref.ref_expected_counts(scores, texts, weights, unk)
+    for k, piece in enumerate(trie.pieces):
+        # each lattice node is rounded to 2**-24 on its own: error <= nodes * 2**-25
+        assert abs(expected[k] / ug.E_STEP_SCALE - want.get(piece, 0.0)) < 1e-5
+
+
+@settings(max_examples=80, deadline=None)
+@given(vocab_and_texts())
+def test_viterbi_and_alternatives_match_enumeration(case):
+    scores, texts, weights = case
+    trie, score_array = trie_of(scores)
+    unk = -12.0
+    data, offsets = ug.pack(texts)
+    freq = np.zeros(len(trie.pieces), np.int64)
+    kt.viterbi_counts(*trie.arrays(), score_array, unk, trie.max_bytes, False, data, offsets,
+                      np.asarray(weights, np.int64), freq)
+    # the chosen path's score is the best path score
+    for text in texts:
+        freq_one = np.zeros(len(trie.pieces), np.int64)
+        d, o = ug.pack([text])
+        tokens = kt.viterbi_counts(*trie.arrays(), score_array, unk, trie.max_bytes, False, d, o,
+                                   np.ones(1, np.int64), freq_one)
+        chosen = float(np.dot(freq_one, score_array)) + unk * (tokens - int(freq_one.sum()))
+        assert math.isclose(chosen, ref.ref_best_score(scores, text, unk), abs_tol=1e-9)
+    # alternatives: status and second-best score
+    piece_data, piece_offsets = ug.pack(trie.pieces)
+    status = np.zeros(len(trie.pieces), np.int8)
+    alt_offsets = np.zeros(len(trie.pieces) + 1, np.int64)
+    alt_ids = np.zeros(len(piece_data), np.int64)
+    kt.piece_alternatives(*trie.arrays(), score_array, unk, trie.max_bytes, False, piece_data, piece_offsets,
+                          np.arange(len(trie.pieces), dtype=np.int64), status, alt_offsets, alt_ids)
+    for k, piece in enumerate(trie.pieces):
+        if len(piece.decode()) == 1:
+            assert status[k] == 0
+            continue
+        second = ref.ref_best_score(scores, piece, unk, excluded=piece)
+        if second > scores[piece]:
+            assert status[k] == 1
+        else:
+            assert status[k] == 2
+            alts = alt_ids[alt_offsets[k]:alt_offsets[k + 1]]
+            total = sum(score_array[a] if a >= 0 else unk for a in alts)
+            assert math.isclose(total, second, abs_tol=1e-9)
+            assert b"".join(trie.pieces[a] for a in alts if a >= 0) == piece or -1 in alts.tolist()
+
+
+SCRIPTS = {"a": "LATIN", "b": "LATIN", "\u4e2d": "HAN", "\u3042": "HAN", "1": "COMMON", ",": "COMMON",
+           "\u0301": "INHERITED"}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(list(SCRIPTS) + ["\u2581"]), min_size=1, max_size=5),
+       st.booleans(), st.booleans(), st.booleans(), st.booleans(), st.booleans(), st.booleans())
+def test_valid_pieces_kernel_matches_twin(chars, split_ws, suffix, ws_only, by_number, by_script, digits):
+    alphabet = sorted(set(SCRIPTS) | {"\u2581"})
+    ids = {c: i + 1 for i, c in enumerate(alphabet)}
+    names = sorted(set(SCRIPTS.values()))
+    symbol_class = np.zeros(len(alphabet) + 1, np.uint8)
+    symbol_script = np.full(len(alphabet) + 1, -1, np.int32)
+    for c, i in ids.items():
+        if c == "\u2581":
+            symbol_class[i] = 1
+        else:
+            symbol_class[i] = 3 if c == "1" else 0
+            symbol_script[i] = -2 if SCRIPTS[c] == "INHERITED" else names.index(SCRIPTS[c])
+    text = np.array([ids[c] for c in chars], np.int32)
+    out = np.zeros(1, np.uint8)
+    kt.valid_pieces(text, np.zeros(1, np.int64), np.array([len(chars)], np.int64), symbol_class, symbol_script,
+                    split_ws, suffix, ws_only, by_number, by_script, digits, out)
+    want = ref.ref_valid_piece(chars, split_ws, suffix, ws_only, by_number, by_script, digits,
+                               script_of=lambda c: SCRIPTS[c])
+    assert bool(out[0]) == want
+
+
+def brute_force_seeds(chunks, counts, max_len):
+    """Substrings (2..max_len chars) counted with weights, kept when right-branching (two different following
+    symbols, chunk end counting as distinct per occurrence) or chunk-final, as the seed step defines them."""
+    freq, following = Counter(), {}
+    for chunk, count in zip(chunks, counts):
+        text = chunk.decode()
+        for i in range(len(text)):
+            for j in range(i + 2, min(len(text), i + max_len) + 1):
+                sub = text[i:j]
+                freq[sub] += count
+                nxt = text[j] if j < len(text) else ("<end>", chunk, i)
+                following.setdefault(sub, set()).add(nxt)
+    return {s: f for s, f in freq.items() if f >= 2 and len(following[s]) >= 2
+            or (f >= 2 and any(isinstance(x, tuple) for x in following[s]))}
+
+
+def test_seed_frequencies_match_brute_force():
+    rng = random.Random(3)
+    words = ["\u2581" + "".join(rng.choice("abc") for _ in range(rng.randint(1, 6))) for _ in range(40)]
+    counter = Counter(rng.choice(words) for _ in range(300))
+    chunks, counts = ug.chunk_table({w.encode(): c for w, c in counter.items()})
+    s = ug.UnigramSettings(vocab_size=100, max_sentencepiece_length=5)
+    required, _ = ug.required_characters(chunks, counts, 1.0)
+    pieces, scores = ug.seed_pieces(chunks, counts, s, required)
+    got = {p.decode() for p in pieces[len(required):]}
+    brute = brute_force_seeds(chunks, counts.tolist(), 5)
+    valid = {w for w in brute if "\u2581" not in w[1:]}
+    assert got <= valid
+    # every seed's log-probability is log(freq * len / total)
+    total = sum(c for _, c in required) + sum(brute[w] * len(w) for w in got)
+    for piece, score in zip(pieces[len(required):], scores[len(required):]):
+        w = piece.decode()
+        assert math.isclose(score, math.log(brute[w] * len(w) / total), rel_tol=1e-9)
+    assert {w for w in valid if counter.get(w, 0) >= 2} <= got  # whole frequent words are always seeds
+
+
+def test_digamma_matches_known_values():
+    assert math.isclose(ug.digamma(1.0), -0.5772156649015329, rel_tol=1e-9)
+    assert math.isclose(ug.digamma(10.0), 2.251752589066721, rel_tol=1e-9)
+
+
+def test_m_step_drops_rare_pieces_and_uses_digamma():
+    expected = np.array([3.0, 0.4, 1.6]) * ug.E_STEP_SCALE
+    scores = ug.m_step(np.ones(3, bool), expected.astype(np.int64))
+    assert scores[1] == -np.inf
+    assert math.isclose(scores[0], ug.digamma(3.0) - ug.digamma(4.6), abs_tol=1e-6)
+
+
+def corpus(seed=0, lines=400):
+    rng = random.Random(seed)
+    vocab = ["the", "cat", "sat", "on", "mat", "dog", "\u4e2d\u6587", "caf\u00e9", "42", "running", "runner"]
+    return [" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 8))) + rng.choice(["", ".", "!"])
+            for _ in range(lines)]
+
+
+def test_training_is_deterministic_and_shard_independent():
+    s = ug.UnigramSettings(vocab_size=60)
+    texts = corpus()
+    model = ug.train_unigram_local(texts, s)
+    assert model == ug.train_unigram_local(list(reversed(texts)), s)
+    # sharded E-step (3 shards, summed) gives the same bytes
+    splitter = ug.ChunkSplitter(s)
+    counts, _ = splitter.split(t.encode() for t in texts)
+    chunks, chunk_counts = ug.chunk_table(counts)
+    shards = [(chunks[k::3], chunk_counts[k::3]) for k in range(3)]
+    runners = [ug.local_runner(c, n) for c, n in shards]
+
+    def e(trie, scores):
+        parts = [r.e_step(trie, scores) for r in runners]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+    def v(trie, scores):
+        parts = [r.viterbi(trie, scores) for r in runners]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+    sharded = ug.train_from_chunks(chunks, chunk_counts, s, runner=ug.EStepRunner(e, v))
+    assert sharded == model
+    assert 30 < model.vocab_size <= 60  # a tiny corpus has fewer candidates (SentencePiece would refuse)
+    tok = Tokenizer(model)
+    assert tok.decode(tok.encode("the cat sat")) == "the cat sat"
+
+
+def test_meta_pieces_byte_fallback_and_symbols():
+    s = ug.UnigramSettings(vocab_size=400, byte_fallback=True, user_defined_symbols=("<mask>",),
+                           control_symbols=("<cls>",), pad_id=3)
+    model = ug.train_unigram_local(corpus(1) + ["x <mask> y"] * 3, s)
+    assert model.vocab_size <= 400
+    assert model.pieces[:4] == [b"<unk>", b"<s>", b"</s>", b"<pad>"]
+    assert model.types[0] == PieceType.UNKNOWN and model.pad_id == 3
+    assert model.pieces[4] == b"<cls>" and model.types[4] == PieceType.CONTROL
+    assert model.pieces[5] == b"<mask>" and model.types[5] == PieceType.USER_DEFINED
+    assert model.pieces[6] == b"<0x00>" and model.types[6 + 255] == PieceType.BYTE
+    tok = Tokenizer(model)
+    ids = tok.encode("x <mask> \u00ff")
+    assert 5 in ids and tok.decode(ids) == "x <mask> \u00ff"
+
+
+def test_byte_variant_is_lossless():
+    s = ug.UnigramSettings(vocab_size=300, variant="byte")
+    texts = corpus(2) + ["  indented\tline \x00\xff"]
+    model = ug.train_unigram_local([t.encode("utf-8", "surrogateescape") for t in texts] + [b"\xff\xfe raw"], s)
+    tok = Tokenizer(model)
+    assert model.vocab_size == 300
+    for text in [b"  indented\tline", b"\xff\xfe raw", "the caf\u00e9 \u4e2d".encode()]:
+        assert tok.decode_bytes(tok.encode(text)) == text
+
+
+def test_errors_say_how_to_fix():
+    with pytest.raises(ConfigError, match="raise --vocab-size"):
+        ug.train_unigram_local(corpus(), ug.UnigramSettings(vocab_size=10))
+    with pytest.raises(ConfigError, match="character_coverage"):
+        ug.UnigramSettings(character_coverage=0.5).validate()
+    with pytest.raises(InputError, match="no text"):
+        ug.train_unigram_local(["", ""], ug.UnigramSettings(vocab_size=50))
+
+
+def test_split_into_words_matches_sentencepiece_rules():
+    ws = "\u2581"
+    split = lambda t, *a: [w.decode() for w in ug.split_into_words(t.encode(), *a)]  # noqa: E731
+    assert split(f"{ws}this{ws}is") == [f"{ws}this", f"{ws}is"]
+    assert split(f"{ws}this{ws}{ws}is") == [f"{ws}this", ws, f"{ws}is"]
+    assert split(f"{ws}this{ws}{ws}is", False, True) == [f"{ws}this", f"{ws}{ws}is"]
+    assert split(f"this{ws}is{ws}", True) == [f"this{ws}", f"is{ws}"]
+    assert split("hello") == ["hello"]
+
+
+@pytest.mark.oracle
+def test_close_to_sentencepiece_on_generated_text(tmp_path):
+    spm = pytest.importorskip("sentencepiece")
+    rng = random.Random(5)
+    syllables = ["ka", "to", "ri", "men", "sa", "lo", "qui", "de", "an", "tre", "\u00e9s", "ng"]
+    words = ["".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))) for _ in range(300)]
+    weights = [1.0 / (k + 1) for k in range(len(words))]
+    lines = [" ".join(rng.choices(words, weights, k=rng.randint(3, 12))) for _ in range(3000)]
+    train, test = lines[:2500], lines[2500:]
+    (tmp_path / "train.txt").write_text("\n".join(train) + "\n", encoding="utf-8")
+    spm.SentencePieceTrainer.train(input=str(tmp_path / "train.txt"), model_prefix=str(tmp_path / "sp"),
+                                   vocab_size=200, model_type="unigram", normalization_rule_name="identity",
+                                   num_threads=1, minloglevel=2)
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
+    ours = Tokenizer(ug.train_unigram_local(train, ug.UnigramSettings(vocab_size=200)))
+    n_bytes = sum(len(t.encode()) for t in test)
+    ratio_sp = n_bytes / sum(len(sp.encode(t)) for t in test)
+    ratio_ours = n_bytes / sum(len(ours.encode(t)) for t in test)
+    assert abs(ratio_ours / ratio_sp - 1) < 0.02
+    sp_pieces = {sp.id_to_piece(i) for i in range(sp.get_piece_size())}
+    our_pieces = {ours.id_to_piece(i).decode() for i in range(ours.vocab_size)}
+    assert len(sp_pieces & our_pieces) / len(sp_pieces) > 0.8

@@ -1,0 +1,108 @@
+"""Slow, obviously-correct pure-Python twins of :mod:`tokenizer.kernels.unigram_train` (tests compare the two).
+
+Lattices are enumerated path by path: fine for the short texts of the tests, hopeless for a corpus.
+
+    >>> import math
+    >>> e = ref_expected_counts({b"a": math.log(.5), b"b": math.log(.25), b"ab": math.log(.25)}, [b"ab"], [1])
+    >>> {k: round(v, 6) for k, v in e.items()}
+    {b'a': 0.333333, b'b': 0.333333, b'ab': 0.666667}
+"""
+
+from __future__ import annotations
+
+import math
+
+from tokenizer.kernels.reference import ref_char_length
+
+UNK = None
+
+
+def units(text: bytes, byte_mode: bool) -> list[int]:
+    """Unit boundaries of ``text``: every byte, or every UTF-8 character start, plus the end."""
+    positions, pos = [0], 0
+    while pos < len(text):
+        pos += 1 if byte_mode else ref_char_length(text, pos)
+        positions.append(pos)
+    return positions
+
+
+def ref_edges(scores: dict[bytes, float], text: bytes, start: int, unk_score: float, byte_mode: bool):
+    """Edges ``(end, piece or UNK, score)`` from ``start``: active pieces shortest first, then the unknown node when
+    no single-unit piece starts here."""
+    unit = 1 if byte_mode else ref_char_length(text, start)
+    edges = [(end, text[start:end], scores[text[start:end]]) for end in range(start + 1, len(text) + 1)
+             if text[start:end] in scores and scores[text[start:end]] != -math.inf]
+    if not any(end - start == unit for end, _, _ in edges):
+        edges.append((start + unit, UNK, unk_score))
+    return edges
+
+
+def ref_paths(scores, text, unk_score, byte_mode=False):
+    """Every segmentation of ``text`` as a list of ``(piece or UNK, score, start, end)``."""
+    def walk(start):
+        if start == len(text):
+            yield []
+            return
+        for end, piece, score in ref_edges(scores, text, start, unk_score, byte_mode):
+            for rest in walk(end):
+                yield [(piece, score, start, end)] + rest
+    return list(walk(0))
+
+
+def ref_expected_counts(scores, chunks, weights, unk_score=-100.0, byte_mode=False) -> dict:
+    """Expected counts of pieces (float) summed over chunks, by enumerating every path."""
+    out: dict = {}
+    for text, weight in zip(chunks, weights):
+        paths = ref_paths(scores, text, unk_score, byte_mode)
+        probs = [math.exp(sum(s for _, s, _, _ in p)) for p in paths]
+        z = sum(probs)
+        for path, prob in zip(paths, probs):
+            for piece, _, _, _ in path:
+                if piece is not UNK:
+                    out[piece] = out.get(piece, 0.0) + weight * prob / z
+    return out
+
+
+def ref_best_score(scores, text, unk_score=-100.0, byte_mode=False, excluded: bytes | None = None) -> float:
+    """Score of the best path (optionally never using the whole-text node of piece ``excluded``)."""
+    best = -math.inf
+    for path in ref_paths(scores, text, unk_score, byte_mode):
+        if excluded is not None and len(path) == 1 and path[0][0] == excluded:
+            continue
+        best = max(best, sum(s for _, s, _, _ in path))
+    return best
+
+
+def ref_valid_piece(symbols: list[str], split_by_whitespace=True, treat_whitespace_as_suffix=False,
+                    allow_whitespace_only_pieces=False, split_by_number=True, split_by_unicode_script=True,
+                    split_digits=False, script_of=None, forbidden=frozenset()) -> bool:
+    """SentencePiece's piece rules on a list of characters; ``script_of(c)`` gives a script name, ``"INHERITED"``
+    or ``None`` (any)."""
+    if not symbols:
+        return False
+    all_ws = all(c == "\u2581" for c in symbols)
+    prev = None
+    for pos, c in enumerate(symbols):
+        if c in forbidden:
+            return False
+        if c == "\u2581":
+            if not allow_whitespace_only_pieces or not all_ws:
+                last = len(symbols) - 1
+                if treat_whitespace_as_suffix:
+                    if (split_by_whitespace and pos < last) or (not split_by_whitespace and pos < last and pos == 0):
+                        return False
+                elif (split_by_whitespace and pos > 0) or (not split_by_whitespace and 0 < pos == last):
+                    return False
+            continue
+        script = script_of(c)
+        if script == "INHERITED":
+            script = prev
+        digit = c in "0123456789" or "\uff10" <= c <= "\uff19"
+        if not split_by_number and digit:
+            script = None
+        if split_digits and digit and len(symbols) > 1:
+            return False
+        if split_by_unicode_script and script is not None and prev is not None and prev != script:
+            return False
+        prev = script
+    return True
