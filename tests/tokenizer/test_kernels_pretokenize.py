@@ -1,0 +1,64 @@
+"""Regex pre-split kernels vs their Python twin, vs the `regex` module, and basic properties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tokenizer.kernels.pretokenize import PATTERN_TEXT, PATTERNS, char_class_table, pretokenize_batch, pretokenize_into
+from tokenizer.kernels.reference_pretokenize import ref_pretokenize
+
+ALPHABET = list("ab'sStTdlLrevm Z9١²\n\r\t  　!?.,-_中文ひらがなé") + ["\u2028", "\x85", "\u00a0"]
+texts = st.text(alphabet=st.sampled_from(ALPHABET), max_size=40)
+
+
+def kernel_split(data: bytes, pattern: str) -> list[bytes]:
+    array = np.frombuffer(data, dtype=np.uint8)
+    ends = np.empty(len(data) + 1, np.int64)
+    n = pretokenize_into(char_class_table(), PATTERNS[pattern], array, 0, len(data), ends, 0)
+    bounds = [0] + ends[:n].tolist()
+    return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def test_docstring_example():
+    assert kernel_split(b"I'm  ok!!\n", "gpt2") == [b"I", b"'m", b" ", b" ok", b"!!", b"\n"]
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "llama3"])
+@settings(max_examples=150, deadline=None)
+@given(text=texts)
+def test_kernel_matches_twin_and_tiles(pattern, text):
+    data = text.encode()
+    got = kernel_split(data, pattern)
+    assert got == ref_pretokenize(data, pattern)
+    assert b"".join(got) == data and all(got)
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "llama3"])
+@settings(max_examples=150, deadline=None)
+@given(text=texts)
+def test_kernel_matches_regex_module(pattern, text):
+    regex = pytest.importorskip("regex")
+    expected = [m.encode() for m in regex.findall(PATTERN_TEXT[pattern], text)]
+    assert kernel_split(text.encode(), pattern) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.binary(max_size=40))
+def test_arbitrary_bytes_tile(data):
+    for pattern in PATTERNS:
+        got = kernel_split(data, pattern)
+        assert b"".join(got) == data
+        assert got == ref_pretokenize(data, pattern)
+
+
+def test_batch_never_crosses_documents():
+    docs = [b"hello world", b"", b" x", b"  "]
+    data = np.frombuffer(b"".join(docs), dtype=np.uint8)
+    offsets = np.cumsum([0] + [len(d) for d in docs]).astype(np.int64)
+    ends = np.empty(len(data), np.int64)
+    per_doc = np.empty(len(docs), np.int64)
+    total = pretokenize_batch(char_class_table(), PATTERNS["gpt2"], data, offsets, ends, per_doc)
+    assert per_doc.tolist() == [2, 0, 1, 1] and total == 4
+    assert ends[:total].tolist() == [5, 11, 13, 15]
