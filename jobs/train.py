@@ -4,16 +4,20 @@
     shardpiece train --input data.parquet --text-column body --vocab-size 8000 16000 --output models/
     shardpiece train --config configs/demo.yaml --partitions 8          # flags win over the file
 
-With one vocab size ``--output`` is the model file and the run manifest is ``OUTPUT.manifest.json``; with several
-it is a directory holding ``bytepiece-SIZE.model`` per size and ``manifest.json``. The model files hold only what
-determines the result (settings, corpus fingerprint); time, host, Spark master, partitions and per-stage timings
-go to the manifest.
+With one vocab size ``--output`` is the model file, the run manifest is ``OUTPUT.manifest.json`` and the resolved
+config ``OUTPUT.config.yaml``; with several it is a directory holding ``bytepiece-SIZE.model`` per size,
+``manifest.json`` and ``config.yaml``. The model files hold only what determines the result (settings, corpus
+fingerprint); time, host, versions, input file hashes, per-stage timings and output checksums go to the manifest
+(:mod:`jobs.manifest`).
+
+Every stage's output is kept in a work directory (``--work-dir``, default ``.shardpiece-work`` beside the output)
+keyed by the settings and the input's content fingerprint, so a killed run resumes from its last finished stage
+when started again with the same options, and gives the same model bytes (:mod:`pipelines.workdir`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import socket
@@ -37,6 +41,7 @@ DEFAULTS: dict[str, Any] = {
     "holdout_fraction": 0.001,
     "eval_documents": 2000,
 }
+_WORK_DIR_NAME = ".shardpiece-work"
 _SETTINGS_KEYS = ("order", "min_count", "max_piece_length", "normalization", "isolate_digits", "ensure_unicode",
                   "special_tokens", "refine_em_rounds", "refine_em_mode")
 
@@ -70,21 +75,30 @@ def build_parser() -> argparse.ArgumentParser:
     add("--holdout-fraction", dest="holdout_fraction", type=float, metavar="F",
         help="share of documents held out of training to measure bytes per token (default 0.001; 0: measure on "
              "a sample of the training documents)")
+    add("--work-dir", dest="work_dir", metavar="DIR",
+        help="where finished stages are kept for resuming (default: .shardpiece-work beside --output)")
+    add("--no-resume", dest="resume", action="store_const", const=False,
+        help="recompute every stage even if the work directory holds it")
+    add("--set", dest="overrides", action="append", metavar="KEY=VALUE",
+        help="override any config key (value read as YAML), e.g. --set min_count=8 --set spark.executor.memory=8g;"
+             " repeatable; wins over --config, loses to the named options")
     add("--quiet", action="store_true", help="print only the summary")
     return parser
 
 
 def resolve_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Defaults < config file < command line; raises :class:`ConfigError` for missing or invalid options."""
-    from jobs.config import load_config
+    """Defaults < config file < ``--set`` < named options; raises :class:`ConfigError` for missing or invalid
+    options."""
+    from jobs.config import load_config, merge_options, parse_overrides
 
     options = dict(DEFAULTS)
     source = "command line"
     if args.config:
         options.update(load_config(args.config))
         source = f"{args.config} or the command line"
+    options = merge_options(options, parse_overrides(getattr(args, "overrides", None)))
     for key, value in vars(args).items():
-        if key in ("config", "quiet") or value is None:
+        if key in ("config", "quiet", "overrides") or value is None:
             continue
         options[key] = value
     for key in ("input", "vocab_size", "output"):
@@ -124,19 +138,44 @@ def model_paths(output: str, vocab_sizes: list[int]) -> tuple[dict[int, str], st
             os.path.join(output, "manifest.json"))
 
 
+def config_path(output: str, vocab_sizes: list[int]) -> str:
+    """Where the resolved config goes: ``OUTPUT.config.yaml`` (one size) or ``OUTPUT/config.yaml``."""
+    return output + ".config.yaml" if len(vocab_sizes) == 1 else os.path.join(output, "config.yaml")
+
+
+def default_work_dir(output: str) -> str:
+    """``.shardpiece-work`` in the directory that holds ``output``."""
+    return os.path.join(os.path.dirname(os.path.abspath(output.rstrip("/") or ".")), _WORK_DIR_NAME)
+
+
+def resolved_config(options: dict[str, Any]) -> dict[str, Any]:
+    """The options as they are run: local input paths, output and work dir made absolute."""
+    from jobs.manifest import local_path
+
+    resolved = dict(options)
+    resolved["input"] = [os.path.abspath(p) if local_path(p) == p else p for p in options["input"]]
+    resolved["output"] = os.path.abspath(options["output"])
+    resolved["work_dir"] = os.path.abspath(options.get("work_dir") or default_work_dir(options["output"]))
+    return resolved
+
+
 def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Train with resolved options; returns the manifest (also written beside the model)."""
     from pyspark.sql import functions as F
 
+    from jobs.config import dump_config
     from jobs.evaluate import bytes_per_token
+    from jobs.manifest import file_checksums, input_fingerprint, versions, write_manifest
     from pipelines.bytepiece import train_bytepiece
-    from pipelines.readers import read_corpus
+    from pipelines.readers import ReadStats, read_corpus
     from pipelines.session import build_session
+    from pipelines.workdir import WorkDir, write_file_atomic
     from tokenizer.errors import InputError
-    from tokenizer.model import write_atomic
 
     settings = train_settings(options)
+    options = resolved_config(options)
     paths, manifest_path = model_paths(options["output"], list(settings.vocab_sizes))
+    resolved_path = config_path(options["output"], list(settings.vocab_sizes))
     if len(paths) > 1 and os.path.isfile(options["output"]):
         raise ConfigError(f"--output {options['output']} is a file, but several vocab sizes need a directory")
     wall = time.perf_counter()
@@ -148,12 +187,27 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
     progress(f"[spark] session on {master} in {time.perf_counter() - started:.1f} s")
 
     started = time.perf_counter()
+    work_root = options["work_dir"]
+    fingerprint = input_fingerprint(spark, options["input"], hash_cache=os.path.join(work_root, "input-hashes.json"))
+    fingerprint_seconds = time.perf_counter() - started
+    fingerprint["seconds"] = round(fingerprint_seconds, 3)
+    progress(f"[fingerprint] {fingerprint_seconds:.1f} s: {len(fingerprint['files'])} files, "
+             f"{fingerprint['total_bytes']:,} bytes, {fingerprint['digest']}")
+    work = WorkDir(work_root, {
+        "algorithm": options["algorithm"], "settings": settings.to_dict(), "input": fingerprint["digest"],
+        "input_format": options.get("input_format"), "text_column": options["text_column"],
+        "holdout_fraction": float(options["holdout_fraction"]),
+    }, resume=options.get("resume", True) is not False, progress=progress)
+
+    started = time.perf_counter()
     corpus = read_corpus(spark, options["input"], input_format=options.get("input_format"),
                          text_column=options["text_column"], partitions=options.get("partitions"))
-    read_stats = corpus.compute_stats()
+    read_counts, read_resumed = work.run("read", lambda: corpus.compute_stats().to_dict(), "json")
+    read_stats = ReadStats(**read_counts)
     read_seconds = time.perf_counter() - started
     progress(
-        f"[read] {read_seconds:.1f} s: {read_stats.files} files ({read_stats.empty_files} empty), "
+        f"[read] {read_seconds:.1f} s{' (resumed)' if read_resumed else ''}: {read_stats.files} files "
+        f"({read_stats.empty_files} empty), "
         f"{read_stats.rows:,} rows, {read_stats.documents:,} documents, {read_stats.document_bytes:,} bytes; "
         f"skipped {read_stats.null_rows:,} null, {read_stats.empty_rows:,} empty, "
         f"{read_stats.malformed_rows:,} malformed rows; {read_stats.invalid_utf8_rows:,} rows not valid UTF-8 "
@@ -173,10 +227,11 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
         training, held_out = documents, None
 
     result = train_bytepiece(training, settings, progress=progress,
-                             provenance={"holdout_fraction": holdout} if holdout > 0 else None)
+                             provenance={"holdout_fraction": holdout} if holdout > 0 else None, workdir=work)
     started = time.perf_counter()
     for vocab_size, model in result.models.items():
-        write_atomic(paths[vocab_size], model.to_bytes())
+        write_file_atomic(paths[vocab_size], model.to_bytes(), what="model file")
+    write_file_atomic(resolved_path, dump_config(options).encode(), what="resolved config")
     write_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -209,10 +264,17 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
         "corpus_fingerprint": result.fingerprint,
         "training_documents": result.documents,
         "settings": settings.to_dict(),
-        "stages": [{"name": "read", "seconds": round(read_seconds, 3), "counts": read_stats.to_dict()}]
+        "config": {k: v for k, v in sorted(options.items()) if v is not None},
+        "config_path": os.path.abspath(resolved_path),
+        "input_fingerprint": fingerprint,
+        "versions": versions(spark),
+        "work_dir": work.describe(),
+        "stages": [{"name": "read", "seconds": round(read_seconds, 3), "counts": read_stats.to_dict(),
+                    "resumed": read_resumed}]
         + [s.to_dict() for s in result.stages]
-        + [{"name": "write", "seconds": round(write_seconds, 3), "counts": {"models": len(paths)}},
-           {"name": "evaluate", "seconds": round(eval_seconds, 3), "counts": {"documents": len(texts)}}],
+        + [{"name": "write", "seconds": round(write_seconds, 3), "counts": {"models": len(paths)}, "resumed": False},
+           {"name": "evaluate", "seconds": round(eval_seconds, 3), "counts": {"documents": len(texts)},
+            "resumed": False}],
         "models": {
             str(size): {
                 "path": os.path.abspath(paths[size]),
@@ -221,9 +283,10 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
             }
             for size in sorted(paths)
         },
+        "outputs": file_checksums([paths[size] for size in sorted(paths)] + [resolved_path]),
         "seconds_total": round(time.perf_counter() - wall, 3),
     }
-    write_atomic(manifest_path, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode())
+    write_manifest(manifest_path, manifest)
     manifest["manifest_path"] = manifest_path
     return manifest
 

@@ -300,9 +300,10 @@ class StageReport:
     name: str
     seconds: float
     counts: dict = field(default_factory=dict)
+    resumed: bool = False  # loaded from the work directory instead of computed
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "seconds": round(self.seconds, 3), "counts": self.counts}
+        return {"name": self.name, "seconds": round(self.seconds, 3), "counts": self.counts, "resumed": self.resumed}
 
 
 @dataclass
@@ -315,48 +316,69 @@ class TrainResult:
 
 def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict | None = None,
                     progress: Callable[[str], None] = lambda message: None,
-                    shard_bytes: int = SHARD_BYTES) -> TrainResult:
+                    shard_bytes: int = SHARD_BYTES, workdir=None) -> TrainResult:
     """Train BytePiece models (one per ``settings.vocab_sizes``) on a DataFrame of documents (``text: binary``).
 
     ``progress`` receives one line per stage. Raises :class:`InputError` for a corpus without text.
+    ``workdir`` (a :class:`pipelines.workdir.WorkDir`) persists every stage's output and loads the stages a
+    previous run with the same key finished (ngrams, ngram_model, pieces, prune, refine_em_SIZE, models).
     """
+    from pipelines.workdir import NoWorkDir
+
     settings.validate()
+    work = workdir if workdir is not None else NoWorkDir()
     stages: list[StageReport] = []
 
-    def stage(name: str, started: float, **counts) -> None:
-        report = StageReport(name, time.perf_counter() - started, counts)
+    def stage(name: str, started: float, resumed: bool = False, **counts) -> None:
+        report = StageReport(name, time.perf_counter() - started, counts, resumed)
         stages.append(report)
         shown = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in counts.items())
         progress(f"[{name}] {report.seconds:.1f} s" + (f": {shown}" if shown else ""))
 
     started = time.perf_counter()
     progress("[ngrams] counting byte n-grams (order %d) per partition, then reducing" % settings.order)
-    ngrams = reduce_ngrams(documents, settings, shard_bytes)
+    ngrams, resumed = work.run("ngrams", lambda: reduce_ngrams(documents, settings, shard_bytes), "ngram_table")
     if ngrams.chunk_bytes == 0:
         raise InputError("the corpus has no text (every document is empty): check --input and --text-column")
-    stage("ngrams", started, documents=ngrams.documents, chunks=ngrams.chunks, bytes=ngrams.chunk_bytes,
+    stage("ngrams", started, resumed, documents=ngrams.documents, chunks=ngrams.chunks, bytes=ngrams.chunk_bytes,
           distinct_ngrams=ngrams.distinct_ngrams, kept_ngrams=len(ngrams.keys))
 
     started = time.perf_counter()
-    lm = bp.build_ngram_model(ngrams.keys, ngrams.counts, settings)
-    stage("ngram_model", started, entries=len(lm.keys))
+    lm, resumed = work.run("ngram_model", lambda: bp.build_ngram_model(ngrams.keys, ngrams.counts, settings),
+                           "ngram_model")
+    stage("ngram_model", started, resumed, entries=len(lm.keys))
 
     started = time.perf_counter()
     progress("[pieces] segmenting every chunk with the broadcast n-gram model")
-    pieces, counts = reduce_pieces(documents, lm, settings, shard_bytes)
-    stage("pieces", started, distinct_pieces=len(pieces), tokens=int(counts.sum()))
+    (pieces, counts), resumed = work.run("pieces", lambda: reduce_pieces(documents, lm, settings, shard_bytes),
+                                         "pieces")
+    stage("pieces", started, resumed, distinct_pieces=len(pieces), tokens=int(counts.sum()))
 
     started = time.perf_counter()
-    pruned = bp.prune_pieces(pieces, counts, settings)
-    stage("prune", started, **{f"pieces_{size}": len(p) for size, (p, _) in sorted(pruned.items())})
+    pruned, resumed = work.run("prune", lambda: bp.prune_pieces(pieces, counts, settings), "pruned")
+    stage("prune", started, resumed, **{f"pieces_{size}": len(p) for size, (p, _) in sorted(pruned.items())})
 
-    models = {}
+    final = {}
     for vocab_size, (kept, kept_counts) in sorted(pruned.items()):
         if settings.refine_em_rounds:
             started = time.perf_counter()
-            kept, kept_counts = refine_em_spark(documents, kept, kept_counts, settings, shard_bytes)
-            stage(f"refine_em_{vocab_size}", started, pieces=len(kept))
-        info = {"corpus_fingerprint": ngrams.fingerprint, "vocab_size_requested": vocab_size}
-        info.update(provenance or {})
-        models[vocab_size] = bp.build_model(kept, kept_counts, settings, info)
+
+            def refine(kept=kept, kept_counts=kept_counts):
+                return refine_em_spark(documents, kept, kept_counts, settings, shard_bytes)
+
+            (kept, kept_counts), resumed = work.run(f"refine_em_{vocab_size}", refine, "pieces")
+            stage(f"refine_em_{vocab_size}", started, resumed, pieces=len(kept))
+        final[vocab_size] = (kept, kept_counts)
+
+    def build_models() -> dict:
+        models = {}
+        for vocab_size, (kept, kept_counts) in final.items():
+            info = {"corpus_fingerprint": ngrams.fingerprint, "vocab_size_requested": vocab_size}
+            info.update(provenance or {})
+            models[vocab_size] = bp.build_model(kept, kept_counts, settings, info)
+        return models
+
+    started = time.perf_counter()
+    models, resumed = work.run("models", build_models, "models")
+    stage("models", started, resumed, models=len(models))
     return TrainResult(models=models, stages=stages, fingerprint=ngrams.fingerprint, documents=ngrams.documents)

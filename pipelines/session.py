@@ -5,7 +5,8 @@
 * runs ``local[*]`` unless a master URL is given (``local[2]``, ``local-cluster[2,1,1024]``, ``spark://host:7077``);
 * binds the driver to loopback (``spark.driver.host`` / ``spark.driver.bindAddress`` = 127.0.0.1 and
   ``SPARK_LOCAL_IP`` for the JVM and every executor it starts), and turns the web UI off, so a local run opens no
-  port on any other interface;
+  port on any other interface. Only when ``$SHARDPIECE_DRIVER_HOST`` is set (the cluster image's client container,
+  whose executors run on other hosts) does the driver advertise that name and bind every interface;
 * enables Arrow for the ``mapInArrow`` steps;
 * limits Numba to ``threads_per_task`` threads per task (``NUMBA_NUM_THREADS`` in every Python worker), so
   ``cores x threads`` never oversubscribes the machine;
@@ -81,11 +82,12 @@ def session_config(
     log4j = _log4j_file(log_level)
     java_opts = f"-Dlog4j.configurationFile=file:{log4j} -Dlog4j2.configurationFile=file:{log4j}"
     python = sys.executable
+    driver_host = os.environ.get("SHARDPIECE_DRIVER_HOST")
     conf = {
         "spark.master": master,
         "spark.app.name": app_name,
-        "spark.driver.host": LOOPBACK,
-        "spark.driver.bindAddress": LOOPBACK,
+        "spark.driver.host": driver_host or LOOPBACK,
+        "spark.driver.bindAddress": "0.0.0.0" if driver_host else LOOPBACK,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": driver_memory or os.environ.get("SHARDPIECE_DRIVER_MEMORY", "4g"),
@@ -104,6 +106,8 @@ def session_config(
         "spark.executorEnv.PYSPARK_PYTHON": python,
         "spark.python.worker.reuse": "true",
     }
+    if driver_host:  # executors on other hosts advertise their own address
+        del conf["spark.executorEnv.SPARK_LOCAL_IP"]
     if shuffle_partitions is not None:
         conf["spark.sql.shuffle.partitions"] = str(int(shuffle_partitions))
     for key, value in (extra or {}).items():
@@ -126,7 +130,8 @@ def build_session(
     Driver-JVM options (master, memory, log configuration) only take effect when no session is running yet;
     the runtime SQL options (shuffle partitions, Arrow) are applied to a reused session too.
     """
-    os.environ["SPARK_LOCAL_IP"] = LOOPBACK
+    if not os.environ.get("SHARDPIECE_DRIVER_HOST"):
+        os.environ["SPARK_LOCAL_IP"] = LOOPBACK
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # Python workers of a local master inherit the driver's environment.

@@ -1,0 +1,136 @@
+"""Resume: a training run killed after any stage resumes from the work directory and writes the same model bytes.
+
+The kill is the fault-injection hook ``SHARDPIECE_FAIL_AFTER_STAGE`` (the job dies right after saving the stage,
+which is all a real kill at that point leaves behind). One chain covers every stage: run k dies after stage k,
+having loaded stages 1..k-1 from the files run k-1 left (their files are not rewritten).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+
+import pytest
+
+from jobs.train import main
+from pipelines.bytepiece import multiset_fingerprint
+from pipelines.workdir import FAULT_ENV, InjectedFault, WorkDir, run_key
+from tokenizer.trainers.bytepiece import TrainSettings, train_bytepiece_local
+
+STAGES = ["read", "ngrams", "ngram_model", "pieces", "prune", "models"]
+
+
+def corpus_lines(n: int = 400, seed: int = 3) -> list[bytes]:
+    rng = random.Random(seed)
+    words = ["resume", "stage", "piece", "work", "の", "データ", "数据", "处理", "42", "x"]
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(1, 9))).encode() for _ in range(n)]
+
+
+def train_argv(tmp_path, work: str, *extra: str) -> list[str]:
+    return ["train", "--input", str(tmp_path / "corpus.txt"), "--vocab-size", "300", "330", "--output",
+            str(tmp_path / "models"), "--min-count", "3", "--order", "4", "--partitions", "2",
+            "--holdout-fraction", "0", "--work-dir", str(tmp_path / work), "--quiet", *extra]
+
+
+def stage_files(work_root) -> dict[str, int]:
+    """{stage name: mtime_ns} of the finished stages under the (single) run key directory."""
+    keys = [d for d in os.listdir(work_root) if os.path.isdir(os.path.join(work_root, d))]
+    assert len(keys) == 1, keys
+    directory = os.path.join(work_root, keys[0])
+    return {f[:-4]: os.stat(os.path.join(directory, f)).st_mtime_ns for f in os.listdir(directory)
+            if f.endswith(".npz")}
+
+
+@pytest.mark.spark
+def test_kill_after_each_stage_then_rerun_gives_identical_model_bytes(spark, tmp_path, monkeypatch):
+    lines = corpus_lines()
+    (tmp_path / "corpus.txt").write_bytes(b"\n".join(lines) + b"\n")
+    expected = train_bytepiece_local(lines, TrainSettings(order=4, min_count=3, vocab_sizes=(300, 330)),
+                                     provenance={"corpus_fingerprint": multiset_fingerprint(lines)})
+    models = tmp_path / "models"
+
+    before: dict[str, int] = {}
+    for number, stage in enumerate(STAGES):
+        monkeypatch.setenv(FAULT_ENV, stage)
+        with pytest.raises(InjectedFault, match=f"after stage '{stage}'"):
+            main(train_argv(tmp_path, "work"))
+        after = stage_files(tmp_path / "work")
+        assert sorted(after) == sorted(STAGES[:number + 1])
+        assert {name: after[name] for name in before} == before  # earlier stages were loaded, not rewritten
+        assert not (models / "bytepiece-300.model").exists()      # nothing looks finished before the end
+        before = after
+
+    monkeypatch.delenv(FAULT_ENV)
+    assert main(train_argv(tmp_path, "work")) == 0
+    for size in (300, 330):
+        assert (models / f"bytepiece-{size}.model").read_bytes() == expected[size].to_bytes()
+    manifest = json.loads((models / "manifest.json").read_text())
+    assert manifest["work_dir"]["resumed_stages"] == STAGES and manifest["work_dir"]["computed_stages"] == []
+    assert all(s["resumed"] for s in manifest["stages"] if s["name"] in STAGES)
+    assert stage_files(tmp_path / "work") == before
+
+    # The key ignores how the run is executed (partitions, master): a rerun with other partitions resumes too.
+    # A damaged stage file is recomputed, not trusted.
+    stage_dir = manifest["work_dir"]["path"]
+    with open(os.path.join(stage_dir, "pieces.npz"), "r+b") as handle:
+        handle.truncate(100)
+    argv = train_argv(tmp_path, "work")
+    argv[argv.index("--partitions") + 1] = "3"
+    assert main(argv) == 0
+    manifest = json.loads((models / "manifest.json").read_text())
+    assert manifest["work_dir"]["computed_stages"] == ["pieces"]
+    for size in (300, 330):
+        assert (models / f"bytepiece-{size}.model").read_bytes() == expected[size].to_bytes()
+
+
+@pytest.mark.spark
+def test_changed_input_or_settings_get_a_new_work_key(spark, tmp_path):
+    lines = corpus_lines(120)
+    (tmp_path / "corpus.txt").write_bytes(b"\n".join(lines) + b"\n")
+    assert main(train_argv(tmp_path, "work")) == 0
+    first = json.loads((tmp_path / "models" / "manifest.json").read_text())
+    (tmp_path / "corpus.txt").write_bytes(b"\n".join(lines[:-1]) + b"\nchanged\n")
+    assert main(train_argv(tmp_path, "work")) == 0
+    second = json.loads((tmp_path / "models" / "manifest.json").read_text())
+    assert second["input_fingerprint"]["digest"] != first["input_fingerprint"]["digest"]
+    assert second["work_dir"]["key"] != first["work_dir"]["key"] and second["work_dir"]["resumed_stages"] == []
+    assert main(train_argv(tmp_path, "work", "--no-resume")) == 0
+    third = json.loads((tmp_path / "models" / "manifest.json").read_text())
+    assert third["work_dir"]["key"] == second["work_dir"]["key"] and third["work_dir"]["resumed_stages"] == []
+
+
+def test_work_dir_round_trips_every_stage_kind(tmp_path):
+    import numpy as np
+
+    from pipelines.bytepiece import NgramTable
+    from tokenizer.trainers.bytepiece import build_ngram_model, build_model, prune_pieces
+
+    settings = TrainSettings(order=2, min_count=1, vocab_sizes=(260,))
+    table = NgramTable(keys=np.array([(97 << 51) | 1, (98 << 51) | 1], np.int64), counts=np.array([3, 2], np.int64),
+                       distinct_ngrams=2, documents=1, chunks=1, chunk_bytes=5, fingerprint="sha256-multiset:0:1")
+    lm = build_ngram_model(table.keys, table.counts, settings)
+    pruned = prune_pieces([b"a", b"b", b"ab"], np.array([3, 2, 2]), settings)
+    models = {260: build_model(*pruned[260], settings)}
+    work = WorkDir(str(tmp_path), {"test": 1})
+    for name, kind, value in [("t", "ngram_table", table), ("lm", "ngram_model", lm), ("p", "pruned", pruned),
+                              ("m", "models", models), ("j", "json", {"rows": 3}),
+                              ("pc", "pieces", ([b"", b"\x00\xff"], np.array([1, 2], np.int64)))]:
+        work.save(name, kind, value)
+        loaded = work.load(name, kind)
+        if kind == "ngram_table":
+            assert loaded.fingerprint == table.fingerprint and loaded.keys.tolist() == table.keys.tolist()
+        elif kind == "ngram_model":
+            assert loaded.keys.tolist() == lm.keys.tolist() and loaded.log_probs.tolist() == lm.log_probs.tolist()
+        elif kind == "pruned":
+            assert loaded[260][0] == pruned[260][0] and loaded[260][1].tolist() == pruned[260][1].tolist()
+        elif kind == "models":
+            assert loaded[260].to_bytes() == models[260].to_bytes()
+        elif kind == "pieces":
+            assert loaded[0] == [b"", b"\x00\xff"] and loaded[1].tolist() == [1, 2]
+        else:
+            assert loaded == {"rows": 3}
+    assert work.finished() == ["j", "lm", "m", "p", "pc", "t"]
+    with pytest.raises(ValueError, match="holds 'json'"):
+        work.load("j", "pieces")
+    assert run_key({"a": 1, "b": [2]}) == run_key({"b": [2], "a": 1}) != run_key({"a": 2, "b": [2]})
