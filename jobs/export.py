@@ -2,6 +2,7 @@
 
     shardpiece export --model bpe.model --to huggingface out/tokenizer.json
     shardpiece export --model bytepiece.model --to huggingface out/            # writes out/tokenizer.json
+    shardpiece export --model unigram.model --to sentencepiece out/unigram-sp.model
 
 Each ``--to`` target is one function in :data:`EXPORTERS` taking ``(model, output path)``.
 """
@@ -25,7 +26,17 @@ def export_huggingface(model, output: str) -> str:
     return output
 
 
-EXPORTERS = {"huggingface": export_huggingface}
+def export_sentencepiece(model, output: str) -> str:
+    """Write a SentencePiece ``.model`` (``output`` may be a directory: ``OUT/sentencepiece.model``)."""
+    from tokenizer.interop.sentencepiece_export import save_sentencepiece
+
+    if output.endswith(("/", os.sep)) or os.path.isdir(output):
+        output = os.path.join(output, "sentencepiece.model")
+    save_sentencepiece(model, output)
+    return output
+
+
+EXPORTERS = {"huggingface": export_huggingface, "sentencepiece": export_sentencepiece}
 
 
 def build_parser() -> argparse.ArgumentParser:
