@@ -119,7 +119,9 @@ class TreeMemory:
 
     ``peak_total_mib``: the largest sum of RSS over the tree at one sample (shared pages, e.g. of forked workers,
     count once per process, so this is an upper bound); ``peak_single_mib``/``peak_single_name``: the largest RSS
-    of one process at any sample; ``peak_processes``: the most processes seen at once.
+    of one process at any sample; ``peak_processes``: the most processes seen at once; ``cpu_seconds_sampled``:
+    user + system CPU seconds of every process seen, each at its last sample (a lower bound: CPU spent after a
+    process's last sample is missed; :func:`run_measured` also reports the kernel's own count for reaped children).
     """
 
     peak_total_mib: float = 0.0
@@ -127,6 +129,7 @@ class TreeMemory:
     peak_single_name: str = ""
     peak_processes: int = 0
     samples: int = 0
+    cpu_seconds_sampled: float = 0.0
 
 
 class TreeSampler:
@@ -140,6 +143,7 @@ class TreeSampler:
         self.interval = interval
         self.memory = TreeMemory()
         self._known: dict[int, Any] = {}
+        self._cpu: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -173,6 +177,11 @@ class TreeSampler:
                 rss = process.memory_info().rss
             except psutil.Error:
                 continue
+            try:
+                times = process.cpu_times()
+                self._cpu[process.pid] = max(self._cpu.get(process.pid, 0.0), times.user + times.system)
+            except psutil.Error:
+                pass
             total += rss
             count += 1
             if rss / 2**20 > self.memory.peak_single_mib:
@@ -182,6 +191,7 @@ class TreeSampler:
                 except psutil.Error:
                     pass
         self.memory.samples += 1
+        self.memory.cpu_seconds_sampled = sum(self._cpu.values())
         self.memory.peak_total_mib = max(self.memory.peak_total_mib, total / 2**20)
         self.memory.peak_processes = max(self.memory.peak_processes, count)
 
@@ -203,23 +213,31 @@ class Measured:
     load_before: dict[str, float]
     load_after: dict[str, float]
     output_tail: str = ""
+    cpu_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["memory"] = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in out["memory"].items()}
         out["seconds"] = round(self.seconds, 3)
+        out["cpu_seconds"] = round(self.cpu_seconds, 3)
         return out
 
 
 def run_measured(command: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
                  log_path: str | None = None, interval: float = 0.1) -> Measured:
     """Run ``command``, timing it wall-clock and sampling its process tree's memory; output goes to
-    ``log_path`` (or is discarded) and its last lines come back in ``output_tail``."""
+    ``log_path`` (or is discarded) and its last lines come back in ``output_tail``. ``cpu_seconds``: user + system
+    CPU time of the tree, the larger of the kernel's count for reaped descendants (``RUSAGE_CHILDREN``; run one
+    measured command at a time) and the sampled sum: on a loaded machine it shows the work done, which wall time
+    does not."""
+    import resource
+
     full_env = dict(os.environ)
     full_env.update(env or {})
     load_before = load_average()
     log = open(log_path, "wb") if log_path else subprocess.DEVNULL
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         started = time.perf_counter()
         process = subprocess.Popen(list(command), env=full_env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
@@ -235,7 +253,10 @@ def run_measured(command: Sequence[str], *, env: dict[str, str] | None = None, c
     if log_path:
         with open(log_path, "rb") as handle:
             tail = b"\n".join(handle.read().splitlines()[-15:]).decode("utf-8", "replace")
-    return Measured(list(command), seconds, returncode, memory, load_before, load_average(), tail)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    reaped = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = max(reaped, memory.cpu_seconds_sampled)
+    return Measured(list(command), seconds, returncode, memory, load_before, load_average(), tail, cpu)
 
 
 # ---------------------------------------------------------------------------------------------------------- output
