@@ -122,7 +122,8 @@ def run_corpus(name: str, args) -> dict:
         run = train_shardpiece_measured([train_path], sp_model, args.vocab_size, args.master)
         record["shardpiece"] = run.to_dict()
         print(f"[{name}] shardpiece: {run.seconds:.1f} s (CPU {run.cpu_seconds:.1f} s), "
-              f"peak {run.memory.peak_total_mib:.0f} MiB (tree), {run.memory.peak_single_mib:.0f} MiB ({run.memory.peak_single_name}); "
+              f"peak {run.memory.peak_total_mib:.0f} MiB (tree), {run.memory.peak_single_mib:.0f} MiB "
+              f"({run.memory.peak_single_name}); "
               f"stages {run.extra.get('stages')}", flush=True)
     bp_model = None
     if not args.skip_bytepiece:
@@ -131,7 +132,8 @@ def run_corpus(name: str, args) -> dict:
                                               log_path=bp_model + ".log")
         record["bytepiece"] = run.to_dict()
         print(f"[{name}] bytepiece: {run.seconds:.1f} s (CPU {run.cpu_seconds:.1f} s), "
-              f"peak {run.memory.peak_total_mib:.0f} MiB (tree), {run.memory.peak_single_mib:.0f} MiB ({run.memory.peak_single_name})", flush=True)
+              f"peak {run.memory.peak_total_mib:.0f} MiB (tree), {run.memory.peak_single_mib:.0f} MiB "
+              f"({run.memory.peak_single_name})", flush=True)
     elif os.path.isfile(common.bytepiece_model_path(work, name, train_bytes, args.vocab_size)):
         bp_model = common.bytepiece_model_path(work, name, train_bytes, args.vocab_size)  # cached: quality only
 
@@ -191,7 +193,8 @@ def report(results: dict) -> None:
                          ev["round_trip_nfc"] if ev else float("nan")))
     print("\n## training\n")
     print(common.markdown_table(["corpus", "system", "wall s", "CPU s (tree)", "peak MiB (tree)",
-                                 "peak MiB (largest process)", "load1 before/after", "vocab", "bytes/token (test)", "round trip (NFC)"], rows))
+                                 "peak MiB (largest process)", "load1 before/after", "vocab", "bytes/token (test)",
+                                 "round trip (NFC)"], rows))
     rows = []
     for record in results["corpora"]:
         if "overlap" in record:
