@@ -165,6 +165,8 @@ def _sentencepiece_chunk_starts(data: np.ndarray, offsets: np.ndarray) -> np.nda
             sym[:-2] = (data[:-2] == 0xE2) & (data[1:-1] == 0x96) & (data[2:] == 0x81)
         after = np.zeros(n, dtype=bool)       # position right after a ▁ is ▁ too (runs)
         after[:-3] = sym[3:]
+        doc_end = np.repeat(offsets[1:], np.diff(offsets))  # never look past a document's end
+        after &= np.arange(n) + 3 < doc_end
         prev_sym = np.zeros(n, dtype=bool)    # a ▁ ends right before this position
         prev_sym[3:] = sym[:-3]
         starts[:n] |= sym & ~after            # the last ▁ of a run starts a word

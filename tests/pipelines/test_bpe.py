@@ -1,0 +1,61 @@
+"""BPE on Spark: byte-identical models for 1 and 3 partitions, equal to the local trainer; the train job end to end."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pipelines.bpe import bpe_table_fingerprint, train_bpe_spark
+from tokenizer import Tokenizer
+from tokenizer.model import Model
+from tokenizer.trainers import bpe
+
+pytestmark = pytest.mark.spark
+
+
+def sample_corpus(n_lines: int = 300, seed: int = 3) -> list[bytes]:
+    rng = random.Random(seed)
+    words = ["spark", "token", "piece", "the", "of", "data's", "東京", "日本語", "  ", "42", "!?", "\t"]
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(0, 9))).encode() for _ in range(n_lines)]
+
+
+def test_sentencepiece_chunks_ignore_neighbouring_documents():
+    settings = bpe.BpeSettings(pretokenizer="sentencepiece")
+    together = bpe.count_chunks(*bpe.pack_texts([b"x  ", b" y"]), settings)
+    apart = bpe.merge_chunk_counts(bpe.count_chunks(*bpe.pack_texts([b"x  "]), settings),
+                                   bpe.count_chunks(*bpe.pack_texts([b" y"]), settings))
+    assert bpe.sort_chunks(*together)[0] == bpe.sort_chunks(*apart)[0]
+
+
+@pytest.mark.parametrize("pretokenizer", ["byte_level"])
+def test_models_identical_across_partitions_and_local(spark, pretokenizer):
+    lines = sample_corpus()
+    settings = bpe.BpeSettings(vocab_sizes=(300, 330), pretokenizer=pretokenizer)
+    models = []
+    for partitions in (1, 3):
+        frame = spark.createDataFrame([(line,) for line in lines], "text binary").repartition(partitions)
+        result = train_bpe_spark(frame, settings)
+        assert result.documents == len(lines)
+        models.append(result.models)
+    assert all(models[0][v].to_bytes() == models[1][v].to_bytes() for v in (300, 330))
+    chunks, counts = bpe.sort_chunks(*bpe.count_chunks(*bpe.pack_texts(lines), settings))
+    local = bpe.train_bpe_local(lines, settings, {"chunk_table_fingerprint": bpe_table_fingerprint(chunks, counts)})
+    assert local[330].to_bytes() == models[0][330].to_bytes()
+
+
+def test_train_job_and_export(spark, tmp_path):
+    from jobs.cli import main as cli
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(b"\n".join(sample_corpus(200)) + b"\n")
+    out = tmp_path / "bpe.model"
+    code = cli(["train", "--algorithm", "bpe", "--input", str(corpus), "--vocab-size", "300", "--output", str(out),
+                "--master", "local[2]", "--partitions", "3", "--holdout-fraction", "0", "--quiet"])
+    assert code == 0
+    model = Model.load(out)
+    assert model.algorithm == "bpe" and model.pretokenizer == {"name": "byte_level", "pattern": "gpt2"}
+    assert cli(["export", "--model", str(out), "--to", "huggingface", str(tmp_path / "hf") + "/"]) == 0
+    tok = Tokenizer.load(tmp_path / "hf" / "tokenizer.json")
+    line = sample_corpus(5, seed=9)[2]
+    assert tok.encode(line) == Tokenizer(model).encode(line)
