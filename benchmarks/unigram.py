@@ -9,12 +9,16 @@ Prints one table row per corpus and writes ``benchmarks/results/unigram-CORPUS.j
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import subprocess
 import sys
-import time
+
+# this folder holds a tokenize.py: keep it off the path so the standard library's tokenize module stays importable
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
