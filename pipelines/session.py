@@ -165,6 +165,12 @@ def task_error_message(exc: BaseException) -> str | None:
     if not module.startswith(("pyspark", "py4j")):
         return None
     text = str(exc)
+    unreadable = re.search(r"Encountered error while reading file (\S+?)\.?\s", text)
+    if unreadable:  # Spark's FAILED_READ_FILE: a corrupt, truncated or mislabelled input file
+        causes = re.findall(r"^Caused by: (?:[\w.$]+\.)?(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
+        cause = f" ({causes[-1][0]}: {causes[-1][1].strip()})" if causes else ""
+        return (f"cannot read input file {unreadable.group(1)}{cause}: it is corrupt, truncated or not in the "
+                "format its name says; re-create it, or remove it from --input")
     found = re.findall(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
     for name, message in reversed(found):
         if name not in ("PythonException", "Py4JJavaError", "SparkException"):
