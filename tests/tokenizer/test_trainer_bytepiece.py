@@ -280,9 +280,11 @@ def test_e_step_statistics_round_trip_and_add():
     data, offsets = chunk_texts(*pack_texts(texts), s)
     for mode in ("viterbi", "expected"):
         ms = TrainSettings(refine_em_mode=mode)
-        a = em_e_step(pieces, counts, data, offsets[:30], ms)
-        b = em_e_step(pieces, counts, data, offsets[29:], ms)
-        whole = em_e_step(pieces, counts, data, offsets, ms)
+        a = em_e_step(pieces, counts, data, offsets[:30], ms, with_pairs=True)
+        b = em_e_step(pieces, counts, data, offsets[29:], ms, with_pairs=True)
+        whole = em_e_step(pieces, counts, data, offsets, ms, with_pairs=True)
+        plain = em_e_step(pieces, counts, data, offsets, ms)
+        assert isinstance(plain, np.ndarray) and np.allclose(plain, whole.pieces)
         both = EStepStatistics.from_bytes((a + b).to_bytes())
         assert np.allclose(both.pieces, whole.pieces) and both.pieces.dtype == whole.pieces.dtype
         assert _equal(both.pairs, whole.pairs)

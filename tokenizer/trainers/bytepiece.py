@@ -616,17 +616,22 @@ class EStepStatistics:
         return cls(pieces, (rest[:n_pairs].astype(np.int64), rest[n_pairs:2 * n_pairs].astype(np.int64)))
 
 
-def em_e_step(pieces: Sequence[bytes], counts, data, offsets, settings: TrainSettings) -> EStepStatistics:
-    """Per partition: statistics of the chunks under the unigram model ``(pieces, counts)``.
+def em_e_step(pieces: Sequence[bytes], counts, data, offsets, settings: TrainSettings, with_pairs: bool = False):
+    """Per partition: statistics of the chunks under the unigram model ``(pieces, counts)``, summable across
+    partitions.
 
     ``viterbi`` mode: int64 counts of the pieces of the best segmentations; ``expected``: float64 posterior counts.
-    Both modes also count adjacent pieces in the best segmentations (candidates for the free vocabulary slots).
+    Returns that array, or with ``with_pairs`` an :class:`EStepStatistics` that also counts adjacent pieces in the
+    best segmentations (the candidates :func:`em_m_step` fills free vocabulary slots with).
     """
     model = PieceModel(pieces, counts)
-    viterbi, pairs = model.viterbi_counts_and_pairs(data, offsets)
-    if settings.refine_em_mode == "viterbi":
-        return EStepStatistics(viterbi, pairs)
-    return EStepStatistics(model.expected_counts(data, offsets)[0], pairs)
+    pairs = None
+    if with_pairs:
+        viterbi, pairs = model.viterbi_counts_and_pairs(data, offsets)
+    elif settings.refine_em_mode == "viterbi":
+        viterbi = model.viterbi_counts(data, offsets)[0]
+    piece_stats = viterbi if settings.refine_em_mode == "viterbi" else model.expected_counts(data, offsets)[0]
+    return EStepStatistics(piece_stats, pairs) if with_pairs else piece_stats
 
 
 def em_m_step(pieces: Sequence[bytes], statistics, settings: TrainSettings | None = None,
@@ -688,7 +693,7 @@ def refine_em(pieces: list[bytes], counts, chunk_shards: Sequence[tuple[np.ndarr
     for r in range(rounds):
         total = None
         for data, offsets in chunk_shards:
-            stats = em_e_step(pieces, counts, data, offsets, settings)
+            stats = em_e_step(pieces, counts, data, offsets, settings, with_pairs=True)
             total = stats if total is None else total + stats
         if total is None:
             break
