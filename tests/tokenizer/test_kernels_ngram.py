@@ -210,3 +210,20 @@ def test_expected_counts_match_enumeration(extra, texts):
             reference[p] += v
     for p, v in zip(pieces, expected_counts):
         assert v == pytest.approx(reference.get(p, 0.0), rel=1e-9, abs=1e-9)
+
+
+@given(pieces_strategy, st.lists(st.binary(max_size=10), max_size=6))
+@settings(**SETTINGS)
+def test_adjacent_pair_counts_match_reference(extra, texts):
+    alphabet = bytes(sorted(set(b"".join(texts)) | set(b"".join(extra))))
+    model, pieces = _piece_model(extra, alphabet)
+    scores = {p: float(s) for p, s in zip(pieces, model.scores)}
+    index = {p: i for i, p in enumerate(pieces)}
+    data, offsets = pack_texts(texts)
+    counts, (keys, pair_counts) = model.viterbi_counts_and_pairs(data, offsets)
+    expected = Counter()
+    for t in texts:
+        segmentation = R.piece_viterbi_reference(t, scores)
+        expected.update((index[a] << 32) | index[b] for a, b in zip(segmentation, segmentation[1:]))
+    assert dict(zip(keys.tolist(), pair_counts.tolist())) == dict(expected)
+    assert keys.tolist() == sorted(expected)
