@@ -14,6 +14,11 @@ What is measured (best of ``--repeats``; the machine's load is printed and store
   reading, encoding, writing, commit) to ``_SUCCESS``. A warm-up job first starts the Python workers and loads the
   Numba cache, which a long job pays once.
 
+The machine is shared, so wall-clock ratios swing with other work; the script also records the CPU seconds of
+each system's whole process tree (for Spark: driver, JVM, Python daemon and workers). ``encoder CPU / job CPU`` is
+the load-independent form of the first target: with both cores busy, a job whose CPU is at most 1/0.7 of the
+one-thread encoder's reaches 70% of twice its throughput.
+
 The model is a SentencePiece unigram model trained with the lossless settings (identity normalizer, byte fallback,
 no whitespace changes) on the first 14 MB of en.train, loaded by both sides. Targets: Parquet->Parquet on local[2]
 at least 70% of twice the one-thread encoder, and at least 3x the sentencepiece loop. Results go to
@@ -53,6 +58,63 @@ def sentencepiece_model(args) -> str:
         os.replace(tmp + ".model", prefix + ".model")
         os.replace(tmp + ".vocab", prefix + ".vocab")
     return prefix + ".model"
+
+
+class TreeCpu:
+    """CPU seconds (user + system) spent by this process and all its descendants (the Spark JVM, the Python daemon
+    and workers) between ``start`` and ``stop``: the tree is sampled every ``interval`` seconds and each process
+    counts from its first to its last sample (from zero if it started during the run), so workers that exit
+    mid-run still count (up to their last sample)."""
+
+    def __init__(self, interval: float = 0.2):
+        import threading
+
+        self.interval, self.stop_event = interval, threading.Event()
+        self.baseline: dict = {}
+        self.last: dict = {}
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    @staticmethod
+    def _sample() -> dict:
+        import psutil
+
+        root = psutil.Process()
+        values = {}
+        for process in [root] + root.children(recursive=True):
+            try:
+                times = process.cpu_times()
+                values[(process.pid, process.create_time())] = times.user + times.system
+            except psutil.Error:
+                continue
+        return values
+
+    def _loop(self) -> None:
+        while not self.stop_event.wait(self.interval):
+            self.last.update(self._sample())
+
+    def start(self) -> "TreeCpu":
+        self.baseline = self._sample()
+        self.last = dict(self.baseline)
+        self.thread.start()
+        return self
+
+    def stop(self) -> float:
+        self.stop_event.set()
+        self.thread.join()
+        self.last.update(self._sample())
+        return sum(value - self.baseline.get(key, 0.0) for key, value in self.last.items())
+
+
+def cpu_measured(function):
+    """Wrap ``function`` so that each call records its process-tree CPU seconds in ``wrapper.cpu`` (best = min)."""
+    def wrapper():
+        meter = TreeCpu().start()
+        try:
+            return function()
+        finally:
+            wrapper.cpu = min(wrapper.cpu, meter.stop())
+    wrapper.cpu = float("inf")
+    return wrapper
 
 
 def parquet_lake(lines: list[str], directory: str, files: int) -> str:
@@ -98,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         lines = lines[:args.rows]
     total_bytes = sum(len(line.encode()) for line in lines)
     print(f"{args.corpus}.train: {len(lines):,} rows, {total_bytes / 1e6:.1f} MB; {common.load_text()}", flush=True)
+    load_before = common.load_average()
     model_path = sentencepiece_model(args)
     lake = parquet_lake(lines, os.path.join(args.work, f"tokenize-{args.corpus}-{len(lines)}-parquet"), args.files)
 
@@ -137,8 +200,10 @@ def main(argv: list[str] | None = None) -> int:
 
     tokens = len(encoder().values)
     # Interleaved (encoder, loop, job, job, encoder, ...) so that load changes on a shared machine hit all alike.
-    best = common.interleaved_best({"encoder": encoder, "sentencepiece": spm_loop, "parquet": spark_job("parquet"),
-                                    "megatron": spark_job("megatron")}, args.repeats)
+    systems = {"encoder": cpu_measured(encoder), "sentencepiece": cpu_measured(spm_loop),
+               "parquet": cpu_measured(spark_job("parquet")), "megatron": cpu_measured(spark_job("megatron"))}
+    best = common.interleaved_best(systems, args.repeats)
+    cpu = {name: function.cpu for name, function in systems.items()}
     spark.stop()
     one_thread_s, spm_s = best["encoder"], best["sentencepiece"]
     spark_runs = {}
@@ -146,26 +211,35 @@ def main(argv: list[str] | None = None) -> int:
         summary = summaries[output_format]
         assert summary["documents"] == len(lines) and summary["tokens"] == tokens, "lost or changed documents"
         spark_runs[output_format] = {"seconds": summary["seconds"], "wall_seconds": best[output_format],
-                                     "partitions": summary["partitions"],
+                                     "cpu_seconds": cpu[output_format], "partitions": summary["partitions"],
                                      "encode_seconds_total": summary["encode_seconds_total"]}
 
     mb = total_bytes / 1e6
     one_thread = mb / one_thread_s
     spm_rate = mb / spm_s
-    rows = [["encoder, 1 thread (in memory)", one_thread_s, one_thread, 1.0, one_thread / spm_rate],
-            ["sentencepiece loop, 1 thread (in memory)", spm_s, spm_rate, spm_rate / one_thread, 1.0]]
+    rows = [["encoder, 1 thread (in memory)", one_thread_s, one_thread, 1.0, one_thread / spm_rate,
+             cpu["encoder"], 1.0],
+            ["sentencepiece loop, 1 thread (in memory)", spm_s, spm_rate, spm_rate / one_thread, 1.0,
+             cpu["sentencepiece"], cpu["encoder"] / cpu["sentencepiece"]]]
     for output_format, run in spark_runs.items():
         rate = mb / run["seconds"]
         run["mb_per_s"] = rate
+        run["cpu_efficiency"] = cpu["encoder"] / run["cpu_seconds"]
         rows.append([f"spark local[2] parquet->{output_format}", run["seconds"], rate, rate / one_thread,
-                     rate / spm_rate])
-    table = common.markdown_table(["system", "seconds", "MB/s", "x encoder 1 thread", "x sentencepiece loop"], rows)
+                     rate / spm_rate, run["cpu_seconds"], run["cpu_efficiency"]])
+    table = common.markdown_table(["system", "seconds", "MB/s", "x encoder 1 thread", "x sentencepiece loop",
+                                   "CPU s", "encoder CPU / CPU"], rows)
     pq_rate = spark_runs["parquet"]["mb_per_s"]
     targets = [
         {"target": "parquet->parquet >= 70% of 2 x one-thread encoder", "value": pq_rate / (2 * one_thread),
          "needed": 0.7, "met": pq_rate >= 0.7 * 2 * one_thread},
         {"target": "parquet->parquet >= 3x sentencepiece loop", "value": pq_rate / spm_rate, "needed": 3.0,
          "met": pq_rate >= 3 * spm_rate},
+        # Load-independent view of the first target: with both cores busy, the job reaches 70% of 2x one thread
+        # when its whole process tree (JVM, Python workers, driver) spends at most 1/0.7 of the encoder's CPU.
+        {"target": "parquet->parquet CPU efficiency (encoder CPU / job CPU) >= 0.7",
+         "value": spark_runs["parquet"]["cpu_efficiency"], "needed": 0.7,
+         "met": spark_runs["parquet"]["cpu_efficiency"] >= 0.7},
     ]
     print()
     print(table)
@@ -176,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     path = common.write_results(args.output, {
         "corpus": args.corpus, "rows": len(lines), "bytes": total_bytes, "tokens": tokens,
         "model": os.path.basename(model_path), "identical_ids_sample": [same_ids, len(sample)],
-        "one_thread_s": one_thread_s, "sentencepiece_loop_s": spm_s, "spark": spark_runs,
+        "one_thread_s": one_thread_s, "sentencepiece_loop_s": spm_s, "cpu_seconds": cpu, "spark": spark_runs,
+        "load_before": load_before,
         "targets": targets, "table": table, "load_after": common.load_average(),
     })
     print(f"wrote {path}")
