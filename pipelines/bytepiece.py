@@ -249,7 +249,8 @@ def reduce_pieces(documents, lm, settings: bp.TrainSettings,
 
 # ---------------------------------------------------------------------------------------------- EM refinement
 def em_partition(model_broadcast, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES) -> Callable:
-    """``mapInArrow`` function of one EM E-step: one row per partition with the statistics vector's bytes."""
+    """``mapInArrow`` function of one EM E-step: one row per partition holding its
+    :class:`~tokenizer.trainers.bytepiece.EStepStatistics` (piece statistics and adjacent-pair counts) as bytes."""
 
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
@@ -258,39 +259,40 @@ def em_partition(model_broadcast, settings: bp.TrainSettings, shard_bytes: int =
         total = None
         for data, offsets in iter_shards(batches, shard_bytes):
             chunk_data, chunk_offsets = bp.chunk_texts(data, offsets, settings)
-            stats = bp.em_e_step(pieces, counts, chunk_data, chunk_offsets, settings)
+            stats = bp.em_e_step(pieces, counts, chunk_data, chunk_offsets, settings, with_pairs=True)
             total = stats if total is None else total + stats
         if total is not None:
-            blob = np.ascontiguousarray(total).tobytes()
-            yield pa.RecordBatch.from_arrays([pa.array([blob], pa.binary()), pa.array([str(total.dtype)])],
-                                             names=["stats", "dtype"])
+            yield pa.RecordBatch.from_arrays([pa.array([total.to_bytes()], pa.binary())], names=["stats"])
 
     return run
 
 
 def refine_em_spark(documents, pieces: list[bytes], counts: np.ndarray, settings: bp.TrainSettings,
-                    shard_bytes: int = SHARD_BYTES) -> tuple[list[bytes], np.ndarray]:
-    """``settings.refine_em_rounds`` EM rounds: E-step per partition, statistics summed on the driver, M-step.
+                    capacity: int | None = None, shard_bytes: int = SHARD_BYTES) -> tuple[list[bytes], np.ndarray]:
+    """``settings.refine_em_rounds`` EM rounds, the distributed twin of
+    :func:`tokenizer.trainers.bytepiece.refine_em`: E-step per partition, statistics summed on the driver, M-step
+    (every round but the last also fills free slots up to ``capacity`` pieces with frequent adjacent pairs).
 
     Viterbi statistics are integers (exact for any partitioning); ``expected`` ones are float64 sums whose last
     bits can depend on the partitioning (the M-step rounds them to integers).
     """
     spark = documents.sparkSession
     counts = np.asarray(counts, np.int64)
-    for _ in range(settings.refine_em_rounds):
+    capacity = len(pieces) if capacity is None else capacity
+    rounds = settings.refine_em_rounds
+    for r in range(rounds):
         model_broadcast = spark.sparkContext.broadcast((pieces, counts))
         try:
-            rows = documents.mapInArrow(em_partition(model_broadcast, settings, shard_bytes),
-                                        "stats binary, dtype string").collect()
+            rows = documents.mapInArrow(em_partition(model_broadcast, settings, shard_bytes), "stats binary").collect()
         finally:
             model_broadcast.unpersist()
         if not rows:
             break
         total = None
-        for row in sorted(rows, key=lambda r: bytes(r["stats"])):
-            stats = np.frombuffer(bytes(row["stats"]), dtype=np.dtype(row["dtype"]))
-            total = stats.copy() if total is None else total + stats
-        pieces, counts = bp.em_m_step(pieces, total)
+        for blob in sorted(bytes(row["stats"]) for row in rows):
+            stats = bp.EStepStatistics.from_bytes(blob)
+            total = stats if total is None else total + stats
+        pieces, counts = bp.em_m_step(pieces, total, settings, capacity, add_pieces=r < rounds - 1)
     return pieces, counts
 
 
@@ -364,7 +366,8 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
             started = time.perf_counter()
 
             def refine(kept=kept, kept_counts=kept_counts):
-                return refine_em_spark(documents, kept, kept_counts, settings, shard_bytes)
+                return refine_em_spark(documents, kept, kept_counts, settings,
+                                       vocab_size - len(settings.special_tokens), shard_bytes)
 
             (kept, kept_counts), resumed = work.run(f"refine_em_{vocab_size}", refine, "pieces")
             stage(f"refine_em_{vocab_size}", started, resumed, pieces=len(kept))

@@ -64,7 +64,7 @@ def test_iter_shards_groups_batches_without_losing_bytes():
 @pytest.mark.parametrize("settings", [
     TrainSettings(order=4, min_count=3, vocab_sizes=(420, 300)),
     TrainSettings(order=6, min_count=2, max_piece_length=8, isolate_digits=True, vocab_sizes=(360,),
-                  refine_em_rounds=1),
+                  refine_em_rounds=3),
 ], ids=["two-sizes", "digits-em"])
 def test_models_identical_for_any_partitioning_and_equal_to_local(spark, settings):
     lines = sample_corpus()
