@@ -41,7 +41,8 @@ def shardpiece_command(inputs: list[str], output: str, vocab_size: int, master: 
     command = [SHARDPIECE] if os.path.isfile(SHARDPIECE) else [common.PYTHON, "-m", "jobs.cli"]
     return command + ["train", "--algorithm", "bytepiece", "--input", *inputs, "--vocab-size", str(vocab_size),
                       "--output", output, "--order", str(s["order"]), "--min-count", str(s["min_count"]),
-                      "--normalization", s["normalization"], "--master", master, "--holdout-fraction", "0"]
+                      "--normalization", s["normalization"], "--master", master, "--holdout-fraction", "0",
+                      "--no-resume"]  # time every stage: never load stages a previous run left in the work dir
 
 
 def train_shardpiece_measured(inputs: list[str], output: str, vocab_size: int, master: str) -> common.Measured:
