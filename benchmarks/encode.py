@@ -127,13 +127,15 @@ def bench_corpus(name: str, args, results: dict) -> dict:
         if seconds:
             print(f"[{name}] trained sentencepiece unigram ({variant}) in {seconds:.1f} s", flush=True)
         models[f"sp-{variant}"] = prefix + ".model"
-    bp_train, bp_train_bytes = common.capped_train_file(args.corpora, name, work, args.bytepiece_train_bytes)
-    bp_path = common.bytepiece_model_path(work, name, bp_train_bytes, args.vocab_size)
-    if not os.path.isfile(bp_path):
-        print(f"[{name}] training bytepiece on {bp_train_bytes:,} bytes (2 workers) ...", flush=True)
-        run = common.train_bytepiece_measured(bp_train, bp_path, 2, args.vocab_size, log_path=bp_path + ".log")
-        print(f"[{name}]   {run.seconds:.1f} s", flush=True)
-    models["bytepiece"] = bp_path
+    bp_train_bytes = 0
+    if not args.skip_bytepiece:
+        bp_train, bp_train_bytes = common.capped_train_file(args.corpora, name, work, args.bytepiece_train_bytes)
+        bp_path = common.bytepiece_model_path(work, name, bp_train_bytes, args.vocab_size)
+        if not os.path.isfile(bp_path):
+            print(f"[{name}] training bytepiece on {bp_train_bytes:,} bytes (2 workers) ...", flush=True)
+            run = common.train_bytepiece_measured(bp_train, bp_path, 2, args.vocab_size, log_path=bp_path + ".log")
+            print(f"[{name}]   {run.seconds:.1f} s", flush=True)
+        models["bytepiece"] = bp_path
     record["models"] = {k: {"path": v} for k, v in models.items()}
     record["sentencepiece_train_bytes"] = sp_train_bytes
     record["bytepiece_train_bytes"] = bp_train_bytes
@@ -293,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="sentencepiece's input_sentence_size (lines sampled)")
     parser.add_argument("--bytepiece-train-bytes", type=int, default=common.DEFAULT_TRAIN_BYTES,
                         help="train bytepiece on this many bytes of NAME.train.txt (default %(default)s)")
+    parser.add_argument("--skip-bytepiece", action="store_true", help="no bytepiece model (nor its training)")
     parser.add_argument("--test-bytes", type=int, default=0, help="use only the first N bytes of the test lines")
     parser.add_argument("--no-compile", dest="compile", action="store_false",
                         help="skip the Numba compile-time measurement")
