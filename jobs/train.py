@@ -42,6 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "eval_documents": 2000,
 }
 _WORK_DIR_NAME = ".shardpiece-work"
+_EVAL_BYTES = 8 << 20  # text the driver encodes to measure bytes per token (document prefixes beyond it are cut)
 _SETTINGS_KEYS = ("order", "min_count", "max_piece_length", "normalization", "isolate_digits", "ensure_unicode",
                   "special_tokens", "refine_em_rounds", "refine_em_mode")
 
@@ -236,12 +237,19 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
 
     started = time.perf_counter()
     limit = int(options["eval_documents"])
-    sample = held_out.limit(limit).collect() if held_out is not None else []
+    # At most _EVAL_BYTES per document and in all reach the driver (a corpus can be one line of hundreds of MB).
+    capped = F.expr(f"substring(text, 1, {_EVAL_BYTES})").alias("text")
+    sample = held_out.select(capped).limit(limit).collect() if held_out is not None else []
     sample_kind = "held-out documents"
     if not sample:
-        sample = training.limit(limit).collect()
+        sample = training.select(capped).limit(limit).collect()
         sample_kind = "training documents (nothing held out)"
-    texts = [bytes(row["text"]) for row in sample]
+    texts, budget = [], _EVAL_BYTES
+    for row in sample:
+        if budget <= 0:
+            break
+        texts.append(bytes(row["text"])[:budget])
+        budget -= len(texts[-1])
     evaluation = {size: bytes_per_token(paths[size], texts) for size in paths}
     eval_seconds = time.perf_counter() - started
     corpus.raw.unpersist()

@@ -71,6 +71,7 @@ def write_file_atomic(path: str, data: bytes, what: str = "output") -> None:
     try:
         os.makedirs(directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600 files; outputs are meant to be read by others (workers, users)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
