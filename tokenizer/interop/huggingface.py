@@ -186,7 +186,19 @@ def _pattern_of(pre: Any, source: str) -> str | None:
 
 
 def model_from_tokenizer_json(obj: dict, source: str = "<tokenizer.json>") -> Model:
-    """A :class:`Model` from a parsed ``tokenizer.json`` (see the module docstring for what is supported)."""
+    """A :class:`Model` from a parsed ``tokenizer.json`` (see the module docstring for what is supported).
+
+    Every refusal raises :class:`ModelFileError` naming the file as a Hugging Face tokenizer.json and the feature.
+    """
+    try:
+        return _model_from_tokenizer_json(obj, source)
+    except ModelFileError as exc:
+        if exc.problem.startswith("Hugging Face"):
+            raise
+        raise ModelFileError(source, f"Hugging Face tokenizer.json: {exc.problem}") from None
+
+
+def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
     normalizer = obj.get("normalizer")
     names = {None: "identity", "NFC": "nfc", "NFKC": "nfkc"}
     kind = normalizer.get("type") if isinstance(normalizer, dict) else None
