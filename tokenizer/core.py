@@ -427,44 +427,52 @@ class Tokenizer:
         return pa.LargeListArray.from_arrays(pa.array(out_offsets), values, mask=mask)
 
     def _encode_packed(self, data, offsets, valid, num_threads, bos, eos):
-        """Encode packed texts; returns ``(ids int32, offsets int32 or int64)``, offsets starting at 0."""
+        """Encode packed texts; returns ``(ids int32, offsets int32 or int64)``, offsets starting at 0.
+
+        With several threads, each takes a contiguous range of documents of about equal byte size and both
+        normalizes and encodes it (the Numba kernels release the GIL); the ranges' ids are then concatenated.
+        """
         n = len(offsets) - 1
-        if not self.normalizer.is_identity:
-            data, offsets = self.normalizer.normalize_batch(data, np.asarray(offsets, dtype=np.int64))
-        compiled = self.compiled
         if n == 0:
             return np.zeros(0, np.int32), np.zeros(1, np.int32)
+        self.compiled  # build the arrays once, before any thread needs them
         total_bytes = int(offsets[-1]) - int(offsets[0])
-        extra = (bos >= 0) + (eos >= 0)
-        capacity = total_bytes + extra * n
-        offset_dtype = np.int32 if capacity < 2**31 - 1 else np.int64
         threads = num_threads or os.cpu_count() or 1
         threads = max(1, min(threads, n, total_bytes // _MIN_BYTES_PER_THREAD + 1))
-        out_ids = np.empty(max(capacity, 1), dtype=np.int32)
-        out_offsets = np.empty(n + 1, dtype=offset_dtype)
         if threads == 1:
-            total = compiled.encode_range(data, offsets, valid, 0, n, bos, eos, out_ids, out_offsets)
+            ids, out_offsets = self._encode_documents(data, offsets, valid, 0, n, bos, eos)
         else:
-            # Contiguous document ranges of about equal byte size; each writes its own region of out_ids.
             targets = offsets[0] + np.arange(1, threads) * (total_bytes / threads)
             cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets[:-1], targets), [n]]).astype(np.int64))
             ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
-            starts = [int(offsets[b] - offsets[0]) + extra * b for b, _ in ranges]
-            parts = [np.empty(e - b + 1, dtype=offset_dtype) for b, e in ranges]
-
-            def run(k):
-                b, e = ranges[k]
-                return compiled.encode_range(data, offsets, valid, b, e, bos, eos, out_ids[starts[k]:], parts[k])
-
             with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
-                counts = list(pool.map(run, range(len(ranges))))
-            total = 0
+                parts = list(pool.map(
+                    lambda r: self._encode_documents(data, offsets, valid, r[0], r[1], bos, eos), ranges))
+            ids = np.concatenate([part_ids for part_ids, _ in parts])
+            out_offsets = np.empty(n + 1, dtype=np.int64)
             out_offsets[0] = 0
-            for k, (b, e) in enumerate(ranges):
-                if starts[k] != total:
-                    out_ids[total:total + counts[k]] = out_ids[starts[k]:starts[k] + counts[k]].copy()
-                out_offsets[b + 1:e + 1] = parts[k][1:] + total
-                total += counts[k]
+            shift = 0
+            for (b, e), (part_ids, part_offsets) in zip(ranges, parts):
+                out_offsets[b + 1:e + 1] = part_offsets[1:] + shift
+                shift += len(part_ids)
+        if len(ids) < 2**31 - 1:
+            out_offsets = out_offsets.astype(np.int32)
+        return ids, out_offsets
+
+    def _encode_documents(self, data, offsets, valid, doc_begin, doc_end, bos, eos):
+        """Normalize and encode documents ``doc_begin .. doc_end - 1``; returns ``(ids int32, offsets int64)``
+        with offsets relative to this range (starting at 0)."""
+        count = doc_end - doc_begin
+        range_offsets = np.asarray(offsets[doc_begin:doc_end + 1], dtype=np.int64)
+        range_valid = valid[doc_begin:doc_end] if valid.shape[0] else valid
+        if not self.normalizer.is_identity:
+            data, range_offsets = self.normalizer.normalize_batch(data, range_offsets)
+        extra = (bos >= 0) + (eos >= 0)
+        capacity = int(range_offsets[-1] - range_offsets[0]) + extra * count
+        out_ids = np.empty(max(capacity, 1), dtype=np.int32)
+        out_offsets = np.empty(count + 1, dtype=np.int64)
+        total = self.compiled.encode_range(data, range_offsets, range_valid, 0, count, bos, eos, out_ids,
+                                           out_offsets)
         ids = out_ids[:total]
         if out_ids.shape[0] > 2 * total + 4096:  # release the over-allocation (ids are ~1/4 of the bytes)
             ids = ids.copy()
