@@ -389,14 +389,11 @@ class Tokenizer:
         if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple)):
             raise TypeError(f"encode_batch accepts a list of str/bytes or a pyarrow string/binary array, not "
                             f"{type(texts).__name__}; for one text use encode()")
-        blobs = [self._to_bytes(t) for t in texts]
-        offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in blobs], out=offsets[1:])
-        data = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+        data, offsets = _pack_texts(texts, self._to_bytes)
         ids, out_offsets = self._encode_packed(data, offsets, _ALL_VALID, num_threads, bos, eos)
         flat = ids.tolist()
         bounds = out_offsets.tolist()
-        return [flat[bounds[i]:bounds[i + 1]] for i in range(len(blobs))]
+        return [flat[a:b] for a, b in zip(bounds, bounds[1:])]
 
     def _encode_arrow(self, pa, array, num_threads, bos, eos):
         kind = array.type
@@ -539,6 +536,29 @@ def _as_id_list(ids) -> list:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
             raise InvalidIdError(f"ids must be integers, got {i!r} ({type(i).__name__})")
     return [int(i) for i in ids]
+
+
+def _pack_texts(texts, to_bytes) -> tuple[np.ndarray, np.ndarray]:
+    """A list of str/bytes packed Arrow-style: ``(data uint8, offsets int64 (n + 1))``.
+
+    pyarrow's C conversion does the common case (str encoded as UTF-8, bytes-like kept); anything it refuses or
+    turns into a null (None, a number, an unpaired surrogate) goes through ``to_bytes``, which names the problem.
+    """
+    import pyarrow as pa
+
+    try:
+        array = pa.array(texts, type=pa.large_binary())
+    except (pa.ArrowException, TypeError, ValueError):
+        array = None
+    if array is None or array.null_count:
+        blobs = [to_bytes(t) for t in texts]
+        offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in blobs], out=offsets[1:])
+        return np.frombuffer(b"".join(blobs), dtype=np.uint8), offsets
+    _, offsets_buffer, data_buffer = array.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[:len(array) + 1]
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    return data, offsets
 
 
 def _pyarrow_if_loaded():
