@@ -25,7 +25,8 @@ import sys
 import time
 from typing import Any, Callable
 
-from tokenizer.errors import ConfigError, ShardpieceError
+from jobs.training import evaluation_sample, exit_code_of, model_paths, split_holdout
+from tokenizer.errors import ConfigError
 
 DEFAULTS: dict[str, Any] = {
     "algorithm": "bytepiece",
@@ -42,7 +43,6 @@ DEFAULTS: dict[str, Any] = {
     "eval_documents": 2000,
 }
 _WORK_DIR_NAME = ".shardpiece-work"
-_EVAL_BYTES = 8 << 20  # text the driver encodes to measure bytes per token (document prefixes beyond it are cut)
 _SETTINGS_KEYS = ("order", "min_count", "max_piece_length", "normalization", "isolate_digits", "ensure_unicode",
                   "special_tokens", "refine_em_rounds", "refine_em_mode")
 
@@ -131,14 +131,6 @@ def train_settings(options: dict[str, Any]):
     return TrainSettings(vocab_sizes=tuple(int(v) for v in options["vocab_size"]), **kwargs).validate()
 
 
-def model_paths(output: str, vocab_sizes: list[int]) -> tuple[dict[int, str], str]:
-    """``({vocab_size: model path}, manifest path)`` for an ``--output``."""
-    if len(vocab_sizes) == 1:
-        return {int(vocab_sizes[0]): output}, output + ".manifest.json"
-    return ({int(v): os.path.join(output, f"bytepiece-{int(v)}.model") for v in vocab_sizes},
-            os.path.join(output, "manifest.json"))
-
-
 def config_path(output: str, vocab_sizes: list[int]) -> str:
     """Where the resolved config goes: ``OUTPUT.config.yaml`` (one size) or ``OUTPUT/config.yaml``."""
     return output + ".config.yaml" if len(vocab_sizes) == 1 else os.path.join(output, "config.yaml")
@@ -162,7 +154,6 @@ def resolved_config(options: dict[str, Any]) -> dict[str, Any]:
 
 def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Train with resolved options; returns the manifest (also written beside the model)."""
-    from pyspark.sql import functions as F
 
     from jobs.config import dump_config
     from jobs.evaluate import bytes_per_token
@@ -177,8 +168,6 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
     options = resolved_config(options)
     paths, manifest_path = model_paths(options["output"], list(settings.vocab_sizes))
     resolved_path = config_path(options["output"], list(settings.vocab_sizes))
-    if len(paths) > 1 and os.path.isfile(options["output"]):
-        raise ConfigError(f"--output {options['output']} is a file, but several vocab sizes need a directory")
     wall = time.perf_counter()
     started = time.perf_counter()
     spark = build_session(options.get("master"), app_name="shardpiece-train",
@@ -221,11 +210,7 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
         )
     documents = corpus.documents
     holdout = float(options["holdout_fraction"])
-    if holdout > 0:
-        bucket = F.pmod(F.xxhash64("text"), F.lit(1_000_000)) < F.lit(int(round(holdout * 1_000_000)))
-        training, held_out = documents.where(~bucket), documents.where(bucket)
-    else:
-        training, held_out = documents, None
+    training, held_out = split_holdout(documents, holdout)
 
     result = train_bytepiece(training, settings, progress=progress,
                              provenance={"holdout_fraction": holdout} if holdout > 0 else None, workdir=work)
@@ -236,20 +221,7 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
     write_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
-    limit = int(options["eval_documents"])
-    # At most _EVAL_BYTES per document and in all reach the driver (a corpus can be one line of hundreds of MB).
-    capped = F.expr(f"substring(text, 1, {_EVAL_BYTES})").alias("text")
-    sample = held_out.select(capped).limit(limit).collect() if held_out is not None else []
-    sample_kind = "held-out documents"
-    if not sample:
-        sample = training.select(capped).limit(limit).collect()
-        sample_kind = "training documents (nothing held out)"
-    texts, budget = [], _EVAL_BYTES
-    for row in sample:
-        if budget <= 0:
-            break
-        texts.append(bytes(row["text"])[:budget])
-        budget -= len(texts[-1])
+    texts, sample_kind = evaluation_sample(training, held_out, int(options["eval_documents"]))
     evaluation = {size: bytes_per_token(paths[size], texts) for size in paths}
     eval_seconds = time.perf_counter() - started
     corpus.raw.unpersist()
@@ -334,21 +306,18 @@ def main(argv: list[str] | None = None) -> int:
         return bpe_main(argv)
     args = build_parser().parse_args(argv)
     progress = (lambda message: None) if args.quiet else (lambda message: print(message, flush=True))
-    try:
+    outcome = {}
+
+    def body() -> int:
         options = resolve_options(args)
         train_settings(options)  # fail on bad settings before starting Spark
-        manifest = run(options, progress=progress)
-    except ShardpieceError as exc:
-        print(f"shardpiece train: error: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # an error inside a Spark task arrives wrapped in JVM/Python tracebacks
-        from pipelines.session import task_error_message
+        outcome["manifest"] = run(options, progress=progress)
+        return 0
 
-        message = task_error_message(exc)
-        if message is None:
-            raise
-        print(f"shardpiece train: error in a Spark task: {message}", file=sys.stderr)
-        return 1
+    code = exit_code_of(body)
+    if code:
+        return code
+    manifest = outcome["manifest"]
     print(format_summary(manifest), flush=True)
     return 0
 

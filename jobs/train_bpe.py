@@ -21,7 +21,8 @@ import sys
 import time
 from typing import Any, Callable
 
-from tokenizer.errors import ConfigError, ShardpieceError
+from jobs.training import evaluation_sample, exit_code_of, model_paths, split_holdout
+from tokenizer.errors import ConfigError
 
 
 def wants_bpe(argv: list[str]) -> bool:
@@ -79,8 +80,6 @@ def settings_from(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> dict[str, Any]:
-    from pyspark.sql import functions as F
-
     from jobs.evaluate import bytes_per_token
     from pipelines.bpe import train_bpe_spark
     from pipelines.readers import read_corpus
@@ -89,15 +88,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
 
     settings = settings_from(args)  # fail before Spark starts
     sizes = sorted(settings.vocab_sizes)
-    if len(sizes) == 1:
-        paths, manifest_path = {sizes[0]: args.output}, args.output + ".manifest.json"
-    else:
-        if os.path.isfile(args.output):
-            raise ConfigError(f"--output {args.output} is a file, but several vocab sizes need a directory")
-        paths = {s: os.path.join(args.output, f"bpe-{s}.model") for s in sizes}
-        manifest_path = os.path.join(args.output, "manifest.json")
-    if not 0.0 <= args.holdout_fraction <= 0.5:
-        raise ConfigError(f"--holdout-fraction {args.holdout_fraction} is outside 0..0.5")
+    paths, manifest_path = model_paths(args.output, sizes, "bpe")
     if args.partitions is not None and args.partitions < 1:
         raise ConfigError(f"--partitions {args.partitions}: use 1 or more")
     wall = time.perf_counter()
@@ -107,21 +98,12 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     corpus = read_corpus(spark, args.input, input_format=args.input_format, text_column=args.text_column,
                          partitions=args.partitions)
     documents = corpus.documents
-    if args.holdout_fraction > 0:
-        bucket = F.pmod(F.xxhash64("text"), F.lit(1_000_000)) < F.lit(int(round(args.holdout_fraction * 1_000_000)))
-        training, held_out = documents.where(~bucket), documents.where(bucket)
-    else:
-        training, held_out = documents, None
+    training, held_out = split_holdout(documents, args.holdout_fraction)
     result = train_bpe_spark(training, settings, provenance={"holdout_fraction": args.holdout_fraction},
                              progress=progress)
     for size in sizes:
         write_atomic(paths[size], result.models[size].to_bytes())
-    sample = held_out.limit(args.eval_documents).collect() if held_out is not None else []
-    sample_kind = "held-out documents"
-    if not sample:
-        sample = training.limit(args.eval_documents).collect()
-        sample_kind = "training documents (nothing held out)"
-    texts = [bytes(row["text"]) for row in sample]
+    texts, sample_kind = evaluation_sample(training, held_out, args.eval_documents)
     manifest = {
         "command": "shardpiece train --algorithm bpe",
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -147,19 +129,16 @@ def main(argv: list[str] | None = None) -> int:
         argv = argv[1:]
     args = build_parser().parse_args(argv)
     progress = (lambda message: None) if args.quiet else (lambda message: print(message, flush=True))
-    try:
-        manifest = run(args, progress)
-    except ShardpieceError as exc:
-        print(f"shardpiece train: error: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:
-        from pipelines.session import task_error_message
+    outcome = {}
 
-        message = task_error_message(exc)
-        if message is None:
-            raise
-        print(f"shardpiece train: error in a Spark task: {message}", file=sys.stderr)
-        return 1
+    def body() -> int:
+        outcome["manifest"] = run(args, progress)
+        return 0
+
+    code = exit_code_of(body)
+    if code:
+        return code
+    manifest = outcome["manifest"]
     for size, info in manifest["models"].items():
         evaluation = info["evaluation"]
         print(f"model {size}: vocab size {info['vocab_size']:,}, {evaluation.get('bytes_per_token')} bytes/token "

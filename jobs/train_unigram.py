@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from tokenizer.errors import ConfigError, ShardpieceError
+from jobs.training import evaluation_sample, exit_code_of, model_paths, split_holdout
 
 
 def wants_unigram(argv: list[str]) -> bool:
@@ -115,8 +115,6 @@ def settings_from(args: argparse.Namespace, vocab_size: int):
 
 
 def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> dict[str, Any]:
-    from pyspark.sql import functions as F
-
     from jobs.evaluate import bytes_per_token
     from pipelines.readers import read_corpus
     from pipelines.session import build_session
@@ -125,15 +123,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
 
     sizes = [int(v) for v in args.vocab_size]
     all_settings = {size: settings_from(args, size) for size in sizes}  # fail before Spark starts
-    if len(sizes) == 1:
-        paths, manifest_path = {sizes[0]: args.output}, args.output + ".manifest.json"
-    else:
-        if os.path.isfile(args.output):
-            raise ConfigError(f"--output {args.output} is a file, but several vocab sizes need a directory")
-        paths = {s: os.path.join(args.output, f"unigram-{s}.model") for s in sizes}
-        manifest_path = os.path.join(args.output, "manifest.json")
-    if not 0.0 <= args.holdout_fraction <= 0.5:
-        raise ConfigError(f"--holdout-fraction {args.holdout_fraction} is outside 0..0.5")
+    paths, manifest_path = model_paths(args.output, sizes, "unigram")
     wall = time.perf_counter()
     spark = build_session(args.master, app_name="shardpiece-train-unigram", driver_memory=args.driver_memory,
                           shuffle_partitions=args.partitions)
@@ -141,11 +131,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     corpus = read_corpus(spark, args.input, input_format=args.input_format, text_column=args.text_column,
                          partitions=args.partitions)
     documents = corpus.documents
-    if args.holdout_fraction > 0:
-        bucket = F.pmod(F.xxhash64("text"), F.lit(1_000_000)) < F.lit(int(round(args.holdout_fraction * 1_000_000)))
-        training, held_out = documents.where(~bucket), documents.where(bucket)
-    else:
-        training, held_out = documents, None
+    training, held_out = split_holdout(documents, args.holdout_fraction)
     results = {}
     for size in sizes:
         result = train_unigram(training, all_settings[size], estep=args.estep, partitions=args.partitions,
@@ -154,12 +140,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
                                progress=progress)
         write_atomic(paths[size], result.model.to_bytes())
         results[size] = result
-    sample = held_out.limit(args.eval_documents).collect() if held_out is not None else []
-    sample_kind = "held-out documents"
-    if not sample:
-        sample = training.limit(args.eval_documents).collect()
-        sample_kind = "training documents (nothing held out)"
-    texts = [bytes(row["text"]) for row in sample]
+    texts, sample_kind = evaluation_sample(training, held_out, args.eval_documents)
     manifest = {
         "command": "shardpiece train --algorithm unigram",
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -188,19 +169,16 @@ def main(argv: list[str] | None = None) -> int:
         argv = argv[1:]
     args = build_parser().parse_args(argv)
     progress = (lambda message: None) if args.quiet else (lambda message: print(message, flush=True))
-    try:
-        manifest = run(args, progress)
-    except ShardpieceError as exc:
-        print(f"shardpiece train: error: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:
-        from pipelines.session import task_error_message
+    outcome = {}
 
-        message = task_error_message(exc)
-        if message is None:
-            raise
-        print(f"shardpiece train: error in a Spark task: {message}", file=sys.stderr)
-        return 1
+    def body() -> int:
+        outcome["manifest"] = run(args, progress)
+        return 0
+
+    code = exit_code_of(body)
+    if code:
+        return code
+    manifest = outcome["manifest"]
     for size, info in manifest["models"].items():
         evaluation = info["evaluation"]
         print(f"model {size}: vocab size {info['vocab_size']:,}, {evaluation.get('bytes_per_token')} bytes/token "

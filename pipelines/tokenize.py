@@ -209,7 +209,7 @@ def classify_rows(batch: pa.RecordBatch, policy: str, max_bytes: int, where: str
         row = int(np.argmax(any_bad))
         kind = next(k for k, mask in bad_masks.items() if mask[row])
         detail = {
-            "null": f"has no text (null, or no field/column named as --text-column)",
+            "null": "has no text (null, or no field/column named as --text-column)",
             "malformed": "is not a JSON object",
             "invalid_utf8": "is not valid UTF-8",
             "too_large": f"is {lengths[row]:,} bytes, over max_document_bytes={max_bytes:,}",

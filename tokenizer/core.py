@@ -22,7 +22,7 @@ import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 import numpy as np
 

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from jobs.config import load_config, validate_config
-from jobs.train import build_parser, main, model_paths, resolve_options
+from jobs.train import build_parser, main, resolve_options
+from jobs.training import model_paths
 from pipelines.bytepiece import multiset_fingerprint
 from tokenizer.errors import ConfigError
 from tokenizer.model import Model

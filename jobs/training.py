@@ -1,0 +1,80 @@
+"""Pieces every ``shardpiece train`` algorithm shares: output paths, the held-out split, the evaluation sample and
+the exit-code convention. The jobs themselves (``jobs/train.py`` for BytePiece, ``jobs/train_unigram.py``,
+``jobs/train_bpe.py``) stay thin: options, a session, the pipeline, the manifest.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Callable
+
+from tokenizer.errors import ConfigError, ShardpieceError
+
+EVAL_BYTES = 8 << 20  # text the driver encodes to measure bytes per token (document prefixes beyond it are cut)
+
+
+def model_paths(output: str, vocab_sizes: list[int], prefix: str = "bytepiece") -> tuple[dict[int, str], str]:
+    """``({vocab_size: model path}, manifest path)`` for an ``--output``: the file itself for one size, else
+    ``OUTPUT/PREFIX-SIZE.model`` files and ``OUTPUT/manifest.json``.
+
+    >>> model_paths("m.model", [300])
+    ({300: 'm.model'}, 'm.model.manifest.json')
+    """
+    if len(vocab_sizes) == 1:
+        return {int(vocab_sizes[0]): output}, output + ".manifest.json"
+    if os.path.isfile(output):
+        raise ConfigError(f"--output {output} is a file, but several vocab sizes need a directory")
+    return ({int(v): os.path.join(output, f"{prefix}-{int(v)}.model") for v in vocab_sizes},
+            os.path.join(output, "manifest.json"))
+
+
+def split_holdout(documents, fraction: float):
+    """``(training, held_out or None)``: documents whose content hash falls in ``fraction`` are held out (the same
+    documents on every run and for any partitioning)."""
+    from pyspark.sql import functions as F
+
+    if not 0.0 <= fraction <= 0.5:
+        raise ConfigError(f"--holdout-fraction {fraction} is outside 0..0.5")
+    if fraction <= 0:
+        return documents, None
+    bucket = F.pmod(F.xxhash64("text"), F.lit(1_000_000)) < F.lit(int(round(fraction * 1_000_000)))
+    return documents.where(~bucket), documents.where(bucket)
+
+
+def evaluation_sample(training, held_out, limit: int) -> tuple[list[bytes], str]:
+    """Up to ``limit`` documents (at most :data:`EVAL_BYTES` of text in all, so one huge line cannot flood the
+    driver) to measure bytes per token on: held-out ones, or training ones when nothing is held out."""
+    from pyspark.sql import functions as F
+
+    capped = F.expr(f"substring(text, 1, {EVAL_BYTES})").alias("text")
+    sample = held_out.select(capped).limit(limit).collect() if held_out is not None else []
+    kind = "held-out documents"
+    if not sample:
+        sample = training.select(capped).limit(limit).collect()
+        kind = "training documents (nothing held out)"
+    texts, budget = [], EVAL_BYTES
+    for row in sample:
+        if budget <= 0:
+            break
+        texts.append(bytes(row["text"])[:budget])
+        budget -= len(texts[-1])
+    return texts, kind
+
+
+def exit_code_of(run: Callable[[], int], command: str = "shardpiece train") -> int:
+    """Run a job body: 2 for a :class:`ShardpieceError` (bad input or settings), 1 for an error inside a Spark task
+    (its useful line printed, not the JVM trace); anything else propagates."""
+    try:
+        return run()
+    except ShardpieceError as exc:
+        print(f"{command}: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # an error inside a Spark task arrives wrapped in JVM/Python tracebacks
+        from pipelines.session import task_error_message
+
+        message = task_error_message(exc)
+        if message is None:
+            raise
+        print(f"{command}: error in a Spark task: {message}", file=sys.stderr)
+        return 1
