@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from jobs.training import evaluation_sample, exit_code_of, model_paths, split_holdout
+from jobs.training import algorithm_job_main, evaluation_sample, model_paths, split_holdout
 from tokenizer.errors import ConfigError
 
 
@@ -124,27 +124,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "train":
-        argv = argv[1:]
-    args = build_parser().parse_args(argv)
-    progress = (lambda message: None) if args.quiet else (lambda message: print(message, flush=True))
-    outcome = {}
-
-    def body() -> int:
-        outcome["manifest"] = run(args, progress)
-        return 0
-
-    code = exit_code_of(body)
-    if code:
-        return code
-    manifest = outcome["manifest"]
-    for size, info in manifest["models"].items():
-        evaluation = info["evaluation"]
-        print(f"model {size}: vocab size {info['vocab_size']:,}, {evaluation.get('bytes_per_token')} bytes/token "
-              f"on {evaluation['documents']:,} {evaluation['sample']}; {info['path']}")
-    print(f"total {manifest['seconds_total']:.1f} s; manifest {manifest['manifest_path']}", flush=True)
-    return 0
+    return algorithm_job_main(argv, build_parser, run)
 
 
 if __name__ == "__main__":

@@ -78,3 +78,29 @@ def exit_code_of(run: Callable[[], int], command: str = "shardpiece train") -> i
             raise
         print(f"{command}: error in a Spark task: {message}", file=sys.stderr)
         return 1
+
+
+def algorithm_job_main(argv: list[str] | None, build_parser, run) -> int:
+    """``main`` of a per-algorithm training job (unigram, BPE): parse, run (exit codes as :func:`exit_code_of`),
+    print one line per model and the total."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "train":
+        argv = argv[1:]
+    args = build_parser().parse_args(argv)
+    progress = (lambda message: None) if args.quiet else (lambda message: print(message, flush=True))
+    outcome = {}
+
+    def body() -> int:
+        outcome["manifest"] = run(args, progress)
+        return 0
+
+    code = exit_code_of(body)
+    if code:
+        return code
+    manifest = outcome["manifest"]
+    for size, info in manifest["models"].items():
+        evaluation = info["evaluation"]
+        print(f"model {size}: vocab size {info['vocab_size']:,}, {evaluation.get('bytes_per_token')} bytes/token "
+              f"on {evaluation['documents']:,} {evaluation['sample']}; {info['path']}")
+    print(f"total {manifest['seconds_total']:.1f} s; manifest {manifest['manifest_path']}", flush=True)
+    return 0

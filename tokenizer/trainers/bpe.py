@@ -45,6 +45,7 @@ from tokenizer.errors import ConfigError, InputError
 from tokenizer.kernels import bpe_train as K
 from tokenizer.kernels import pretokenize as P
 from tokenizer.model import Model
+from tokenizer.trainers.bytepiece import pack_texts  # noqa: F401  (re-exported: count_chunks(*pack_texts(...)))
 
 PRETOKENIZERS = ("byte_level", "sentencepiece")
 SPACE_SYMBOL = "\u2581".encode()
@@ -122,20 +123,6 @@ def _as_packed(data, offsets) -> tuple[np.ndarray, np.ndarray]:
             np.diff(offsets) < 0):
         raise InputError(f"offsets must be 1-d, rising from >= 0 to <= len(data) = {len(data)}")
     return data, offsets
-
-
-def pack_texts(texts: Iterable[bytes | str]) -> tuple[np.ndarray, np.ndarray]:
-    """Pack texts Arrow-style: ``pack_texts([b"ab", "c"]) -> (uint8 [97, 98, 99], int64 [0, 2, 3])``."""
-    blobs = []
-    for i, text in enumerate(texts):
-        if isinstance(text, str):
-            text = text.encode("utf-8", errors="surrogatepass")
-        elif not isinstance(text, (bytes, bytearray, memoryview)):
-            raise InputError(f"text {i} is a {type(text).__name__}: pass str or bytes")
-        blobs.append(bytes(text))
-    offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in blobs], out=offsets[1:])
-    return np.frombuffer(b"".join(blobs), dtype=np.uint8).copy(), offsets
 
 
 def escape_spaces(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
