@@ -1,0 +1,239 @@
+"""BPE side by side on one corpus: training (shardpiece's Spark job vs Hugging Face tokenizers vs sentencepiece
+BPE), bytes per token of each model on the test lines, and one-thread encoding speed (shardpiece vs tiktoken vs
+Hugging Face tokenizers on the same merges).
+
+    .venv/bin/python benchmarks/bpe.py                                  # en, first 13 MB of en.train.txt
+    .venv/bin/python benchmarks/bpe.py --corpus en --train-bytes 500000 # a quick check
+
+1. Training, each in its own subprocess, with wall time, CPU seconds and peak memory of the process tree, all at
+   ``--vocab-size`` (default 32000):
+   - ``shardpiece train --algorithm bpe --pretokenizer byte_level --pattern gpt2 --master local[2]
+     --holdout-fraction 0`` (Spark start-up, reading and the manifest's evaluation included);
+   - tokenizers' ``BpeTrainer`` with the ByteLevel pre-tokenizer (GPT-2 regex, no prefix space), the 256-byte
+     initial alphabet, the same three special tokens and min_frequency 2, ``RAYON_NUM_THREADS=2``;
+   - sentencepiece BPE, lossless settings: identity normalizer, byte_fallback, remove_extra_whitespaces=false,
+     add_dummy_prefix=false, allow_whitespace_only_pieces=true, num_threads=2.
+2. Bytes per token on ``NAME.test400k.txt`` with each system's own model (shardpiece's via ``Tokenizer.load``).
+3. One-thread encoding of the test lines: shardpiece on its own model (``encode_batch`` of a pyarrow array), tiktoken
+   on the merges of the tokenizers-trained model (ranks: the 256 bytes, then the merges in order; GPT-2 ``pat_str``;
+   per-line ``encode_ordinary`` and ``encode_ordinary_batch(num_threads=1)``, the faster one counts),
+   shardpiece loading that same tokenizer.json, and tokenizers' ``encode_batch``; shardpiece's ids on the
+   tokenizer.json must equal tokenizers' on every line.
+
+Prints tables and writes ``benchmarks/results/bpe-NAME.json``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# one thread for tokenizers' encode_batch in this process (the training subprocesses set their own)
+os.environ["RAYON_NUM_THREADS"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# this folder holds a tokenize.py: keep it off the path so the standard library's tokenize module stays importable
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+
+from benchmarks import common  # noqa: E402
+
+GPT2_PAT_STR = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+SPECIAL_TOKENS = ("<pad>", "<s>", "</s>")
+SPARK_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
+
+HF_TRAIN_SCRIPT = r"""
+import os, sys
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+path, out, vocab = sys.argv[1], sys.argv[2], int(sys.argv[3])
+specials = sys.argv[4:]
+tok = Tokenizer(models.BPE())
+tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+tok.decoder = decoders.ByteLevel()
+trainer = trainers.BpeTrainer(vocab_size=vocab, min_frequency=2, special_tokens=specials, show_progress=False,
+                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+tok.train([path], trainer)
+tok.save(out + ".tmp")
+os.replace(out + ".tmp", out)
+"""
+
+SP_TRAIN_SCRIPT = r"""
+import sys
+import sentencepiece as spm
+path, prefix, vocab = sys.argv[1], sys.argv[2], int(sys.argv[3])
+spm.SentencePieceTrainer.train(input=path, model_prefix=prefix, model_type="bpe", vocab_size=vocab,
+                               normalization_rule_name="identity", byte_fallback=True,
+                               remove_extra_whitespaces=False, add_dummy_prefix=False,
+                               allow_whitespace_only_pieces=True, num_threads=2, minloglevel=2)
+"""
+
+
+def train_all(train_path: str, train_bytes: int, args: argparse.Namespace) -> tuple[dict, dict]:
+    """Train the three models (each in a measured subprocess); returns ``(paths, measured dicts)``."""
+    work = os.path.join(args.work, f"bpe-{args.corpus}-{train_bytes}b-v{args.vocab_size}")
+    os.makedirs(work, exist_ok=True)
+    paths = {"shardpiece": os.path.join(work, "shardpiece.model"),
+             "tokenizers": os.path.join(work, "tokenizers.json"),
+             "sentencepiece": os.path.join(work, "sentencepiece.model")}
+    commands = {
+        "shardpiece": ([common.PYTHON, "-m", "jobs.cli", "train", "--algorithm", "bpe", "--input", train_path,
+                        "--vocab-size", str(args.vocab_size), "--output", paths["shardpiece"],
+                        "--pretokenizer", "byte_level", "--pattern", "gpt2", "--master", args.master,
+                        "--holdout-fraction", "0"], SPARK_ENV),
+        "tokenizers": ([common.PYTHON, "-c", HF_TRAIN_SCRIPT, train_path, paths["tokenizers"],
+                        str(args.vocab_size), *SPECIAL_TOKENS], {"RAYON_NUM_THREADS": "2"}),
+        "sentencepiece": ([common.PYTHON, "-c", SP_TRAIN_SCRIPT, train_path, paths["sentencepiece"][:-len(".model")],
+                           str(args.vocab_size)], {}),
+    }
+    measured = {}
+    for name, (command, env) in commands.items():
+        print(f"training {name} ...", flush=True)
+        run = common.run_measured(command, env=env, cwd=common.REPO, log_path=os.path.join(work, f"{name}.log"))
+        if run.returncode != 0:
+            sys.exit(f"{name} training failed ({run.returncode}):\n{run.output_tail}")
+        print(f"  {run.seconds:.1f} s wall, {run.cpu_seconds:.1f} s CPU, peak {run.memory.peak_total_mib:.0f} MiB",
+              flush=True)
+        measured[name] = run.to_dict()
+    return paths, measured
+
+
+def tiktoken_from_tokenizer_json(path: str):
+    """A ``tiktoken.Encoding`` with the tokenizers model's merges: rank 0-255 the single bytes, then each merge's
+    result in merge order (a result already ranked keeps its first rank); GPT-2 ``pat_str``."""
+    import tiktoken
+
+    from tokenizer.interop.huggingface import decode_piece
+
+    with open(path, encoding="utf-8") as handle:
+        model = json.load(handle)["model"]
+    ranks: dict[bytes, int] = {bytes([b]): b for b in range(256)}
+    for merge in model["merges"]:
+        left, right = merge.split(" ") if isinstance(merge, str) else merge
+        ranks.setdefault(decode_piece(left) + decode_piece(right), len(ranks))
+    return tiktoken.Encoding(name="tokenizers-bpe", pat_str=GPT2_PAT_STR, mergeable_ranks=ranks, special_tokens={})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", default="en", choices=common.CORPORA)
+    parser.add_argument("--corpora", default=common.DEFAULT_CORPORA,
+                        help=f"directory of NAME.train/.test400k.txt (default {common.DEFAULT_CORPORA})")
+    parser.add_argument("--train-bytes", type=int, default=13_000_000,
+                        help="train on the first N bytes of NAME.train.txt, cut at a line end (default %(default)s)")
+    parser.add_argument("--work", default=common.DEFAULT_WORK, help="models and logs (default %(default)s)")
+    parser.add_argument("--vocab-size", type=int, default=32000)
+    parser.add_argument("--master", default="local[2]", help="shardpiece's Spark master (default %(default)s)")
+    parser.add_argument("--repeats", type=int, default=5, help="encode timings per system; the best counts")
+    parser.add_argument("--output", help="results/NAME.json (default bpe-CORPUS)")
+    args = parser.parse_args(argv)
+
+    import pyarrow as pa
+    import sentencepiece as spm
+    from tokenizers import Tokenizer as HfTokenizer
+
+    from tokenizer import Tokenizer
+
+    print(f"# bpe benchmark; {common.load_text()}", flush=True)
+    train_path, train_bytes = common.capped_train_file(args.corpora, args.corpus, args.work, args.train_bytes)
+    lines = common.read_lines(common.corpus_path(args.corpora, args.corpus, "test400k"))
+    nbytes = sum(len(line.encode("utf-8")) for line in lines)
+    results: dict = {"command": " ".join([os.path.relpath(sys.argv[0], common.REPO)] + sys.argv[1:]),
+                     "settings": vars(args), "corpus": args.corpus, "train_path": train_path,
+                     "train_bytes": train_bytes, "test_lines": len(lines), "test_bytes": nbytes}
+
+    # ---- 1. training
+    paths, trained = train_all(train_path, train_bytes, args)
+    results["training"] = trained
+
+    # ---- 2. bytes per token, each with its own model
+    ours = Tokenizer.load(paths["shardpiece"])
+    ours_on_hf = Tokenizer.load(paths["tokenizers"])
+    hf = HfTokenizer.from_file(paths["tokenizers"])
+    sp = spm.SentencePieceProcessor(model_file=paths["sentencepiece"])
+    tik = tiktoken_from_tokenizer_json(paths["tokenizers"])
+    arrow = pa.array(lines, type=pa.string())
+    ours.encode_batch(lines[:50], num_threads=1)  # compile / load the Numba cache
+    ours_on_hf.encode_batch(lines[:50], num_threads=1)
+
+    ours_ids = ours.encode_batch(lines, num_threads=1)
+    hf_ids = [e.ids for e in hf.encode_batch(lines, add_special_tokens=False)]
+    sp_ids = sp.encode(lines, num_threads=1)
+    ours_on_hf_ids = ours_on_hf.encode_batch(arrow, num_threads=1).to_pylist()
+    tik_ids = tik.encode_ordinary_batch(lines, num_threads=1)
+    tokens = {"shardpiece": sum(map(len, ours_ids)), "tokenizers": sum(map(len, hf_ids)),
+              "sentencepiece": sum(map(len, sp_ids))}
+    bytes_per_token = {k: round(nbytes / max(1, v), 4) for k, v in tokens.items()}
+    mismatched = [i for i, (a, b) in enumerate(zip(ours_on_hf_ids, hf_ids)) if a != b]
+    check = {"lines": len(lines), "id_mismatches_shardpiece_on_tokenizers_json_vs_tokenizers": len(mismatched),
+             "tiktoken_tokens": sum(map(len, tik_ids)), "tokenizers_tokens": tokens["tokenizers"],
+             "shardpiece_on_tokenizers_json_tokens": sum(map(len, ours_on_hf_ids)),
+             "shardpiece_vocab_size": ours.vocab_size, "tokenizers_vocab_size": hf.get_vocab_size(),
+             "sentencepiece_vocab_size": sp.get_piece_size(), "tiktoken_ranks": tik.n_vocab}
+    if mismatched:
+        first = mismatched[0]
+        check["first_mismatch"] = {"line": first, "text": lines[first][:200], "shardpiece": ours_on_hf_ids[first][:40],
+                                   "tokenizers": hf_ids[first][:40]}
+    results["tokens"], results["bytes_per_token"], results["checks"] = tokens, bytes_per_token, check
+
+    # ---- 3. one-thread encoding speed
+    systems = {
+        "shardpiece (own model, arrow, 1t)": lambda: ours.encode_batch(arrow, num_threads=1),
+        "shardpiece (tokenizers.json, arrow, 1t)": lambda: ours_on_hf.encode_batch(arrow, num_threads=1),
+        "tiktoken (tokenizers' merges, per-line encode_ordinary)": lambda: [tik.encode_ordinary(x) for x in lines],
+        "tiktoken (tokenizers' merges, encode_ordinary_batch 1t)": lambda: tik.encode_ordinary_batch(lines,
+                                                                                                   num_threads=1),
+        "tokenizers encode_batch (RAYON_NUM_THREADS=1)": lambda: hf.encode_batch(lines, add_special_tokens=False),
+    }
+    load_before = common.load_average()
+    best = common.interleaved_best(systems, args.repeats)
+    results["encode_load_before"], results["encode_load_after"] = load_before, common.load_average()
+    mbps = {k: nbytes / v / 1e6 for k, v in best.items()}
+    results["encode_seconds_best"] = {k: round(v, 5) for k, v in best.items()}
+    results["encode_mb_per_s"] = {k: round(v, 3) for k, v in mbps.items()}
+
+    names = list(systems)
+    tiktoken_best = max(mbps[names[2]], mbps[names[3]])  # tiktoken's faster one-thread path
+    ratios = {
+        "shardpiece on tokenizers.json / tiktoken (its faster path)": common.ratio(mbps[names[1]], tiktoken_best),
+        "shardpiece on tokenizers.json / tokenizers": common.ratio(mbps[names[1]], mbps[names[4]]),
+        "shardpiece own model / tiktoken (its faster path)": common.ratio(mbps[names[0]], tiktoken_best),
+    }
+    results["encode_ratios"] = {k: round(v, 3) for k, v in ratios.items()}
+    t = trained
+    results["targets"] = [
+        {"target": "shardpiece BPE bytes/token >= sentencepiece BPE's",
+         "value": f"{bytes_per_token['shardpiece']} vs {bytes_per_token['sentencepiece']}",
+         "met": bytes_per_token["shardpiece"] >= bytes_per_token["sentencepiece"]},
+        {"target": "shardpiece training wall time <= tokenizers' (same corpus, same pre-tokenization)",
+         "value": f"{t['shardpiece']['seconds']} s vs {t['tokenizers']['seconds']} s",
+         "met": t["shardpiece"]["seconds"] <= t["tokenizers"]["seconds"]},
+        {"target": "shardpiece encoding an imported byte-level BPE >= tiktoken's speed",
+         "value": round(ratios["shardpiece on tokenizers.json / tiktoken (its faster path)"], 3),
+         "met": ratios["shardpiece on tokenizers.json / tiktoken (its faster path)"] >= 1.0},
+        {"target": "shardpiece's ids on tokenizers.json == tokenizers' on every line",
+         "value": f"{len(lines) - len(mismatched)}/{len(lines)}", "met": not mismatched},
+    ]
+
+    print(f"\n## {args.corpus}: train {train_bytes:,} bytes; test {len(lines):,} lines, {nbytes:,} bytes; "
+          f"{common.load_text()}\n")
+    print(common.markdown_table(
+        ["system", "train wall s", "train CPU s", "peak MiB (tree)", "vocab", "test tokens", "bytes/token"],
+        [(k, t[k]["seconds"], t[k]["cpu_seconds"], t[k]["memory"]["peak_total_mib"],
+          check[f"{k}_vocab_size"], tokens[k], bytes_per_token[k]) for k in ("shardpiece", "tokenizers",
+                                                                             "sentencepiece")]))
+    print()
+    print(common.markdown_table(["encode, one thread", "MB/s", "best s"], [(k, mbps[k], best[k]) for k in systems]))
+    print()
+    print(common.markdown_table(["ratio", "value"], list(ratios.items())))
+    print()
+    print(common.markdown_table(["target", "value", "met"],
+                                [(x["target"], x["value"], "yes" if x["met"] else "NO") for x in results["targets"]]))
+    path = common.write_results(args.output or f"bpe-{args.corpus}", results)
+    print(f"\nwrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
