@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from jobs.training import evaluation_sample, exit_code_of, model_paths, split_holdout
+from jobs.training import evaluation_sample, exit_code_of, model_paths, requested_algorithm, split_holdout
 from tokenizer.errors import ConfigError
 
 DEFAULTS: dict[str, Any] = {
@@ -296,13 +296,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "train":
         argv = argv[1:]
-    from jobs.train_unigram import main as unigram_main, wants_unigram
+    algorithm = requested_algorithm(argv)
+    if algorithm == "unigram":  # SentencePiece's unigram trainer has its own options (jobs/train_unigram.py)
+        from jobs.train_unigram import main as unigram_main
 
-    if wants_unigram(argv):  # SentencePiece's unigram trainer has its own options (jobs/train_unigram.py)
         return unigram_main(argv)
-    from jobs.train_bpe import main as bpe_main, wants_bpe
+    if algorithm == "bpe":  # BPE has its own options (jobs/train_bpe.py)
+        from jobs.train_bpe import main as bpe_main
 
-    if wants_bpe(argv):  # BPE has its own options (jobs/train_bpe.py)
         return bpe_main(argv)
     args = build_parser().parse_args(argv)
     progress = (lambda message: None) if args.quiet else (lambda message: print(message, flush=True))

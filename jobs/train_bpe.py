@@ -25,26 +25,6 @@ from jobs.training import algorithm_job_main, evaluation_sample, model_paths, sp
 from tokenizer.errors import ConfigError
 
 
-def wants_bpe(argv: list[str]) -> bool:
-    """Whether a ``shardpiece train`` command line asks for ``--algorithm bpe`` (on the line or in ``--config``)."""
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--algorithm")
-    pre.add_argument("--config")
-    known, _ = pre.parse_known_args(argv)
-    if known.algorithm is not None:
-        return known.algorithm == "bpe"
-    if known.config:
-        try:
-            import yaml
-
-            with open(known.config, encoding="utf-8") as handle:
-                data = yaml.safe_load(handle) or {}
-            return isinstance(data, dict) and data.get("algorithm") == "bpe"
-        except (OSError, ValueError):
-            return False
-    return False
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shardpiece train --algorithm bpe",
                                      description="Train a BPE model with Spark (chunk counts) and Numba (merges).")

@@ -24,27 +24,6 @@ from typing import Any, Callable
 from jobs.training import algorithm_job_main, evaluation_sample, model_paths, split_holdout
 
 
-def wants_unigram(argv: list[str]) -> bool:
-    """Whether a ``shardpiece train`` command line asks for ``--algorithm unigram`` (on the line or in its
-    ``--config`` file)."""
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--algorithm")
-    pre.add_argument("--config")
-    known, _ = pre.parse_known_args(argv)
-    if known.algorithm is not None:
-        return known.algorithm == "unigram"
-    if known.config:
-        try:
-            import yaml
-
-            with open(known.config, encoding="utf-8") as handle:
-                data = yaml.safe_load(handle) or {}
-            return isinstance(data, dict) and data.get("algorithm") == "unigram"
-        except (OSError, ValueError):
-            return False
-    return False
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shardpiece train --algorithm unigram",
                                      description="Train a SentencePiece-style unigram model with Spark.")

@@ -80,6 +80,30 @@ def exit_code_of(run: Callable[[], int], command: str = "shardpiece train") -> i
         return 1
 
 
+def requested_algorithm(argv: list[str]) -> str | None:
+    """The ``--algorithm`` a ``shardpiece train`` command line asks for, on the line or in its ``--config`` file
+    (``None`` when neither says; an unreadable config is left for the job's own loader to report)."""
+    import argparse
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--algorithm")
+    pre.add_argument("--config")
+    known, _ = pre.parse_known_args(argv)
+    if known.algorithm is not None:
+        return known.algorithm
+    if known.config:
+        try:
+            import yaml
+
+            with open(known.config, encoding="utf-8") as handle:
+                data = yaml.safe_load(handle) or {}
+        except (OSError, ValueError):
+            return None
+        if isinstance(data, dict) and isinstance(data.get("algorithm"), str):
+            return data["algorithm"]
+    return None
+
+
 def algorithm_job_main(argv: list[str] | None, build_parser, run) -> int:
     """``main`` of a per-algorithm training job (unigram, BPE): parse, run (exit codes as :func:`exit_code_of`),
     print one line per model and the total."""

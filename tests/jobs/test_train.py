@@ -135,3 +135,14 @@ def test_local_cluster_gives_the_same_model_bytes(tmp_path):
         assert (output / f"bytepiece-{size}.model").read_bytes() == expected[size].to_bytes()
     manifest = json.loads((output / "manifest.json").read_text())
     assert manifest["spark_master"] == "local-cluster[2,1,1024]"
+
+
+def test_requested_algorithm_reads_the_flag_then_the_config(tmp_path):
+    from jobs.training import requested_algorithm
+
+    config = tmp_path / "bpe.yaml"
+    config.write_text("algorithm: bpe\nvocab_size: 300\n")
+    assert requested_algorithm(["--algorithm", "unigram", "--config", str(config)]) == "unigram"
+    assert requested_algorithm(["--config", str(config)]) == "bpe"
+    assert requested_algorithm(["--input", "x"]) is None
+    assert requested_algorithm(["--config", str(tmp_path / "missing.yaml")]) is None
