@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
+from tokenizer.kernels.unigram import log_add
 
 MAX_ORDER = 7
 NEG_INF = -np.inf
@@ -723,7 +724,7 @@ def piece_forward_backward_kernel(data, offsets, weights, edge_keys, edge_child,
                     break
                 p = node_piece[node]
                 if p >= 0:
-                    alpha[e] = _log_add(alpha[e], alpha[s] + piece_scores[p])
+                    alpha[e] = log_add(alpha[e], alpha[s] + piece_scores[p])
         if alpha[n] == NEG_INF:
             continue
         for s in range(n):
@@ -737,7 +738,7 @@ def piece_forward_backward_kernel(data, offsets, weights, edge_keys, edge_child,
                     break
                 p = node_piece[node]
                 if p >= 0:
-                    beta[s] = _log_add(beta[s], piece_scores[p] + beta[e])
+                    beta[s] = log_add(beta[s], piece_scores[p] + beta[e])
         z = alpha[n]
         w = weights[c]
         log_likelihood += w * z
@@ -753,14 +754,3 @@ def piece_forward_backward_kernel(data, offsets, weights, edge_keys, edge_child,
                 if p >= 0 and beta[e] != NEG_INF:
                     expected[p] += w * np.exp(alpha[s] + piece_scores[p] + beta[e] - z)
     return expected, log_likelihood
-
-
-@kernel
-def _log_add(x, y):
-    if x == NEG_INF:
-        return y
-    if y == NEG_INF:
-        return x
-    if x < y:
-        x, y = y, x
-    return x + np.log1p(np.exp(y - x))

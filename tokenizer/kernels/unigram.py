@@ -177,7 +177,8 @@ def viterbi_into(base, check, value, piece_score, byte_to_id, byte_mode, split_a
 
 
 @kernel
-def _log_add(a, b):
+def log_add(a, b):
+    """``log(exp(a) + exp(b))`` without overflow; ``-inf`` is the log of 0. ``log_add(0.0, 0.0)`` -> ``log(2)``."""
     if a == -np.inf:
         return b
     if b == -np.inf:
@@ -251,7 +252,7 @@ def sample_into(base, check, value, piece_score, byte_to_id, byte_mode, split_af
         for j in range(count):
             b = beta[edge_end[j]]
             if b != -np.inf:
-                total = _log_add(total, alpha * edge_score[j] + b)
+                total = log_add(total, alpha * edge_score[j] + b)
         beta[s] = total
     s = 0
     prev_unknown = False

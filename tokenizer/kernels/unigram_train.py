@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.unigram import utf8_char_length
+from tokenizer.kernels.unigram import log_add, utf8_char_length
 
 _HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 NEG_INF = -np.inf
@@ -117,17 +117,6 @@ def _edges_from(table_keys, table_child, node_value, piece_score, unk_score, max
     return n
 
 
-@kernel
-def _log_add(a, b):
-    if a == NEG_INF:
-        return b
-    if b == NEG_INF:
-        return a
-    if a > b:
-        return a + math.log1p(math.exp(b - a))
-    return b + math.log1p(math.exp(a - b))
-
-
 # ---------------------------------------------------------------------------------------------------- E-step
 @kernel
 def expected_counts(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode, data,
@@ -163,7 +152,7 @@ def expected_counts(table_keys, table_child, node_value, piece_score, unk_score,
                 n = _edges_from(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode,
                                 chunk, s, length, edge_end, edge_id, edge_score)
                 for e in range(n):
-                    alpha[edge_end[e]] = _log_add(alpha[edge_end[e]], alpha[s] + edge_score[e])
+                    alpha[edge_end[e]] = log_add(alpha[edge_end[e]], alpha[s] + edge_score[e])
             s += 1
         log_z = alpha[length]
         beta[length] = 0.0
@@ -179,7 +168,7 @@ def expected_counts(table_keys, table_child, node_value, piece_score, unk_score,
                 if b == NEG_INF:
                     continue
                 path = edge_score[e] + b
-                total = _log_add(total, path)
+                total = log_add(total, path)
                 pid = edge_id[e]
                 if pid >= 0:
                     marginal = math.exp(alpha[s] + path - log_z)
