@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 from typing import Any
 
@@ -28,6 +27,7 @@ import numpy as np
 
 from tokenizer._version import __version__
 from tokenizer.errors import ModelFileError
+from tokenizer.interop import read_json_file
 from tokenizer.model import Model, PieceType
 
 SPECIALS = (b"<pad>", b"<bos>", b"<eos>")
@@ -35,14 +35,7 @@ SPECIALS = (b"<pad>", b"<bos>", b"<eos>")
 
 def load_bytepiece(path: str | os.PathLike) -> Model:
     """Read BytePiece's model JSON at ``path`` (see the module docstring)."""
-    source = os.fspath(path)
-    try:
-        with open(source, "rb") as handle:
-            obj = json.loads(handle.read().decode("utf-8"))
-    except OSError as exc:
-        raise ModelFileError(source, f"cannot read the file: {exc.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFileError(source, f"not valid JSON ({exc}): is this a BytePiece model file?") from None
+    obj, source = read_json_file(path, ": is this a BytePiece model file?")
     return model_from_bytepiece_json(obj, source)
 
 

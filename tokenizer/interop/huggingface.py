@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from tokenizer.errors import ModelError, ModelFileError
+from tokenizer.interop import read_json_file
 from tokenizer.kernels.pretokenize import PATTERN_TEXT
 from tokenizer.model import Model, PieceType, write_atomic
 
@@ -284,12 +285,5 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
 
 
 def load_tokenizer_json(path: str | os.PathLike) -> Model:
-    source = os.fspath(path)
-    try:
-        with open(source, "rb") as handle:
-            obj = json.loads(handle.read().decode("utf-8"))
-    except OSError as exc:
-        raise ModelFileError(source, f"cannot read the file: {exc.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFileError(source, f"not valid JSON ({exc})") from None
+    obj, source = read_json_file(path)
     return model_from_tokenizer_json(obj, source)
