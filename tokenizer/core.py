@@ -54,7 +54,7 @@ def byte_piece_value(piece: bytes) -> int:
 class CompiledModel:
     """Numpy arrays the kernels need, derived from a :class:`Model` (never pickled; see module docstring).
 
-    Attributes: ``base``/``check``/``value`` (double array of NORMAL and USER_DEFINED pieces), ``piece_score``
+    Attributes: ``units`` (compact double array of NORMAL and USER_DEFINED pieces), ``piece_score``
     (unigram lattice scores, of ``score_dtype``), ``merge_score`` (float32, BPE priorities), ``is_user_defined`` (uint8),
     ``byte_to_id`` (int32[256]), ``byte_mode``, ``split_after_newlines``, ``unk_score`` (scalar of
     ``score_dtype``), ``score_dtype`` (float32, or float64 for models with exact log-count scores),
@@ -76,7 +76,7 @@ class CompiledModel:
                 raise ModelError(f"piece {k!r} appears twice (ids {seen[k]} and {i}): pieces must be distinct")
             seen[k] = i
         trie = DoubleArray.build(keys, ids)
-        self.base, self.check, self.value = trie.base, trie.check, trie.value
+        self.units = trie.units
         self.max_piece_length = max((len(k) for k in keys), default=1)
 
         scores32 = model.scores.astype(np.float32)
@@ -174,12 +174,12 @@ class CompiledModel:
                                                 out_offsets)
         if self.is_bpe:
             total, failed = self._bpe_batch(
-                self.base, self.check, self.value, self.merge_score, self.is_user_defined, self.byte_to_id,
+                self.units, self.merge_score, self.is_user_defined, self.byte_to_id,
                 self.byte_mode, self.unk_id, self.byte_fallback, self.has_user_defined, data, offsets, valid,
                 doc_begin, doc_end, bos_id, eos_id, self._rng_state, *buffers, out_ids, out_offsets)
         else:
             total, failed = self._unigram_batch(
-                self.base, self.check, self.value, self.piece_score, self.byte_to_id, self.byte_mode,
+                self.units, self.piece_score, self.byte_to_id, self.byte_mode,
                 self.split_after_newlines, self.unk_id, self.byte_fallback, self.unk_score, data, offsets, valid,
                 doc_begin, doc_end, bos_id, eos_id, *buffers, out_ids, out_offsets)
         if total < 0:
@@ -347,7 +347,7 @@ class Tokenizer:
                 raise InputError(f"dropout={dropout!r} must be a probability in [0, 1]")
             from tokenizer.kernels.bpe import bpe_into
 
-            total = bpe_into(compiled.base, compiled.check, compiled.value, compiled.merge_score,
+            total = bpe_into(compiled.units, compiled.merge_score,
                              compiled.is_user_defined, compiled.byte_to_id, compiled.byte_mode, compiled.unk_id,
                              compiled.byte_fallback, compiled.has_user_defined, p, rng, array, 0, n,
                              *compiled.work_buffers(n), out, 0)
@@ -360,7 +360,7 @@ class Tokenizer:
             from tokenizer.kernels.unigram import sample_into
 
             width = compiled.max_piece_length + 1
-            total = sample_into(compiled.base, compiled.check, compiled.value, compiled.piece_score,
+            total = sample_into(compiled.units, compiled.piece_score,
                                 compiled.byte_to_id, compiled.byte_mode, compiled.split_after_newlines,
                                 compiled.unk_id, compiled.byte_fallback, compiled.unk_score, a, rng, array, 0, n,
                                 np.empty(n + 1, np.float64), np.empty(n + 1, np.int32), np.empty(width, np.int32),

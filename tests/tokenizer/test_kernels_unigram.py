@@ -158,7 +158,7 @@ def test_sampling_distribution_is_exact():
     out = np.empty(4, np.int32)
     counter = Counter()
     for _ in range(draws):
-        n = sample_into(c.base, c.check, c.value, c.piece_score, c.byte_to_id, c.byte_mode, False, -1, False,
+        n = sample_into(c.units, c.piece_score, c.byte_to_id, c.byte_mode, False, -1, False,
                         c.unk_score, alpha, state, data, 0, 3, np.empty(4), np.empty(4, np.int32),
                         np.empty(8, np.int32), np.empty(8, np.int32), np.empty(8), out, 0)
         counter[tuple(out[:n].tolist())] += 1

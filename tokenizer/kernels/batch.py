@@ -22,7 +22,7 @@ from tokenizer.kernels.unigram import viterbi_into
 
 
 @kernel
-def unigram_batch(base, check, value, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
+def unigram_batch(units, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
                   byte_fallback, unk_score, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
                   best_score, best_start, best_id, path, out_ids, out_offsets):
     """Viterbi-encode documents ``doc_begin .. doc_end - 1``; work buffers sized for the longest document + 1."""
@@ -36,7 +36,7 @@ def unigram_batch(base, check, value, piece_score, byte_to_id, byte_mode, split_
         if bos_id >= 0:
             out_ids[pos] = bos_id
             pos += 1
-        pos = viterbi_into(base, check, value, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
+        pos = viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
                            byte_fallback, unk_score, data, offsets[i], offsets[i + 1], best_score, best_start,
                            best_id, path, out_ids, pos)
         if pos < 0:
@@ -49,7 +49,7 @@ def unigram_batch(base, check, value, piece_score, byte_to_id, byte_mode, split_
 
 
 @kernel
-def bpe_batch(base, check, value, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id, byte_fallback,
+def bpe_batch(units, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id, byte_fallback,
               has_user_defined, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, rng_state, sym_start,
               sym_len, sym_prev, sym_next, sym_frozen, heap_score, heap_left, heap_right, heap_size, out_ids,
               out_offsets):
@@ -64,7 +64,7 @@ def bpe_batch(base, check, value, merge_score, is_user_defined, byte_to_id, byte
         if bos_id >= 0:
             out_ids[pos] = bos_id
             pos += 1
-        pos = bpe_into(base, check, value, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id,
+        pos = bpe_into(units, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id,
                        byte_fallback, has_user_defined, 0.0, rng_state, data, offsets[i], offsets[i + 1],
                        sym_start, sym_len, sym_prev, sym_next, sym_frozen, heap_score, heap_left, heap_right,
                        heap_size, out_ids, pos)

@@ -23,7 +23,7 @@ Work buffers (int32 unless noted; ``n = end - start``): ``sym_start``, ``sym_len
 from __future__ import annotations
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.double_array import exact_match
+from tokenizer.kernels.double_array import exact_match, step, unit_value
 from tokenizer.kernels.random import next_float64
 from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node, utf8_char_length
 
@@ -82,20 +82,20 @@ def _pop(heap_score, heap_left, heap_right, heap_size, count):
 
 
 @kernel
-def _maybe_push(base, check, value, merge_score, data, start, left, right, sym_start, sym_len, sym_frozen,
+def _maybe_push(units, merge_score, data, start, left, right, sym_start, sym_len, sym_frozen,
                 heap_score, heap_left, heap_right, heap_size, count):
     if left < 0 or right < 0 or sym_frozen[left] or sym_frozen[right]:
         return count
     begin = start + sym_start[left]
     stop = start + sym_start[right] + sym_len[right]
-    piece = exact_match(base, check, value, data, begin, stop)
+    piece = exact_match(units, data, begin, stop)
     if piece < 0:
         return count
     return _push(heap_score, heap_left, heap_right, heap_size, count, merge_score[piece], left, right, stop - begin)
 
 
 @kernel
-def bpe_into(base, check, value, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id, byte_fallback,
+def bpe_into(units, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id, byte_fallback,
              has_user_defined, dropout, rng_state, data, start, end, sym_start, sym_len, sym_prev, sym_next,
              sym_frozen, heap_score, heap_left, heap_right, heap_size, out, pos):
     """BPE segmentation of ``data[start:end]``; writes ids at ``out[pos:]``, returns the new ``pos`` (or -1).
@@ -111,15 +111,14 @@ def bpe_into(base, check, value, merge_score, is_user_defined, byte_to_id, byte_
     while q < n:
         length = 0
         if has_user_defined:
-            state = 0
+            node = units[0]
             k = start + q
             while k < end:
-                t = base[state] + data[k]
-                if check[t] != state:
+                node = step(units, node, data[k])
+                if node < 0:
                     break
-                state = t
                 k += 1
-                piece = value[t]
+                piece = unit_value(units, node)
                 if piece >= 0 and is_user_defined[piece]:
                     length = k - start - q
         frozen = length > 0
@@ -135,7 +134,7 @@ def bpe_into(base, check, value, merge_score, is_user_defined, byte_to_id, byte_
     sym_next[count - 1] = -1
     heap_count = 0
     for i in range(1, count):
-        heap_count = _maybe_push(base, check, value, merge_score, data, start, i - 1, i, sym_start, sym_len,
+        heap_count = _maybe_push(units, merge_score, data, start, i - 1, i, sym_start, sym_len,
                                  sym_frozen, heap_score, heap_left, heap_right, heap_size, heap_count)
     while heap_count > 0:
         heap_count = _pop(heap_score, heap_left, heap_right, heap_size, heap_count)
@@ -154,16 +153,16 @@ def bpe_into(base, check, value, merge_score, is_user_defined, byte_to_id, byte_
         sym_next[left] = following
         if following >= 0:
             sym_prev[following] = left
-        heap_count = _maybe_push(base, check, value, merge_score, data, start, sym_prev[left], left, sym_start,
+        heap_count = _maybe_push(units, merge_score, data, start, sym_prev[left], left, sym_start,
                                  sym_len, sym_frozen, heap_score, heap_left, heap_right, heap_size, heap_count)
-        heap_count = _maybe_push(base, check, value, merge_score, data, start, left, following, sym_start,
+        heap_count = _maybe_push(units, merge_score, data, start, left, following, sym_start,
                                  sym_len, sym_frozen, heap_score, heap_left, heap_right, heap_size, heap_count)
     prev_unknown = False
     i = 0
     while i >= 0:
         begin = start + sym_start[i]
         stop = begin + sym_len[i]
-        piece = exact_match(base, check, value, data, begin, stop)
+        piece = exact_match(units, data, begin, stop)
         node = piece if piece >= 0 else UNKNOWN_NODE
         pos, prev_unknown = emit_node(node, data, begin, stop, unk_id, byte_fallback, byte_to_id, out, pos,
                                       prev_unknown)

@@ -115,12 +115,12 @@ def ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, s
 
 
 @kernel
-def ranked_bpe_batch(char_class, pattern, pair_keys, pair_merged, pair_rank, bits, byte_to_id, ignore_merges, base,
-                     check, value, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, sym, rank, out_ids,
+def ranked_bpe_batch(char_class, pattern, pair_keys, pair_merged, pair_rank, bits, byte_to_id, ignore_merges, units,
+                     data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, sym, rank, out_ids,
                      out_offsets):
     """Regex pre-split plus merge replay for documents ``doc_begin .. doc_end - 1`` (same contract as
     :func:`tokenizer.kernels.batch.bpe_batch`; ``pattern`` 0 = no pre-split). With ``ignore_merges`` a pre-token
-    that is itself a piece (double array ``base/check/value``) is emitted whole, as ``tokenizers`` does.
+    that is itself a piece (double array ``units``) is emitted whole, as ``tokenizers`` does.
     Returns ``(total ids, -1)``."""
     pos = 0
     out_offsets[0] = 0
@@ -137,7 +137,7 @@ def ranked_bpe_batch(char_class, pattern, pair_keys, pair_merged, pair_rank, bit
         while p < stop:
             q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
             if ignore_merges:
-                whole = exact_match(base, check, value, data, p, q)
+                whole = exact_match(units, data, p, q)
                 if whole >= 0:
                     out_ids[pos] = whole
                     pos += 1
@@ -154,7 +154,7 @@ def ranked_bpe_batch(char_class, pattern, pair_keys, pair_merged, pair_rank, bit
 
 
 @kernel
-def pretokenized_unigram_batch(char_class, pattern, base, check, value, piece_score, byte_to_id, byte_mode,
+def pretokenized_unigram_batch(char_class, pattern, units, piece_score, byte_to_id, byte_mode,
                                split_after_newlines, unk_id, byte_fallback, unk_score, data, offsets, valid,
                                doc_begin, doc_end, bos_id, eos_id, best_score, best_start, best_id, path, out_ids,
                                out_offsets):
@@ -174,7 +174,7 @@ def pretokenized_unigram_batch(char_class, pattern, base, check, value, piece_sc
         stop = offsets[i + 1]
         while p < stop:
             q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
-            pos = viterbi_into(base, check, value, piece_score, byte_to_id, byte_mode, split_after_newlines,
+            pos = viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines,
                                unk_id, byte_fallback, unk_score, data, p, q, best_score, best_start, best_id,
                                path, out_ids, pos)
             if pos < 0:
@@ -241,13 +241,13 @@ class ByteLevelEncoder:
         if self.is_bpe:
             total, failed = ranked_bpe_batch(
                 self.char_class, self.pattern, self.pair_keys, self.pair_merged, self.pair_rank, self.bits,
-                self.byte_to_id, self.ignore_merges, self.compiled.base, self.compiled.check, self.compiled.value,
+                self.byte_to_id, self.ignore_merges, self.compiled.units,
                 data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, np.empty(n, np.int32),
                 np.empty(n, np.int32), out_ids, out_offsets)
         else:
             c = self.compiled
             total, failed = pretokenized_unigram_batch(
-                self.char_class, max(self.pattern, 0), c.base, c.check, c.value, c.piece_score, c.byte_to_id,
+                self.char_class, max(self.pattern, 0), c.units, c.piece_score, c.byte_to_id,
                 c.byte_mode, c.split_after_newlines, c.unk_id, c.byte_fallback, c.unk_score, data, offsets, valid,
                 doc_begin, doc_end, bos_id, eos_id, *c.work_buffers(n - 1), out_ids, out_offsets)
         if total < 0:

@@ -1,24 +1,37 @@
-"""Double-array trie over byte strings: one array lookup per input byte (O(1) transitions).
+"""Double-array trie over byte strings in compact units: one array read per input byte (O(1) transitions).
 
-Layout (three int32 arrays of equal length, state 0 is the root)::
+Layout: ONE integer array ``units`` (int32, or int64 when a payload does not fit in 20 bits); slot 0 is the root.
+Each slot holds one unit::
 
-    t = base[s] + byte          # candidate next state
-    check[t] == s               # the transition exists iff this holds
-    value[t]                    # piece id stored at state t, or -1
+    bits 0..8   tag: the byte (0..255) that leads to this node, or NOT_A_TARGET (256) for a free slot, the root,
+                or a value slot; a lookup of byte c matches only a unit whose tag is c
+    bit  9      HAS_VALUE: a key ends at this node
+    bit  10     IS_LEAF: the node has no children; then the payload is the key's value
+    bits 11..   payload: the node's base (children of byte c at ``base + 1 + c``), or its value for a leaf
+
+An inner node that is also a key end keeps its value in the *value slot* ``base + 0`` (tag NOT_A_TARGET, payload
+= value), next to its children. Lookup of byte ``c`` from a non-leaf unit ``u``::
+
+    t = (u >> 11) + 1 + c;   child = units[t];   matched iff (child & 0x1FF) == c
+
+The tag alone proves the match because every node with children has a base of its own (no two nodes share a
+base): a slot ``t`` with tag ``c`` belongs to the one parent whose base is ``t - 1 - c``. The array is at least
+``max(base) + 257`` long, so ``base + 1 + c`` never indexes out of bounds, and every base is >= 1, so no child
+or value slot is slot 0. Leaves (most nodes) take no base at all; for a 32k-piece model this is about 4 bytes a
+slot and fewer slots than a base/check/value layout with one slot per node and 12 bytes a slot.
 
 Keys are inserted into an explicit trie (keys sorted, so each node's children are appended in label order), then
-the nodes are placed breadth-first at the first offset ``base`` where every child slot ``base + label`` is free.
-The arrays are at least ``max(base) + 256`` long, so ``base[s] + byte`` never indexes out of bounds.
+the nodes are placed breadth-first at the first base where the value slot (if any) and every child slot are free.
 
 Example (hand-checkable)::
 
     >>> da = DoubleArray.build([b"a", b"ab", b"b"], [7, 8, 9])
     >>> data = np.frombuffer(b"abc", dtype=np.uint8)
     >>> ids, lengths = np.empty(4, np.int32), np.empty(4, np.int32)
-    >>> n = common_prefix_search(da.base, da.check, da.value, data, 0, 3, ids, lengths)
+    >>> n = common_prefix_search(da.units, data, 0, 3, ids, lengths)
     >>> ids[:n].tolist(), lengths[:n].tolist()
     ([7, 8], [1, 2])
-    >>> int(exact_match(da.base, da.check, da.value, data, 1, 2))
+    >>> int(exact_match(da.units, data, 1, 2))
     9
 """
 
@@ -31,7 +44,14 @@ import numpy as np
 from tokenizer.kernels import kernel
 
 NO_VALUE = -1
-ROOT_CHECK = -2  # slot 0 holds the root; no transition may land there
+NO_NODE = -1          # what step() returns when no transition exists (every real unit is >= 0)
+TAG_MASK = 0x1FF
+NOT_A_TARGET = 0x100  # tag of free slots, the root and value slots: equal to no byte
+HAS_VALUE = 0x200
+IS_LEAF = 0x400
+PAYLOAD_SHIFT = 11
+GIVE_UP_AFTER = 200    # placement: a free slot that failed this often as a first slot is no longer tried first
+MAX_PAYLOAD_INT32 = (1 << (31 - PAYLOAD_SHIFT)) - 1  # 1_048_575: larger bases or values switch units to int64
 
 
 @kernel
@@ -79,133 +99,206 @@ def _build_trie(key_bytes, key_offsets, sorted_keys, key_values):
 
 @kernel
 def _place(label, first_child, next_sibling, node_value, n_nodes):
-    """Place the trie's nodes into base/check/value arrays (breadth first, first fit). Returns the three arrays.
+    """Choose a base for every node with children (breadth first, first fit, each base used once).
 
-    Free slots form a doubly linked list (``next_free``/``prev_free``, slot 0 is its head), so the first-fit
-    search visits free slots only. Every slot past the last used one is free and at least 257 of them exist.
+    Returns ``(slot_of_node int64[n_nodes], base_of_node int64[n_nodes] (-1 for leaves), size)``: node 0 sits in
+    slot 0; the children of a node with base ``b`` sit at ``b + 1 + label``, its value (if it has children and a
+    value) at ``b``. Free slots form a doubly linked list (``next_free``/``prev_free``, slot 0 is its head), so
+    the first-fit search visits free slots only; every slot past the last used one is free. A free slot that has
+    failed as the first slot of ``GIVE_UP_AFTER`` placements leaves that list (it stays free for other nodes'
+    children): without this, each placement would walk every hopeless hole left near the front (quadratic).
     """
-    capacity = 2 * n_nodes + 1024
-    base = np.zeros(capacity, np.int32)
-    check = np.full(capacity, -1, np.int32)
-    value = np.full(capacity, NO_VALUE, np.int32)
-    next_free = np.arange(1, capacity + 1).astype(np.int32)
-    prev_free = np.arange(-1, capacity - 1).astype(np.int32)
-    position = np.zeros(n_nodes, np.int32)
-    check[0] = ROOT_CHECK
-    queue = np.empty(n_nodes, np.int32)
+    capacity = n_nodes + 1024
+    used = np.zeros(capacity, np.uint8)
+    listed = np.ones(capacity, np.uint8)  # in the free list (free, and not given up on)
+    failures = np.zeros(capacity, np.uint8)
+    base_taken = np.zeros(capacity, np.uint8)
+    next_free = np.arange(1, capacity + 1).astype(np.int64)
+    prev_free = np.arange(-1, capacity - 1).astype(np.int64)
+    slot_of = np.zeros(n_nodes, np.int64)
+    base_of = np.full(n_nodes, -1, np.int64)
+    used[0] = 1
+    listed[0] = 0
+    next_free[0] = 1
+    prev_free[1] = 0
+    queue = np.empty(n_nodes, np.int64)
     queue[0] = 0
     head = 0
     tail = 1
-    max_used = 0
-    labels = np.empty(256, np.int32)
+    size = 1
+    need = np.empty(257, np.int64)  # slot offsets from the base: 0 for the value slot, 1 + label per child
     while head < tail:
         node = queue[head]
         head += 1
-        here = position[node]
         count = 0
+        if node != 0 and node_value[node] != NO_VALUE and first_child[node] >= 0:
+            need[0] = 0
+            count = 1
         child = first_child[node]
         while child >= 0:
-            labels[count] = label[child]
+            need[count] = 1 + np.int64(label[child])
             count += 1
             child = next_sibling[child]
-        if count == 0:
+        if first_child[node] < 0:
             continue
         p = next_free[0]
         b = 0
         while True:
-            if p + 257 > capacity:
+            if p + 258 > capacity:
                 grown = max(2 * capacity, p + 512)
-                new_base = np.zeros(grown, np.int32)
-                new_check = np.full(grown, -1, np.int32)
-                new_value = np.full(grown, NO_VALUE, np.int32)
-                new_next = np.arange(1, grown + 1).astype(np.int32)
-                new_prev = np.arange(-1, grown - 1).astype(np.int32)
-                new_base[:capacity] = base
-                new_check[:capacity] = check
-                new_value[:capacity] = value
+                new_used = np.zeros(grown, np.uint8)
+                new_listed = np.ones(grown, np.uint8)
+                new_failures = np.zeros(grown, np.uint8)
+                new_listed[:capacity] = listed
+                new_failures[:capacity] = failures
+                new_taken = np.zeros(grown, np.uint8)
+                new_next = np.arange(1, grown + 1).astype(np.int64)
+                new_prev = np.arange(-1, grown - 1).astype(np.int64)
+                new_used[:capacity] = used
+                new_taken[:capacity] = base_taken
                 new_next[:capacity] = next_free
                 new_prev[:capacity] = prev_free
-                base, check, value, capacity = new_base, new_check, new_value, grown
-                next_free, prev_free = new_next, new_prev
-            b = p - labels[0]
-            if b >= 1:
+                last_free = capacity - 1  # the free slot before the new ones (0, the list head, if none)
+                while last_free > 0 and (used[last_free] or not listed[last_free]):
+                    last_free -= 1
+                new_prev[capacity] = last_free
+                used, base_taken, next_free, prev_free, capacity = new_used, new_taken, new_next, new_prev, grown
+                listed, failures = new_listed, new_failures
+            b = p - need[0]
+            if b >= 1 and base_taken[b] == 0:
                 fits = True
                 for j in range(1, count):
-                    if check[b + labels[j]] != -1:
+                    if used[b + need[j]]:
                         fits = False
                         break
                 if fits:
                     break
-            p = next_free[p]
-        base[here] = b
-        child = first_child[node]
+            following = next_free[p]
+            failures[p] += 1
+            if failures[p] >= GIVE_UP_AFTER:
+                next_free[prev_free[p]] = following
+                prev_free[following] = prev_free[p]
+                listed[p] = 0
+            p = following
+        base_taken[b] = 1
+        base_of[node] = b
+        if b + 257 > size:
+            size = b + 257
         j = 0
+        if need[0] == 0:
+            j = 1
+        for k in range(count):
+            slot = b + need[k]
+            used[slot] = 1
+            if listed[slot]:
+                listed[slot] = 0
+                next_free[prev_free[slot]] = next_free[slot]
+                prev_free[next_free[slot]] = prev_free[slot]
+            if slot + 1 > size:
+                size = slot + 1
+        child = first_child[node]
         while child >= 0:
-            slot = b + labels[j]
-            check[slot] = here
-            value[slot] = node_value[child]
-            position[child] = slot
-            next_free[prev_free[slot]] = next_free[slot]
-            prev_free[next_free[slot]] = prev_free[slot]
-            if slot > max_used:
-                max_used = slot
+            slot_of[child] = b + need[j]
+            j += 1
             queue[tail] = child
             tail += 1
             child = next_sibling[child]
-            j += 1
-    size = max_used + 257
-    for s in range(capacity):
-        if base[s] + 257 > size:
-            size = base[s] + 257
-    return base[:size].copy(), check[:size].copy(), value[:size].copy()
+    if n_nodes == 1:
+        size = 257 + 1  # the root's base 0 (+ 1 + byte) must stay in bounds
+    return slot_of, base_of, size
 
 
 @kernel
-def common_prefix_search(base, check, value, data, start, end, out_ids, out_lengths):
+def _encode_units(units, label, first_child, node_value, n_nodes, slot_of, base_of):
+    """Write every node's unit (and value slot) into ``units`` (pre-filled with NOT_A_TARGET)."""
+    root_base = base_of[0] if base_of[0] >= 0 else 0
+    units[0] = NOT_A_TARGET | (root_base << PAYLOAD_SHIFT)
+    for node in range(1, n_nodes):
+        value = node_value[node]
+        tag = np.int64(label[node])
+        if first_child[node] < 0:  # a leaf: always a key end
+            units[slot_of[node]] = tag | HAS_VALUE | IS_LEAF | (np.int64(value) << PAYLOAD_SHIFT)
+        else:
+            b = base_of[node]
+            if value != NO_VALUE:
+                units[slot_of[node]] = tag | HAS_VALUE | (b << PAYLOAD_SHIFT)
+                units[b] = NOT_A_TARGET | (np.int64(value) << PAYLOAD_SHIFT)
+            else:
+                units[slot_of[node]] = tag | (b << PAYLOAD_SHIFT)
+
+
+@kernel
+def step(units, unit, byte):
+    """The unit reached from node ``unit`` by ``byte``, or NO_NODE (-1). ``unit`` is ``units[0]`` for the root."""
+    if unit & IS_LEAF:
+        return NO_NODE
+    child = units[(unit >> PAYLOAD_SHIFT) + 1 + byte]
+    if (child & TAG_MASK) != byte:
+        return NO_NODE
+    return child
+
+
+@kernel
+def unit_value(units, unit):
+    """The value of the key ending at node ``unit``, or NO_VALUE (-1) when no key ends there."""
+    if unit & HAS_VALUE == 0:
+        return NO_VALUE
+    if unit & IS_LEAF:
+        return unit >> PAYLOAD_SHIFT
+    return units[unit >> PAYLOAD_SHIFT] >> PAYLOAD_SHIFT
+
+
+@kernel
+def common_prefix_search(units, data, start, end, out_ids, out_lengths):
     """Every key that is a prefix of ``data[start:end]``, shortest first.
 
-    base/check/value int32 (a :class:`DoubleArray`), data uint8, out_ids/out_lengths int32 with room for the
+    units int32 or int64 (a :class:`DoubleArray`), data uint8, out_ids/out_lengths int32 with room for the
     longest key length. Writes ids and byte lengths; returns how many matched.
     """
-    state = 0
+    node = units[0]
     count = 0
     for k in range(start, end):
-        t = base[state] + data[k]
-        if check[t] != state:
+        c = data[k]
+        unit = units[(node >> PAYLOAD_SHIFT) + 1 + c]
+        if (unit & TAG_MASK) != c:
             break
-        state = t
-        if value[t] >= 0:
-            out_ids[count] = value[t]
+        node = unit
+        if unit & HAS_VALUE:
             out_lengths[count] = k - start + 1
+            if unit & IS_LEAF:
+                out_ids[count] = unit >> PAYLOAD_SHIFT
+                count += 1
+                break
+            out_ids[count] = units[unit >> PAYLOAD_SHIFT] >> PAYLOAD_SHIFT
             count += 1
     return count
 
 
 @kernel
-def exact_match(base, check, value, data, start, end):
+def exact_match(units, data, start, end):
     """Id of the key equal to ``data[start:end]``, or -1 (also for an empty range)."""
-    state = 0
-    for k in range(start, end):
-        t = base[state] + data[k]
-        if check[t] != state:
-            return NO_VALUE
-        state = t
     if end <= start:
         return NO_VALUE
-    return value[state]
+    node = units[0]
+    for k in range(start, end):
+        node = step(units, node, data[k])
+        if node < 0:
+            return NO_VALUE
+    return unit_value(units, node)
 
 
 @dataclass
 class DoubleArray:
-    """A built double array; ``base``, ``check``, ``value`` are int32 arrays of equal length."""
+    """A built double array: ``units`` is an int32 array (int64 when a base or value exceeds 2**20 - 1)."""
 
-    base: np.ndarray
-    check: np.ndarray
-    value: np.ndarray
+    units: np.ndarray
 
     @classmethod
-    def build(cls, keys: list[bytes], values: list[int] | np.ndarray | None = None) -> "DoubleArray":
-        """Build from byte-string keys (non-empty, distinct) and their int32 values (default: the key index)."""
+    def build(cls, keys: list[bytes], values: list[int] | np.ndarray | None = None, *,
+              wide: bool = False) -> "DoubleArray":
+        """Build from byte-string keys (non-empty, distinct) and their int32 values (default: the key index).
+
+        ``wide=True`` forces int64 units (what large vocabularies get automatically; tests use it)."""
         n = len(keys)
         if values is None:
             values = np.arange(n, dtype=np.int32)
@@ -224,12 +317,16 @@ class DoubleArray:
         except ValueError as exc:
             bad = [k for k in keys if not k] if "empty" in str(exc) else _duplicates(keys)
             raise ValueError(f"cannot build the trie: {exc} ({bad[:3]!r}); keys must be non-empty and distinct") from None
-        base, check, value = _place(label, first_child, next_sibling, node_value, n_nodes)
-        return cls(base, check, value)
+        slot_of, base_of, size = _place(label, first_child, next_sibling, node_value, n_nodes)
+        largest = max(int(size), int(values.max()) if n else 0)
+        dtype = np.int64 if wide or largest > MAX_PAYLOAD_INT32 else np.int32
+        units = np.full(int(size), NOT_A_TARGET, dtype=dtype)
+        _encode_units(units, label, first_child, node_value, n_nodes, slot_of, base_of)
+        return cls(units)
 
     @property
     def nbytes(self) -> int:
-        return self.base.nbytes + self.check.nbytes + self.value.nbytes
+        return self.units.nbytes
 
 
 def _duplicates(keys: list[bytes]) -> list[bytes]:

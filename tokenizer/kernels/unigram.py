@@ -2,7 +2,7 @@
 
 Shared arguments (built once per model by :class:`tokenizer.core.Tokenizer`):
 
-- ``base``, ``check``, ``value``: int32 double array (:mod:`tokenizer.kernels.double_array`) of the *matchable*
+- ``units``: the double array's compact units (:mod:`tokenizer.kernels.double_array`) of the *matchable*
   pieces only (NORMAL and USER_DEFINED; never UNUSED, CONTROL, UNKNOWN or BYTE).
 - ``piece_score``: shape ``(vocab_size,)``, float32 (SentencePiece-compatible models) or float64 (models with
   exact log-count scores, e.g. BytePiece's): the lattice score of each matchable piece; for USER_DEFINED pieces
@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
+from tokenizer.kernels.double_array import HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT, TAG_MASK, step, unit_value
 from tokenizer.kernels.random import next_float64
 
 UNKNOWN_NODE = -2          # node id of an unknown character inside the kernels
@@ -112,7 +113,7 @@ def _blocked(data, start, k, split_after_newlines):
 
 
 @kernel
-def viterbi_into(base, check, value, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
+def viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
                  byte_fallback, unk_score, data, start, end, best_score, best_start, best_id, path, out, pos):
     """Best segmentation of ``data[start:end]``; writes its ids at ``out[pos:]`` and returns the new ``pos``.
 
@@ -121,6 +122,7 @@ def viterbi_into(base, check, value, piece_score, byte_to_id, byte_mode, split_a
     unknown text cannot be represented. An empty range writes nothing.
     """
     n = end - start
+    root = units[0]
     best_score[0] = 0.0
     best_start[0] = 0
     for e in range(1, n + 1):
@@ -130,18 +132,23 @@ def viterbi_into(base, check, value, piece_score, byte_to_id, byte_mode, split_a
         here = best_score[s]
         mblen = 1 if byte_mode else utf8_char_length(data, start + s, end)
         has_single = False
-        state = 0
+        node = root
         k = start + s
         while k < end:
-            if _blocked(data, start + s, k, split_after_newlines):
+            if split_after_newlines and _blocked(data, start + s, k, split_after_newlines):
                 break
-            t = base[state] + data[k]
-            if check[t] != state:
+            c = data[k]
+            unit = units[(node >> PAYLOAD_SHIFT) + 1 + c]
+            if (unit & TAG_MASK) != c:
                 break
-            state = t
+            node = unit
             k += 1
-            piece = value[t]
-            if piece >= 0:
+            if unit & HAS_VALUE:
+                leaf = unit & IS_LEAF
+                if leaf:
+                    piece = unit >> PAYLOAD_SHIFT
+                else:
+                    piece = units[unit >> PAYLOAD_SHIFT] >> PAYLOAD_SHIFT
                 e = k - start
                 candidate = piece_score[piece] + here
                 if best_start[e] == -1 or candidate > best_score[e]:
@@ -150,6 +157,8 @@ def viterbi_into(base, check, value, piece_score, byte_to_id, byte_mode, split_a
                     best_id[e] = piece
                 if e - s == mblen:
                     has_single = True
+                if leaf:
+                    break
         if not has_single:
             e = s + mblen
             unknown_candidate = unk_score + here
@@ -189,23 +198,22 @@ def log_add(a, b):
 
 
 @kernel
-def _edges(base, check, value, piece_score, byte_mode, split_after_newlines, unk_score, data, start, end, s,
+def _edges(units, piece_score, byte_mode, split_after_newlines, unk_score, data, start, end, s,
            edge_end, edge_id, edge_score):
     """Lattice edges leaving relative position ``s``: fills ``edge_*`` (shortest first, then the unknown node)."""
     mblen = 1 if byte_mode else utf8_char_length(data, start + s, end)
     count = 0
     has_single = False
-    state = 0
+    node = units[0]
     k = start + s
     while k < end:
         if _blocked(data, start + s, k, split_after_newlines):
             break
-        t = base[state] + data[k]
-        if check[t] != state:
+        node = step(units, node, data[k])
+        if node < 0:
             break
-        state = t
         k += 1
-        piece = value[t]
+        piece = unit_value(units, node)
         if piece >= 0:
             edge_end[count] = k - start
             edge_id[count] = piece
@@ -222,7 +230,7 @@ def _edges(base, check, value, piece_score, byte_mode, split_after_newlines, unk
 
 
 @kernel
-def sample_into(base, check, value, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
+def sample_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
                 byte_fallback, unk_score, alpha, rng_state, data, start, end, beta, starts, edge_end, edge_id,
                 edge_score, out, pos):
     """One segmentation of ``data[start:end]`` drawn with probability proportional to ``exp(alpha * score)``.
@@ -246,7 +254,7 @@ def sample_into(base, check, value, piece_score, byte_to_id, byte_mode, split_af
     beta[n] = 0.0
     for i in range(n_starts - 1, -1, -1):
         s = starts[i]
-        count, mblen = _edges(base, check, value, piece_score, byte_mode, split_after_newlines, unk_score, data,
+        count, mblen = _edges(units, piece_score, byte_mode, split_after_newlines, unk_score, data,
                               start, end, s, edge_end, edge_id, edge_score)
         total = -np.inf
         for j in range(count):
@@ -257,7 +265,7 @@ def sample_into(base, check, value, piece_score, byte_to_id, byte_mode, split_af
     s = 0
     prev_unknown = False
     while s < n:
-        count, mblen = _edges(base, check, value, piece_score, byte_mode, split_after_newlines, unk_score, data,
+        count, mblen = _edges(units, piece_score, byte_mode, split_after_newlines, unk_score, data,
                               start, end, s, edge_end, edge_id, edge_score)
         u = next_float64(rng_state)
         cumulative = 0.0
