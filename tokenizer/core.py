@@ -391,9 +391,7 @@ class Tokenizer:
                             f"{type(texts).__name__}; for one text use encode()")
         data, offsets = _pack_texts(texts, self._to_bytes)
         ids, out_offsets = self._encode_packed(data, offsets, _ALL_VALID, num_threads, bos, eos)
-        flat = ids.tolist()
-        bounds = out_offsets.tolist()
-        return [flat[a:b] for a, b in zip(bounds, bounds[1:])]
+        return _split_ids(ids, out_offsets)
 
     def _encode_arrow(self, pa, array, num_threads, bos, eos):
         kind = array.type
@@ -536,6 +534,28 @@ def _as_id_list(ids) -> list:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
             raise InvalidIdError(f"ids must be integers, got {i!r} ({type(i).__name__})")
     return [int(i) for i in ids]
+
+
+def _split_ids(ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
+    """Flat ids cut at ``offsets`` into Python lists: ``[1, 2, 3]``, ``[0, 2, 2, 3]`` -> ``[[1, 2], [], [3]]``.
+
+    pyarrow's C conversion builds the lists (faster than slicing one big list in Python), with the cyclic garbage
+    collector paused meanwhile: the thousands of new lists would otherwise set off full collections that cost
+    more than the conversion (lists of ints hold no cycles, so pausing it frees nothing later than it would).
+    """
+    import gc
+
+    import pyarrow as pa
+
+    list_type = pa.ListArray if offsets.dtype == np.int32 else pa.LargeListArray
+    array = list_type.from_arrays(pa.array(offsets), pa.array(ids, type=pa.int32()))
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return array.to_pylist()
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _pack_texts(texts, to_bytes) -> tuple[np.ndarray, np.ndarray]:

@@ -96,3 +96,30 @@ def test_loads_sentencepiece_model_by_content(tmp_path):
     tok = Tokenizer.load(tmp_path / "m.model")
     sp = spm.SentencePieceProcessor(model_proto=writer.getvalue())
     assert tok.encode("hello world") == sp.encode("hello world")
+
+
+def test_split_ids_cuts_flat_ids_into_lists_and_restores_the_collector():
+    import gc
+
+    from tokenizer.core import _split_ids
+
+    ids = np.array([1, 2, 3, 70000], dtype=np.int32)
+    for dtype in (np.int32, np.int64):
+        assert _split_ids(ids, np.array([0, 2, 2, 4], dtype=dtype)) == [[1, 2], [], [3, 70000]]
+    assert _split_ids(np.zeros(0, np.int32), np.zeros(1, np.int32)) == []
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        _split_ids(ids, np.array([0, 4], dtype=np.int32))
+        assert not gc.isenabled()  # a caller's choice to keep the collector off stands
+    finally:
+        gc.enable()
+
+
+def test_encode_batch_list_equals_per_text_encode_with_threads():
+    tok = Tokenizer(Model.byte_level([b"ab", b"abc", b"\xe4\xb8\xad"], [-1.0, -1.5, -0.5]))
+    texts = ["abcab" * (i % 7) + "中" * (i % 3) for i in range(8000)] + [""]  # > 64 KB: two threads really split
+    expected = [tok.encode(t) for t in texts]
+    for threads in (1, 2):
+        assert tok.encode_batch(texts, num_threads=threads) == expected
+        assert tok.encode_batch(texts, num_threads=threads, add_bos=False) == expected
