@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--text-column", dest="text_column", metavar="NAME", help="JSONL field / Parquet column (default text)")
     add("--partitions", type=int, metavar="N", help="repartition the documents into N partitions")
     add("--master", metavar="URL", help="Spark master (default local[*])")
-    add("--driver-memory", dest="driver_memory", metavar="SIZE", help="Spark driver memory (default 4g)")
+    add("--driver-memory", dest="driver_memory", metavar="SIZE", help="Spark driver memory (default 768m on a local master, else 4g)")
     add("--holdout-fraction", dest="holdout_fraction", type=float, metavar="F",
         help="share of documents held out of training to measure bytes per token (default 0.001; 0: measure on "
              "a sample of the training documents)")
@@ -172,7 +172,7 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
     started = time.perf_counter()
     spark = build_session(options.get("master"), app_name="shardpiece-train",
                           driver_memory=options.get("driver_memory"), extra=options.get("spark"),
-                          shuffle_partitions=options.get("partitions"))
+                          shuffle_partitions=options.get("partitions"), small_driver=True)
     master = spark.sparkContext.master
     progress(f"[spark] session on {master} in {time.perf_counter() - started:.1f} s")
 

@@ -10,7 +10,12 @@
 * enables Arrow for the ``mapInArrow`` steps;
 * limits Numba to ``threads_per_task`` threads per task (``NUMBA_NUM_THREADS`` in every Python worker), so
   ``cores x threads`` never oversubscribes the machine;
-* logs only errors (the log4j2 configuration is written to a temporary file and passed to the driver JVM).
+* logs only errors (the log4j2 configuration is written to a temporary file and passed to the driver JVM);
+* with ``small_driver=True`` and a local master (``local``, ``local[N]``, ``local[*]``: every task runs inside the
+  driver JVM), starts that JVM small: a 768m heap unless a driver memory is given, the serial collector (the heap
+  grows only as far as the live data needs), capped code cache, direct (off-heap) memory and thread
+  stacks, and glibc limited to two malloc arenas (``MALLOC_ARENA_MAX``) in the JVM and its Python workers.
+  Cluster masters (and ``local-cluster[...]``) keep Spark's own settings.
 
 Example::
 
@@ -27,6 +32,26 @@ import tempfile
 from typing import Any, Mapping
 
 LOOPBACK = "127.0.0.1"
+SMALL_DRIVER_MEMORY = "768m"
+SMALL_DRIVER_ARROW_BATCH_BYTES = 32 << 20
+# JVM options of a small local driver (see session_config). Serial GC: no concurrent GC threads or remembered
+# sets, and the heap is only grown when a collection cannot make room; C1 only (TieredStopAtLevel=1): the C2
+# compiler's arenas cost tens of MB; the rest caps memory the JVM would otherwise reserve lazily and keep.
+SMALL_DRIVER_JAVA_OPTIONS = (
+    "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
+    "-XX:MaxDirectMemorySize=256m -Xss512k -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
+)
+_LOCAL_MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?")
+
+
+def is_local_master(master: str) -> bool:
+    """``local``, ``local[4]``, ``local[*]``, ``local[4,2]``: every task runs in the driver JVM.
+    (``local-cluster[...]`` starts executor JVMs, so it is not.)
+
+    >>> is_local_master("local[2]"), is_local_master("local-cluster[2,1,1024]"), is_local_master("spark://h:7077")
+    (True, False, False)
+    """
+    return bool(_LOCAL_MASTER.fullmatch(master.strip()))
 
 _LOG4J2 = """\
 rootLogger.level = {level}
@@ -71,16 +96,22 @@ def session_config(
     threads_per_task: int = 1,
     log_level: str = "ERROR",
     extra: Mapping[str, Any] | None = None,
+    small_driver: bool = False,
 ) -> dict[str, str]:
     """The Spark configuration :func:`build_session` applies, as a plain dict (handy for tests and manifests).
 
-    ``driver_memory`` defaults to ``$SHARDPIECE_DRIVER_MEMORY`` or ``"4g"``: the driver holds the pruned n-gram
-    table and the piece table, which for a 60 MB corpus at min_count 8 is a few hundred MB. ``extra`` entries
-    (any ``spark.*`` key) override the defaults.
+    ``driver_memory`` defaults to ``$SHARDPIECE_DRIVER_MEMORY``, else to ``SMALL_DRIVER_MEMORY`` (768m) when
+    ``small_driver`` is set and the master is local, else ``"4g"``: the driver holds the pruned n-gram table and
+    the piece table, which for a 60 MB corpus at min_count 8 is a few hundred MB. ``small_driver`` with a local
+    master also adds ``SMALL_DRIVER_JAVA_OPTIONS`` to the driver JVM. ``extra`` entries (any ``spark.*`` key)
+    override the defaults.
     """
     master = master or os.environ.get("SHARDPIECE_MASTER") or "local[*]"
+    small = small_driver and is_local_master(master)
     log4j = _log4j_file(log_level)
     java_opts = f"-Dlog4j.configurationFile=file:{log4j} -Dlog4j2.configurationFile=file:{log4j}"
+    driver_java_opts = f"{SMALL_DRIVER_JAVA_OPTIONS} {java_opts}" if small else java_opts
+    default_memory = SMALL_DRIVER_MEMORY if small else "4g"
     python = sys.executable
     driver_host = os.environ.get("SHARDPIECE_DRIVER_HOST")
     conf = {
@@ -90,9 +121,9 @@ def session_config(
         "spark.driver.bindAddress": "0.0.0.0" if driver_host else LOOPBACK,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.memory": driver_memory or os.environ.get("SHARDPIECE_DRIVER_MEMORY", "4g"),
+        "spark.driver.memory": driver_memory or os.environ.get("SHARDPIECE_DRIVER_MEMORY") or default_memory,
         "spark.driver.maxResultSize": "2g",
-        "spark.driver.extraJavaOptions": java_opts,
+        "spark.driver.extraJavaOptions": driver_java_opts,
         "spark.executor.extraJavaOptions": java_opts,
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
@@ -106,6 +137,8 @@ def session_config(
         "spark.executorEnv.PYSPARK_PYTHON": python,
         "spark.python.worker.reuse": "true",
     }
+    if small:  # Arrow batches of large binary rows (the n-gram tables) stay a bounded size in the JVM
+        conf["spark.sql.execution.arrow.maxBytesPerBatch"] = str(SMALL_DRIVER_ARROW_BATCH_BYTES)
     if driver_host:  # executors on other hosts advertise their own address
         del conf["spark.executorEnv.SPARK_LOCAL_IP"]
     if shuffle_partitions is not None:
@@ -124,6 +157,7 @@ def build_session(
     threads_per_task: int = 1,
     log_level: str = "ERROR",
     extra: Mapping[str, Any] | None = None,
+    small_driver: bool = False,
 ):
     """Start a loopback-bound SparkSession (or return the running one, with the SQL options updated).
 
@@ -144,15 +178,20 @@ def build_session(
 
     conf = session_config(
         master, app_name=app_name, shuffle_partitions=shuffle_partitions, driver_memory=driver_memory,
-        threads_per_task=threads_per_task, log_level=log_level, extra=extra,
+        threads_per_task=threads_per_task, log_level=log_level, extra=extra, small_driver=small_driver,
     )
+    if small_driver and is_local_master(conf["spark.master"]):
+        # glibc's default of 8 malloc arenas per core lets native memory of many threads (the JVM's, the Python
+        # workers' numba/arrow) sit in RSS; two arenas are plenty for local tasks. The JVM and the Python workers
+        # it starts inherit this environment.
+        os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level.upper())
     for key in ("spark.sql.shuffle.partitions", "spark.sql.execution.arrow.pyspark.enabled",
-                "spark.sql.execution.arrow.maxRecordsPerBatch"):
+                "spark.sql.execution.arrow.maxRecordsPerBatch", "spark.sql.execution.arrow.maxBytesPerBatch"):
         if key in conf:
             spark.conf.set(key, conf[key])
     return spark

@@ -1,0 +1,58 @@
+"""session_config: the small local driver (bytepiece training) and what stays as Spark sets it."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.session import SMALL_DRIVER_JAVA_OPTIONS, SMALL_DRIVER_MEMORY, is_local_master, session_config
+
+
+@pytest.fixture(autouse=True)
+def no_memory_environment(monkeypatch):
+    monkeypatch.delenv("SHARDPIECE_DRIVER_MEMORY", raising=False)
+    monkeypatch.delenv("SHARDPIECE_MASTER", raising=False)
+    monkeypatch.delenv("SHARDPIECE_DRIVER_HOST", raising=False)
+
+
+@pytest.mark.parametrize("master, local", [
+    ("local", True), ("local[2]", True), ("local[*]", True), ("local[4,2]", True),
+    ("local-cluster[2,1,1024]", False), ("spark://127.0.0.1:7077", False), ("yarn", False), ("local[x]", False),
+])
+def test_is_local_master(master, local):
+    assert is_local_master(master) is local
+
+
+def test_small_driver_on_a_local_master_gets_the_small_jvm():
+    conf = session_config("local[2]", small_driver=True)
+    assert conf["spark.driver.memory"] == SMALL_DRIVER_MEMORY
+    assert conf["spark.driver.extraJavaOptions"].startswith(SMALL_DRIVER_JAVA_OPTIONS + " ")
+    assert "-Dlog4j2.configurationFile=" in conf["spark.driver.extraJavaOptions"]
+    assert "UseSerialGC" not in conf["spark.executor.extraJavaOptions"]
+    assert int(conf["spark.sql.execution.arrow.maxBytesPerBatch"]) > 0
+
+
+@pytest.mark.parametrize("master", ["local-cluster[2,1,1024]", "spark://127.0.0.1:7077"])
+def test_cluster_masters_keep_their_settings(master):
+    small, default = session_config(master, small_driver=True), session_config(master)
+    assert small == default
+    assert small["spark.driver.memory"] == "4g"
+    assert "UseSerialGC" not in small["spark.driver.extraJavaOptions"]
+    assert "spark.sql.execution.arrow.maxBytesPerBatch" not in small
+
+
+def test_without_small_driver_a_local_master_is_unchanged():
+    conf = session_config("local[2]")
+    assert conf["spark.driver.memory"] == "4g"
+    assert "UseSerialGC" not in conf["spark.driver.extraJavaOptions"]
+
+
+def test_given_driver_memory_wins_over_the_small_default(monkeypatch):
+    assert session_config("local[2]", small_driver=True, driver_memory="2g")["spark.driver.memory"] == "2g"
+    monkeypatch.setenv("SHARDPIECE_DRIVER_MEMORY", "1500m")
+    assert session_config("local[2]", small_driver=True)["spark.driver.memory"] == "1500m"
+    assert session_config("local[2]", small_driver=True, driver_memory="3g")["spark.driver.memory"] == "3g"
+
+
+def test_extra_settings_override_the_small_defaults():
+    conf = session_config("local[2]", small_driver=True, extra={"spark.driver.extraJavaOptions": "-Xss1m"})
+    assert conf["spark.driver.extraJavaOptions"] == "-Xss1m"
