@@ -5,7 +5,8 @@ Precedence, lowest first: defaults < the file < ``--set KEY=VALUE`` overrides < 
 ``--set`` takes any key of the file (the value is read as YAML: ``--set min_count=8``, ``--set vocab_size=[8000,
 16000]``, ``--set isolate_digits=true``); a key starting with ``spark.`` goes into the ``spark`` mapping
 (``--set spark.executor.memory=8g``). The resolved options are saved beside the outputs
-(:func:`dump_config`), a file ``--config`` reads back to repeat the run.
+(:func:`dump_config`), a file ``--config`` reads back to repeat the run. ``shardpiece tokenize --config FILE`` is
+checked by the same :func:`validate_config` against :data:`TOKENIZE_SCHEMA`.
 
 Example (``configs/demo.yaml``)::
 
@@ -63,6 +64,19 @@ def _spark_conf(v):
     return isinstance(v, dict) and all(_str(k) and isinstance(x, (str, int, float, bool)) for k, x in v.items())
 
 
+def _optional(check):
+    """``check`` that also accepts ``None`` (YAML ``null``: "use the default")."""
+    return lambda v: v is None or check(v)
+
+
+def _columns(v):
+    return _str(v) or _str_list(v)
+
+
+def _fault_injection(v):
+    return v is None or (isinstance(v, dict) and all(_str(k) for k in v))
+
+
 # key -> (check, description of the expected type)
 SCHEMA: dict[str, tuple[Any, str]] = {
     "algorithm": (_str, "a string (bytepiece)"),
@@ -90,26 +104,58 @@ SCHEMA: dict[str, tuple[Any, str]] = {
     "resume": (_bool, "true or false"),
 }
 
+# ``shardpiece tokenize``'s keys (the fields of pipelines.tokenize.TokenizeConfig, plus ``input`` and ``master``);
+# the allowed values of the string options are checked by TokenizeConfig.validate and argparse.
+TOKENIZE_SCHEMA: dict[str, tuple[Any, str]] = {
+    "model": (_str, "a path"),
+    "input": (_str_or_list, "a path or a list of paths"),
+    "inputs": (_str_or_list, "a path or a list of paths"),
+    "output": (_str, "a directory path"),
+    "input_format": (_optional(_str), "a string (text, jsonl or parquet)"),
+    "text_column": (_str, "a string"),
+    "keep_columns": (_columns, "a list of column names or a comma-separated string"),
+    "output_format": (_str, "a string (parquet, megatron or npy)"),
+    "parquet_ids_dtype": (_str, "a string (int32 or uint16)"),
+    "add_bos": (_bool, "true or false"),
+    "add_eos": (_bool, "true or false"),
+    "partitions": (_optional(_int), "an integer"),
+    "master": (_str, "a Spark master URL string"),
+    "mode": (_str, "a string (error, overwrite, skip or incremental)"),
+    "verify": (_bool, "true or false"),
+    "verify_rate": (_number, "a number in (0, 1]"),
+    "on_bad_row": (_str, "a string (error, skip or keep)"),
+    "max_document_bytes": (_int, "an integer"),
+    "progress_seconds": (_number, "a number of seconds"),
+    "fault_injection": (_fault_injection, "a mapping (a testing aid of the commit protocol)"),
+}
 
-def validate_config(raw: Any, source: str) -> dict[str, Any]:
-    """Check a parsed YAML document against :data:`SCHEMA`; returns it as a dict (``None`` -> ``{}``)."""
+
+def validate_config(raw: Any, source: str, schema: dict[str, tuple[Any, str]] = SCHEMA) -> dict[str, Any]:
+    """Check a parsed YAML document against ``schema`` (:data:`SCHEMA`, the train options, or
+    :data:`TOKENIZE_SCHEMA`); returns it as a dict (``None`` -> ``{}``).
+
+    >>> validate_config({"partitions": "4"}, "t.yaml", TOKENIZE_SCHEMA)
+    Traceback (most recent call last):
+    ...
+    tokenizer.errors.ConfigError: t.yaml: key 'partitions' must be an integer, got '4'
+    """
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the file must hold a mapping of option: value, got a {type(raw).__name__}")
     for key, value in raw.items():
-        _check_key(key, source)
-        check, expected = SCHEMA[key]
+        _check_key(key, source, schema)
+        check, expected = schema[key]
         if not check(value):
             raise ConfigError(f"{source}: key {key!r} must be {expected}, got {value!r}")
     return dict(raw)
 
 
-def _check_key(key: Any, source: str) -> None:
-    if key not in SCHEMA:
-        close = difflib.get_close_matches(str(key), SCHEMA, n=1)
+def _check_key(key: Any, source: str, schema: dict[str, tuple[Any, str]] = SCHEMA) -> None:
+    if key not in schema:
+        close = difflib.get_close_matches(str(key), schema, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(f"{source}: unknown key {key!r}{hint}; known keys: {', '.join(sorted(SCHEMA))}")
+        raise ConfigError(f"{source}: unknown key {key!r}{hint}; known keys: {', '.join(sorted(schema))}")
 
 
 def parse_overrides(pairs: list[str] | None, source: str = "--set") -> dict[str, Any]:

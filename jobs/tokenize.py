@@ -8,8 +8,9 @@
     shardpiece tokenize --merge-megatron DIR --output PREFIX     # one PREFIX.bin/.idx from DIR's shards
 
 Options given on the command line override the same keys of ``--config FILE`` (YAML, keys as the long options with
-``_`` or ``-``; see ``configs/tokenize.yaml``). The run's summary is printed as JSON and written to
-``DIR/_summary.json``; the exit status is 0 on success, 1 when the job fails, 2 for invalid options.
+``_`` or ``-``; see ``configs/tokenize.yaml``; a value of the wrong type is an error naming the file and the key).
+The run's summary, with the resolved options (``config``) and the versions of shardpiece, Spark, PySpark, NumPy,
+PyArrow, Numba and Python (``versions``), is printed as JSON and written to ``DIR/_summary.json``; the exit status is 0 on success, 1 when the job fails, 2 for invalid options.
 """
 
 from __future__ import annotations
@@ -54,18 +55,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_config(path: str) -> dict:
+    """Read ``--config FILE``: option names with ``-`` or ``_``, each value type-checked against
+    :data:`jobs.config.TOKENIZE_SCHEMA` (an error names the file, the key and the expected type)."""
     import yaml
+
+    from jobs.config import TOKENIZE_SCHEMA, validate_config
 
     try:
         with open(path, encoding="utf-8") as handle:
-            values = yaml.safe_load(handle) or {}
+            values = yaml.safe_load(handle)
     except OSError as exc:
         raise ConfigError(f"--config {path}: cannot read it ({exc.strerror})") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"--config {path}: not valid YAML ({exc})") from None
+    if values is None:
+        return {}
     if not isinstance(values, dict):
         raise ConfigError(f"--config {path}: expected a mapping of option names to values")
-    return {str(k).replace("-", "_"): v for k, v in values.items()}
+    values = {str(k).replace("-", "_"): v for k, v in values.items()}
+    return validate_config(values, f"--config {path}", TOKENIZE_SCHEMA)
 
 
 def make_config(args: argparse.Namespace):
@@ -114,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     except ShardpieceError as exc:
         print(f"shardpiece tokenize: error: {exc}", file=sys.stderr)
         return 2
+    from jobs.manifest import versions
     from pipelines.session import build_session
     from pyspark.sql import SparkSession
     from pipelines.tokenize import run_tokenize
@@ -121,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     owned = SparkSession.getActiveSession() is None
     spark = build_session(master, app_name="shardpiece-tokenize")
     try:
-        summary = run_tokenize(spark, config)
+        summary = run_tokenize(spark, config, versions=versions(spark))
     except ShardpieceError as exc:
         print(f"shardpiece tokenize: error: {exc}", file=sys.stderr)
         return 1

@@ -423,8 +423,12 @@ class _Progress(threading.Thread):
                       file=sys.stderr, flush=True)
 
 
-def run_tokenize(spark, config: TokenizeConfig) -> dict[str, Any]:
-    """Run the tokenize job; returns the summary (also written to ``OUTPUT/_summary.json``)."""
+def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run the tokenize job; returns the summary (also written to ``OUTPUT/_summary.json``).
+
+    The summary records the resolved options (``config``: every field of ``config`` after the config file and the
+    command line were merged, defaults included, and the session's Spark master) and ``versions`` as given (the
+    ``shardpiece tokenize`` job passes :func:`jobs.manifest.versions`; ``None`` records none)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from tokenizer import Tokenizer
@@ -499,6 +503,8 @@ def run_tokenize(spark, config: TokenizeConfig) -> dict[str, Any]:
             raise
     summary = _summary(config, out, run_id, results, new_files, new_empty, input_format, sha256,
                        time.perf_counter() - started)
+    summary["config"] = resolved_options(config, spark.sparkContext.master)
+    summary["versions"] = dict(versions) if versions is not None else None
     if not new_files and not new_empty and state == "continue":
         summary["status"] = "up to date: no new input files"
         out.mark_complete_without_run(summary)
@@ -544,6 +550,20 @@ def _check_results(results: list[TaskResult], config: TokenizeConfig, frame) -> 
         read = sum(r.stats["rows"] for r in results)
         if expected != read:
             raise InputError(f"verify: the input has {expected} rows but the tasks read {read}; nothing was committed")
+
+
+def resolved_options(config: TokenizeConfig, master: str | None) -> dict[str, Any]:
+    """Every option of a run, as the summary records it: ``config``'s fields (defaults included) plus ``master``;
+    the testing-only ``fault_injection`` appears only when set.
+
+    >>> resolved_options(TokenizeConfig(model="m", inputs=["a.txt"], output="o"), "local[2]")["output_format"]
+    'parquet'
+    """
+    options = asdict(config)
+    if options.get("fault_injection") is None:
+        options.pop("fault_injection", None)
+    options["master"] = master
+    return options
 
 
 def _summary(config, out, run_id, results, new_files, new_empty, input_format, sha256, seconds) -> dict[str, Any]:

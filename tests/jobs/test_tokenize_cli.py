@@ -81,3 +81,39 @@ def test_merge_megatron_refuses_an_incomplete_output(tmp_path, capsys):
     os.unlink(os.path.join(out.path, "_SUCCESS"))
     assert main(["--merge-megatron", out.path, "--output", str(tmp_path / "m")]) == 2
     assert "not a complete tokenize output" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("partitions: '4'\n", r"--config .*c\.yaml: key 'partitions' must be an integer, got '4'"),
+    ("verify: yes please\n", r"--config .*c\.yaml: key 'verify' must be true or false, got 'yes please'"),
+    ("add-eos: 1\n", r"--config .*c\.yaml: key 'add_eos' must be true or false, got 1"),
+    ("verify_rate: half\n", r"--config .*c\.yaml: key 'verify_rate' must be a number in \(0, 1\], got 'half'"),
+    ("keep_columns: [id, 3]\n", r"--config .*c\.yaml: key 'keep_columns' must be a list of column names"),
+    ("input: [a.txt, [b.txt]]\n", r"--config .*c\.yaml: key 'input' must be a path or a list of paths"),
+    ("max_document_bytes: 1048576.0\n", r"c\.yaml: key 'max_document_bytes' must be an integer, got 1048576.0"),
+    ("ouput: o\n", r"--config .*c\.yaml: unknown key 'ouput' \(did you mean 'output'\?\)"),
+])
+def test_config_values_of_the_wrong_type_name_the_file_key_and_type(tmp_path, text, message):
+    path = tmp_path / "c.yaml"
+    path.write_text("model: m\noutput: o\ninput: a.txt\n" + text)
+    with pytest.raises(ConfigError, match=message):
+        _config(["--config", str(path)])
+
+
+def test_a_type_error_in_the_config_exits_2_naming_the_key(tmp_path, capsys):
+    path = tmp_path / "c.yaml"
+    path.write_text("model: m\noutput: o\ninput: a.txt\npartitions: four\n")
+    assert main(["--config", str(path)]) == 2
+    assert "key 'partitions' must be an integer, got 'four'" in capsys.readouterr().err
+
+
+def test_null_keeps_the_default_and_the_shipped_config_validates(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("model: m\noutput: o\ninput: a.txt\npartitions: null\ninput_format: null\n")
+    config, _ = _config(["--config", str(path)])
+    assert config.partitions is None and config.input_format is None
+    shipped = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                           "configs", "tokenize.yaml")
+    config, master = _config(["--config", shipped])
+    config.validate()
+    assert config.output_format == "parquet" and config.keep_columns == ["id"] and master == "local[*]"

@@ -67,10 +67,12 @@ def decoded_documents(tokenizer, output_dir: str, output_format: str, strip: tup
 
 
 # ---------------------------------------------------------------------------------------------- fixtures
+import platform
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -193,6 +195,36 @@ def test_modes_error_skip_overwrite(spark, tmp_path, model_path):
     assert run_tokenize(spark, _config(model_path, [path], output, mode="skip"))["status"] == "skipped"
     summary = run_tokenize(spark, _config(model_path, [path], output, mode="overwrite", output_format="megatron"))
     assert summary["documents"] == 2 and summary["run_id"] == "run-00000"
+
+
+def test_the_job_summary_records_the_resolved_options_and_versions(spark, tmp_path, model_path, capsys):
+    import numpy
+    import pyspark
+
+    from jobs.tokenize import main
+    from tokenizer import __version__
+
+    path = str(tmp_path / "in.parquet")
+    write_parquet(path, ["one", "two"])
+    config = tmp_path / "t.yaml"
+    config.write_text("output_format: megatron\nverify: true\nverify_rate: 0.5\non-bad-row: skip\n")
+    output = tmp_path / "out"
+    assert main(["tokenize", "--config", str(config), "--model", model_path, "--input", path, "--output",
+                 str(output), "--output-format", "npy", "--progress-seconds", "5"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    written = json.load(open(output / "_summary.json"))
+    assert written == printed
+    resolved = written["config"]
+    # the file's values, the command line's over them, and the defaults of everything neither gave
+    assert resolved["output_format"] == "npy" and resolved["verify"] is True and resolved["verify_rate"] == 0.5
+    assert resolved["on_bad_row"] == "skip" and resolved["inputs"] == [path] and resolved["model"] == model_path
+    assert resolved["add_bos"] is False and resolved["max_document_bytes"] == 64 << 20
+    assert resolved["master"] == spark.sparkContext.master and "fault_injection" not in resolved
+    assert set(resolved) == {f.name for f in fields(TokenizeConfig)} - {"fault_injection"} | {"master"}
+    versions = written["versions"]
+    assert versions["shardpiece"] == __version__ and versions["pyspark"] == pyspark.__version__
+    assert versions["numpy"] == numpy.__version__ and versions["pyarrow"] == pa.__version__
+    assert versions["python"] == platform.python_version() and versions["spark"] == spark.version
 
 
 # ---------------------------------------------------------------------------------------------- incremental
