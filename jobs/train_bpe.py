@@ -3,7 +3,13 @@
     shardpiece train --algorithm bpe --input corpus.txt --vocab-size 32000 --output bpe.model
     shardpiece train --algorithm bpe --pretokenizer byte_level --pattern llama3 --input 'shards/*.txt.gz' \\
         --vocab-size 32000 64000 --output models/                         # nested vocabularies
-    shardpiece train --algorithm bpe --pretokenizer sentencepiece ...     # "▁" words, SentencePiece's BPE rule
+    shardpiece train --algorithm bpe --pretokenizer sentencepiece ...     # "▁" words, SentencePiece's BPE rules
+    shardpiece train --algorithm bpe --master none --threads 2 --holdout-fraction 0 --input corpus.txt ...
+                                                                          # no Spark: one process, two threads
+
+``--master none`` trains without Spark, for text that fits one machine's memory: local text files (plain, .gz,
+.zst; one document per line, as Spark's text source reads them) are counted by the same chunk-count monoid with
+``--threads`` threads and the same driver step runs, so the model is byte-identical to the Spark job's.
 
 ``jobs/train.py`` hands every ``--algorithm bpe`` run to :func:`main`. ``byte_level`` models export to a Hugging Face
 ``tokenizer.json`` (``shardpiece export --to huggingface``). The model file holds only what determines the result;
@@ -21,8 +27,10 @@ import sys
 import time
 from typing import Any, Callable
 
+import numpy as np
+
 from jobs.training import algorithm_job_main, evaluation_sample, model_paths, split_holdout
-from tokenizer.errors import ConfigError
+from tokenizer.errors import ConfigError, InputError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,12 +46,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="byte_level: regex pre-split, tokenizers/tiktoken-compatible (default); sentencepiece: '▁' words")
     add("--pattern", choices=["gpt2", "llama3"], default="gpt2", help="the byte_level regex (default gpt2)")
     add("--min-count", dest="min_count", type=int, default=2, help="stop when the best pair is rarer (default 2)")
-    add("--max-piece-length", dest="max_piece_length", type=int, default=32, help="longest piece in bytes (32)")
+    add("--max-piece-length", dest="max_piece_length", type=int,
+        help="longest piece: bytes for byte_level (default 32), characters for sentencepiece (default 16)")
+    add("--character-coverage", dest="character_coverage", type=float, default=0.9995,
+        help="sentencepiece: share of character occurrences whose characters are merged (default 0.9995)")
     add("--special-tokens", dest="special_tokens", nargs="*", default=["<pad>", "<s>", "</s>"])
     add("--input-format", dest="input_format", choices=["text", "jsonl", "parquet"])
     add("--text-column", dest="text_column", default="text")
     add("--partitions", type=int, metavar="N", help="repartition the documents into N partitions")
-    add("--master", metavar="URL", help="Spark master (default local[*])")
+    add("--master", metavar="URL", help="Spark master (default local[*]); 'none': no Spark, one process")
+    add("--threads", type=int, default=os.cpu_count() or 1, metavar="N",
+        help="--master none: counting threads (default: the CPU count)")
     add("--driver-memory", dest="driver_memory", metavar="SIZE")
     add("--holdout-fraction", dest="holdout_fraction", type=float, default=0.001)
     add("--eval-documents", dest="eval_documents", type=int, default=2000)
@@ -56,10 +69,134 @@ def settings_from(args: argparse.Namespace):
 
     return BpeSettings(vocab_sizes=tuple(int(v) for v in args.vocab_size), pretokenizer=args.pretokenizer,
                        pattern=args.pattern, min_count=args.min_count, max_piece_length=args.max_piece_length,
-                       special_tokens=tuple(args.special_tokens)).validate()
+                       special_tokens=tuple(args.special_tokens),
+                       character_coverage=args.character_coverage).validate()
+
+
+def read_text_lines(inputs: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(data uint8, offsets int64, files)``: every line of local text files (plain, ``.gz``, ``.zst``; globs and
+    directories expanded, sorted), split at ``\\n`` as Spark's text source does, without the newlines."""
+    import glob
+    import gzip
+
+    files: list[str] = []
+    for pattern in inputs:
+        if "://" in pattern and not pattern.startswith("file://"):
+            raise ConfigError(f"--input {pattern}: --master none reads local files only; run with Spark "
+                              "(--master local[*] or a cluster URL) for other filesystems")
+        path = pattern[len("file://"):] if pattern.startswith("file://") else pattern
+        found = sorted(glob.glob(path)) if glob.has_magic(path) else [path]
+        for item in found:
+            if os.path.isdir(item):
+                files.extend(sorted(os.path.join(item, f) for f in os.listdir(item)
+                                    if not f.startswith((".", "_")) and os.path.isfile(os.path.join(item, f))))
+            elif os.path.isfile(item):
+                files.append(item)
+        if not found:
+            raise InputError(f"--input {pattern}: no such file; check the path")
+    for path in files:
+        if path.endswith((".jsonl", ".json", ".parquet")):
+            raise ConfigError(f"--input {path}: --master none reads text files only (one document per line); "
+                              "run with Spark for JSONL or Parquet")
+    parts = []
+    for path in files:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rb") as handle:
+                parts.append(handle.read())
+        elif path.endswith(".zst"):
+            import zstandard
+
+            with open(path, "rb") as handle, zstandard.ZstdDecompressor().stream_reader(
+                    handle, read_across_frames=True) as reader:
+                parts.append(reader.read())
+        else:
+            with open(path, "rb") as handle:
+                parts.append(handle.read())
+    datas, offset_parts, base = [], [np.zeros(1, np.int64)], 0
+    for blob in parts:
+        raw = np.frombuffer(blob, np.uint8)
+        newlines = np.flatnonzero(raw == 0x0A)
+        starts = np.concatenate([[0], newlines + 1])
+        ends = np.concatenate([newlines, [len(raw)]])
+        if len(raw) and raw[-1] == 0x0A:  # no empty last line after a final newline
+            starts, ends = starts[:-1], ends[:-1]
+        keep = np.ones(len(raw), bool)
+        keep[newlines] = False
+        datas.append(raw[keep])
+        offset_parts.append(base + np.cumsum(ends - starts))
+        base += int(len(raw) - len(newlines))
+    data = np.concatenate(datas) if datas else np.zeros(0, np.uint8)
+    return data, np.concatenate(offset_parts).astype(np.int64), files
+
+
+def run_local(args: argparse.Namespace, settings, progress: Callable[[str], None]) -> dict[str, Any]:
+    """``--master none``: the Spark job's steps in one process (see the module docstring)."""
+    from jobs.evaluate import bytes_per_token
+    from jobs.training import EVAL_BYTES
+    from tokenizer.model import write_atomic
+    from tokenizer.trainers import bpe
+
+    if args.holdout_fraction != 0:
+        raise ConfigError(f"--holdout-fraction {args.holdout_fraction}: --master none holds nothing out; pass "
+                          "--holdout-fraction 0 (or run with Spark, whose split hashes documents there)")
+    if args.partitions is not None:
+        raise ConfigError("--partitions needs Spark; with --master none use --threads")
+    if args.threads < 1:
+        raise ConfigError(f"--threads {args.threads}: use 1 or more")
+    sizes = sorted(settings.vocab_sizes)
+    paths, manifest_path = model_paths(args.output, sizes, "bpe")
+    wall = time.perf_counter()
+    stages = []
+
+    def stage(name: str, started: float, **counts) -> None:
+        seconds = time.perf_counter() - started
+        stages.append({"name": name, "seconds": round(seconds, 3), **counts})
+        shown = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in counts.items())
+        progress(f"[{name}] {seconds:.1f} s" + (f": {shown}" if shown else ""))
+
+    started = time.perf_counter()
+    data, offsets, files = read_text_lines(args.input)
+    lengths = np.diff(offsets)
+    documents = int(np.count_nonzero(lengths))
+    stage("read", started, files=len(files), documents=documents, bytes=int(offsets[-1]))
+    started = time.perf_counter()
+    progress(f"[chunks] pre-tokenizing ({settings.pretokenizer}) and counting chunks with {args.threads} threads")
+    chunks, counts = bpe.sort_chunks(*bpe.count_chunks_threaded(data, offsets, settings, args.threads))
+    stage("chunks", started, documents=documents, distinct_chunks=len(chunks), chunks=int(counts.sum()))
+    started = time.perf_counter()
+    merges, models, fingerprint = bpe.train_from_table(chunks, counts, settings,
+                                                       {"holdout_fraction": args.holdout_fraction})
+    stage("merges", started, merges=len(merges.left))
+    for size in sizes:
+        write_atomic(paths[size], models[size].to_bytes())
+    texts, budget = [], EVAL_BYTES
+    for k in np.flatnonzero(lengths)[:args.eval_documents].tolist():
+        if budget <= 0:
+            break
+        texts.append(data[offsets[k]:offsets[k + 1]][:min(EVAL_BYTES, budget)].tobytes())
+        budget -= len(texts[-1])
+    manifest = {
+        "command": "shardpiece train --algorithm bpe",
+        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "host": socket.gethostname(), "python": platform.python_version(), "spark_version": None,
+        "spark_master": "none", "threads": args.threads, "input": list(args.input), "input_files": files,
+        "holdout_fraction": args.holdout_fraction, "settings": settings.to_dict(),
+        "chunk_table_fingerprint": fingerprint, "training_documents": documents, "stages": stages,
+        "models": {
+            str(size): {"path": os.path.abspath(paths[size]), "vocab_size": models[size].vocab_size,
+                        "evaluation": {"sample": "training documents (nothing held out)",
+                                       **bytes_per_token(paths[size], texts)}}
+            for size in sizes},
+        "seconds_total": round(time.perf_counter() - wall, 3),
+    }
+    write_atomic(manifest_path, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode())
+    manifest["manifest_path"] = manifest_path
+    return manifest
 
 
 def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> dict[str, Any]:
+    if (args.master or "").lower() == "none":
+        return run_local(args, settings_from(args), progress)
     from jobs.evaluate import bytes_per_token
     from pipelines.bpe import train_bpe_spark
     from pipelines.readers import read_corpus

@@ -1,11 +1,15 @@
 """BPE training as Spark steps around :mod:`tokenizer.trainers.bpe`::
 
     documents (text: binary)
-      -> mapInArrow: count_chunks per ~8 MB shard, merge_chunk_counts over the partition's shards
+      -> mapInArrow: count_chunks per ~8 MB shard (one Numba pass: pre-tokenize + hash count -> chunk bytes and
+         counts as arrays), merge_chunk_counts over the partition's shards
          -> rows (chunk: binary, count: long), once per partition
       -> groupBy(chunk).sum(count)                  exact integer reduce, spillable
       -> collect the chunk count table, sorted by bytes (the driver's memory bound: every distinct chunk)
-      -> learn_bpe on the driver (Numba, incremental), build_models per vocab size
+      -> train_from_table on the driver (Numba, incremental merges), one model per vocab size
+
+``jobs/train_bpe.py --master none`` runs the same monoid and the same driver step without Spark
+(:func:`tokenizer.trainers.bpe.count_chunks_threaded`), so both give the same model bytes.
 
 Counts are integers summed exactly and the driver sorts the table, so the models do not depend on the
 partitioning: they equal :func:`tokenizer.trainers.bpe.train_bpe_local` on the same documents with the same
@@ -89,21 +93,9 @@ def train_bpe_spark(documents, settings: bpe.BpeSettings, *, provenance: dict | 
     stage("chunks", started, documents=n_documents, distinct_chunks=len(chunks), chunks=int(counts.sum()))
 
     started = time.perf_counter()
-    merges = bpe.learn_bpe(chunks, counts, settings)
+    merges, models, fingerprint = bpe.train_from_table(chunks, counts, settings, provenance)
     stage("merges", started, merges=len(merges.left))
-
-    fingerprint = bpe_table_fingerprint(chunks, counts)
-    info = {"chunk_table_fingerprint": fingerprint}
-    info.update(provenance or {})
-    models = bpe.build_models(merges, settings, info)
     return TrainResult(models=models, stages=stages, fingerprint=fingerprint, documents=n_documents)
 
 
-def bpe_table_fingerprint(chunks: list[bytes], counts: np.ndarray) -> str:
-    """SHA-256 of the sorted chunk count table (what the merges are a function of)."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for chunk, count in zip(chunks, np.asarray(counts, np.int64).tolist()):
-        digest.update(len(chunk).to_bytes(8, "little") + chunk + int(count).to_bytes(8, "little"))
-    return f"sha256-chunks:{digest.hexdigest()}"
+bpe_table_fingerprint = bpe.bpe_table_fingerprint  # kept here too: tests and callers import it from the pipeline

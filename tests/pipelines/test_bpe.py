@@ -1,4 +1,5 @@
-"""BPE on Spark: byte-identical models for 1 and 3 partitions, equal to the local trainer; the train job end to end."""
+"""BPE on Spark: byte-identical models for 1 and 3 partitions, equal to the local trainer; the train job end to end,
+and its ``--master none`` path giving the same model bytes."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def test_sentencepiece_chunks_ignore_neighbouring_documents():
     assert bpe.sort_chunks(*together)[0] == bpe.sort_chunks(*apart)[0]
 
 
-@pytest.mark.parametrize("pretokenizer", ["byte_level"])
+@pytest.mark.parametrize("pretokenizer", ["byte_level", "sentencepiece"])
 def test_models_identical_across_partitions_and_local(spark, pretokenizer):
     lines = sample_corpus()
     settings = bpe.BpeSettings(vocab_sizes=(300, 330), pretokenizer=pretokenizer)
@@ -53,9 +54,28 @@ def test_train_job_and_export(spark, tmp_path):
     code = cli(["train", "--algorithm", "bpe", "--input", str(corpus), "--vocab-size", "300", "--output", str(out),
                 "--master", "local[2]", "--partitions", "3", "--holdout-fraction", "0", "--quiet"])
     assert code == 0
+    local = tmp_path / "bpe-local.model"
+    code = cli(["train", "--algorithm", "bpe", "--input", str(corpus), "--vocab-size", "300", "--output", str(local),
+                "--master", "none", "--threads", "2", "--holdout-fraction", "0", "--quiet"])
+    assert code == 0
+    assert local.read_bytes() == out.read_bytes()  # no Spark, the same model bytes
     model = Model.load(out)
     assert model.algorithm == "bpe" and model.pretokenizer == {"name": "byte_level", "pattern": "gpt2"}
     assert cli(["export", "--model", str(out), "--to", "huggingface", str(tmp_path / "hf") + "/"]) == 0
     tok = Tokenizer.load(tmp_path / "hf" / "tokenizer.json")
     line = sample_corpus(5, seed=9)[2]
     assert tok.encode(line) == Tokenizer(model).encode(line)
+
+
+def test_train_job_without_spark_refuses_what_needs_spark(tmp_path, capsys):
+    from jobs.cli import main as cli
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(b"a b c\n")
+    base = ["train", "--algorithm", "bpe", "--input", str(corpus), "--vocab-size", "300", "--output",
+            str(tmp_path / "m.model"), "--master", "none", "--quiet"]
+    assert cli(base) == 2  # the default held-out split needs Spark's hash
+    assert "--holdout-fraction 0" in capsys.readouterr().err
+    (tmp_path / "d.jsonl").write_text('{"text": "a"}\n')
+    assert cli(base[:4] + [str(tmp_path / "d.jsonl")] + base[5:] + ["--holdout-fraction", "0"]) == 2
+    assert "text files only" in capsys.readouterr().err

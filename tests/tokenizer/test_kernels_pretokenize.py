@@ -1,4 +1,5 @@
-"""Regex pre-split kernels vs their Python twin, vs the `regex` module, and basic properties."""
+"""Regex pre-split and SentencePiece-style chunk kernels vs their Python twins, vs the `regex` module, and basic
+properties."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tokenizer.kernels.pretokenize import PATTERN_TEXT, PATTERNS, char_class_table, pretokenize_batch, pretokenize_into
-from tokenizer.kernels.reference_pretokenize import ref_pretokenize
+from tokenizer.kernels.pretokenize import (PATTERN_TEXT, PATTERNS, char_class_table, escape_spaces_packed,
+                                           pretokenize_batch, pretokenize_into, sentencepiece_chunk_end)
+from tokenizer.kernels.reference_pretokenize import ref_pretokenize, ref_sentencepiece_chunks
 
 ALPHABET = list("ab'sStTdlLrevm Z9١²\n\r\t  　!?.,-_中文ひらがなé") + ["\u2028", "\x85", "\u00a0"]
 texts = st.text(alphabet=st.sampled_from(ALPHABET), max_size=40)
@@ -62,3 +64,48 @@ def test_batch_never_crosses_documents():
     total = pretokenize_batch(char_class_table(), PATTERNS["gpt2"], data, offsets, ends, per_doc)
     assert per_doc.tolist() == [2, 0, 1, 1] and total == 4
     assert ends[:total].tolist() == [5, 11, 13, 15]
+
+
+SP_ALPHABET = ALPHABET + ["\u2581", "\x00", "\u0301", "ア", "ー", "Ω"]
+
+
+def sentencepiece_split(data: bytes) -> list[bytes]:
+    from tokenizer.trainers.bpe import sentencepiece_script_table
+
+    array = np.frombuffer(data, dtype=np.uint8)
+    out, pos = [], 0
+    while pos < len(data):
+        end = sentencepiece_chunk_end(sentencepiece_script_table(), array, pos, len(data))
+        out.append(data[pos:end])
+        pos = end
+    return out
+
+
+def test_sentencepiece_docstring_example():
+    text = "a\u2581\u2581bc\n\nd".encode()
+    assert sentencepiece_split(text) == [b"a", "\u2581\u2581bc".encode(), b"\n\n", b"d"]
+    assert sentencepiece_split("ab,東京ひらがな\tx".encode()) == [b"ab", b",", "東京ひらがな".encode(), b"\t", b"x"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(SP_ALPHABET), max_size=40), junk=st.binary(max_size=3))
+def test_sentencepiece_chunks_match_twin(text, junk):
+    from tokenizer.trainers.bpe import sentencepiece_script_table
+
+    data = text.encode() + junk
+    got = sentencepiece_split(data)
+    assert got == ref_sentencepiece_chunks(data, sentencepiece_script_table())
+    assert b"".join(got) == data and all(got)
+
+
+@settings(max_examples=100, deadline=None)
+@given(docs=st.lists(st.binary(max_size=8).map(lambda b: b.replace(b"\x01", b" ")), max_size=5))
+def test_escape_spaces(docs):
+    data = np.frombuffer(b"".join(docs), np.uint8)
+    offsets = np.cumsum([0] + [len(d) for d in docs]).astype(np.int64)
+    out = np.empty(len(data) + 2 * int(np.count_nonzero(data == 0x20)), np.uint8)
+    out_offsets = np.empty(len(offsets), np.int64)
+    written = escape_spaces_packed(data, offsets, out, out_offsets)
+    escaped = [d.replace(b" ", "\u2581".encode()) for d in docs]
+    assert written == len(out) and out.tobytes() == b"".join(escaped)
+    assert out_offsets.tolist() == np.cumsum([0] + [len(d) for d in escaped]).tolist()

@@ -8,19 +8,24 @@ from hypothesis import given, settings, strategies as st
 
 from tokenizer import Tokenizer
 from tokenizer.errors import ConfigError
+from tokenizer.kernels import bpe_train as K
 from tokenizer.kernels.bpe_train import count_spans, learn_merges
-from tokenizer.kernels.reference_bpe_train import ref_count_spans, ref_learn_merges
+from tokenizer.kernels.reference_bpe_train import (ref_chars_to_symbols, ref_count_chunk_table, ref_count_spans,
+                                                   ref_learn_merges, ref_weighted_char_counts)
 from tokenizer.trainers import bpe
 
 words_strategy = st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=9), min_size=1, max_size=6)
 
 
-def run_kernel(words, counts, lengths, max_merges, min_count, max_len):
+def run_kernel(words, counts, lengths, max_merges, min_count, max_len, attributes=None):
     symbols = np.array([s for w in words for s in w], np.int32)
     offsets = np.zeros(len(words) + 1, np.int64)
     offsets[1:] = np.cumsum([len(w) for w in words])
+    if attributes is None:
+        attributes = [(K.SCRIPT_ANY, K.SCRIPT_ANY, K.NO_SPACE)] * len(lengths)
+    first, last, flags = (np.array(column, np.int64) for column in zip(*attributes))
     left, right, merged = learn_merges(symbols, offsets, np.array(counts, np.int64), np.array(lengths, np.int64),
-                                       max_merges, min_count, max_len)
+                                       first, last, flags, max_merges, min_count, max_len)
     return list(zip(left.tolist(), right.tolist(), merged.tolist()))
 
 
@@ -38,6 +43,32 @@ def test_learn_merges_matches_twin(words, data):
     max_len = data.draw(st.integers(2, 9))
     assert run_kernel(words, counts, lengths, max_merges, min_count, max_len) == ref_learn_merges(
         words, counts, lengths, max_merges, min_count, max_len)
+
+
+# symbol attributes as SentencePiece-style training sets them: (first script, last script, flags)
+ATTRIBUTES = [(K.SCRIPT_ANY, K.SCRIPT_ANY, K.NO_SPACE), (1, 1, K.NO_SPACE), (2, 2, K.NO_SPACE),
+              (K.SCRIPT_ANY, K.SCRIPT_ANY, K.ALL_SPACE | K.LEAD_SPACE), (K.SCRIPT_ANY, K.SCRIPT_ANY, K.FROZEN)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(words=st.lists(st.lists(st.integers(0, 4), min_size=1, max_size=9), min_size=1, max_size=6), data=st.data())
+def test_learn_merges_with_piece_rules_matches_twin(words, data):
+    counts = data.draw(st.lists(st.integers(1, 5), min_size=len(words), max_size=len(words)))
+    attributes = data.draw(st.permutations(ATTRIBUTES))
+    max_merges = data.draw(st.integers(0, 12))
+    max_len = data.draw(st.integers(2, 6))
+    got = run_kernel(words, counts, [1] * 5, max_merges, 1, max_len, attributes)
+    assert got == ref_learn_merges(words, counts, [1] * 5, max_merges, 1, max_len, attributes)
+
+
+def test_piece_rules_hand_example():
+    # ids: 0 "a" (script 1), 1 "," (script 2), 2 "▁", 3 tab (frozen)
+    attributes = [(1, 1, K.NO_SPACE), (2, 2, K.NO_SPACE), (K.SCRIPT_ANY, K.SCRIPT_ANY, K.ALL_SPACE | K.LEAD_SPACE),
+                  (K.SCRIPT_ANY, K.SCRIPT_ANY, K.FROZEN)]
+    words = [[2, 2, 0, 0, 1, 3, 0]]  # "▁▁aa,<tab>a"
+    merges = run_kernel(words, [1], [1, 1, 1, 1], 10, 1, 16, attributes)
+    # allowed: ▁▁ (all spaces), ▁a (leading ▁), aa; never a, (scripts), ▁▁a, or anything with the tab
+    assert merges == [(0, 0, 1), (2, 2, 1)]
 
 
 @settings(max_examples=100, deadline=None)
@@ -71,7 +102,82 @@ def test_sentencepiece_chunks():
     s = bpe.BpeSettings(pretokenizer="sentencepiece")
     text, starts, ends = bpe.chunk_spans(*bpe.pack_texts(["a  bc\n\nd"]), s)
     chunks = [bytes(text[a:b]).decode() for a, b in zip(starts, ends)]
-    assert chunks == ["a", "▁", "▁bc", "\n\n", "d"]
+    assert chunks == ["a", "▁▁bc", "\n\n", "d"]
+
+
+texts_strategy = st.lists(st.text(alphabet="ab c\n\t中ひ'.9é\u0301\x00", max_size=12), max_size=6)
+
+
+@pytest.mark.parametrize("pretokenizer,pattern", [("byte_level", "gpt2"), ("byte_level", "llama3"),
+                                                  ("sentencepiece", "gpt2")])
+@settings(max_examples=60, deadline=None)
+@given(texts=texts_strategy, junk=st.binary(max_size=4))
+def test_count_chunk_table_matches_twin(pretokenizer, pattern, texts, junk):
+    docs = [t.encode() for t in texts] + [junk]
+    s = bpe.BpeSettings(pretokenizer=pretokenizer, pattern=pattern)
+    text, starts, ends = bpe.chunk_spans(*bpe.pack_texts(docs), s)
+    spans = [bytes(text[a:b]) for a, b in zip(starts, ends)]
+    assert b"".join(spans) == b"".join(d.replace(b" ", "\u2581".encode()) if pretokenizer == "sentencepiece"
+                                       else d for d in docs)
+    chunk_data, chunk_offsets, counts = bpe.count_chunks(*bpe.pack_texts(docs), s)
+    got = [chunk_data[a:b].tobytes() for a, b in zip(chunk_offsets[:-1], chunk_offsets[1:])]
+    assert (got, counts.tolist()) == tuple(ref_count_chunk_table([spans]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(spans=st.lists(st.text(alphabet="aé中\U0001F600 ").map(str.encode) | st.binary(max_size=5), max_size=6),
+       data=st.data())
+def test_char_kernels_match_twins(spans, data):
+    weights = data.draw(st.lists(st.integers(1, 9), min_size=len(spans), max_size=len(spans)))
+    blob = np.frombuffer(b"".join(spans), np.uint8)
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in spans])]).astype(np.int64)
+    totals = np.zeros(0x110000, np.int64)
+    invalid = K.weighted_char_counts(blob, offsets, np.array(weights, np.int64), totals)
+    expected, expected_invalid = ref_weighted_char_counts(spans, weights)
+    assert invalid == expected_invalid
+    assert {int(c): int(totals[c]) for c in np.flatnonzero(totals)} == expected
+    char_symbol = np.full(0x110000, -1, np.int32)
+    mapping = {0xE9: 300, 0x4E2D: 301}
+    for cp, symbol in mapping.items():
+        char_symbol[cp] = symbol
+    symbols, symbol_offsets = K.chars_to_symbols(blob, offsets, char_symbol)
+    got = [symbols[a:b].tolist() for a, b in zip(symbol_offsets[:-1], symbol_offsets[1:])]
+    assert got == ref_chars_to_symbols(spans, mapping)
+
+
+@settings(max_examples=30, deadline=None)
+@given(texts=texts_strategy, threads=st.integers(1, 4))
+def test_threaded_count_is_the_same_table(texts, threads):
+    for pretokenizer in bpe.PRETOKENIZERS:
+        s = bpe.BpeSettings(pretokenizer=pretokenizer)
+        packed = bpe.pack_texts(texts)
+        assert table(bpe.count_chunks_threaded(*packed, s, threads)) == table(bpe.count_chunks(*packed, s))
+
+
+def test_required_characters_follow_coverage():
+    data, offsets = bpe.pack_texts(["aaaab", "\tc"])
+    counts = np.array([10, 1], np.int64)
+    # a 40, b 10, tab 1, c 1 of 52: coverage is checked before each character; the tab counts but is never required
+    assert bpe.required_characters(data, offsets, counts, 0.98) == [(97, 40), (98, 10)]
+    assert bpe.required_characters(data, offsets, counts, 0.99) == [(97, 40), (98, 10), (99, 1)]
+
+
+def test_sentencepiece_pieces_obey_sentencepiece_rules():
+    corpus = ["the cat's hat, the cat's bat.", "  indented  twice", "東京ひらがな2024年", "ab12 12ab"] * 5
+    model = bpe.train_bpe_local(corpus, bpe.BpeSettings(vocab_sizes=(400,), pretokenizer="sentencepiece"))[400]
+    space = "\u2581"
+    pieces = []
+    for piece in model.pieces[256:-3]:
+        try:
+            pieces.append(piece.decode())
+        except UnicodeDecodeError:
+            assert len(piece) < 3  # only a part of a character being assembled is not UTF-8
+    assert {"\u2581the", "\u2581\u2581", "東京ひらがな", "2024", "ab"} <= set(pieces)
+    for text in pieces:
+        assert space not in text[1:] or set(text) == {space}, text
+        assert len(text) <= 16
+        assert not any(c.isascii() and c.isalpha() for c in text) or all(
+            c.isascii() and c.isalpha() for c in text.lstrip(space)), text  # never "s," "t'" "ab1"
 
 
 CORPUS = ["the cat sat on the mat", "the dog's bone", "  indented\tline\n", "中文中文 テキスト", "x" * 30] * 3

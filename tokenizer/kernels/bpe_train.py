@@ -12,7 +12,11 @@ counts are exact. ``learn_merges`` is the classic incremental BPE loop:
    overlaps (``a a a`` with ``(a, a)`` -> ``z a``), and applies the pair-count changes of each occurrence:
    ``(a, b)``, ``(prev, a)``, ``(b, next)`` lose the word's count; ``(prev, z)``, ``(z, next)`` gain it.
 
-Pairs whose merged piece would exceed ``max_piece_length`` bytes are never counted.
+Pairs that may not merge are never counted: the merged piece would be longer than ``max_piece_length`` units
+(bytes or characters: ``symbol_lengths`` says), or it breaks SentencePiece's piece rules, given per symbol by
+``symbol_first``/``symbol_last`` (script of the first / last character that has one, ``SCRIPT_ANY`` = none) and
+``symbol_flags`` (``NO_SPACE``: holds no ``▁``; ``LEAD_SPACE``: one ``▁``, at its start; ``ALL_SPACE``: only ``▁``;
+``FROZEN``: never merges). See :func:`pair_allowed`. Byte-level BPE passes ``SCRIPT_ANY`` and ``NO_SPACE`` for all.
 
 Example (hand-checkable): words ``[0 1 0 1]`` x1 and ``[0 1]`` x2, first new id 2: pair counts (0,1)=4, (1,0)=1
 -> merge (0,1) into 2 (count 4); then (2,2)=1 -> merge into 3 if ``min_count <= 1``.
@@ -23,8 +27,11 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
+from tokenizer.kernels.pretokenize import decode_char, next_pretoken_end, sentencepiece_chunk_end
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+NO_SPACE, LEAD_SPACE, ALL_SPACE, FROZEN = 1, 2, 4, 8
+SCRIPT_ANY = -1
 
 
 @kernel
@@ -96,6 +103,142 @@ def count_spans(data, starts, ends, weights):
     return first[:distinct].copy(), counts[:distinct].copy()
 
 
+MODE_SENTENCEPIECE = 3  # count_chunk_table's mode for SentencePiece-style chunks (1 and 2 are the regex patterns)
+
+
+@kernel
+def count_chunk_table(mode, char_class, script, data, offsets):
+    """Pre-tokenize the documents ``data[offsets[i]:offsets[i + 1]]`` and count the distinct chunks, in one pass.
+
+    ``mode`` 1 or 2: the GPT-2 / Llama-3 regex (``next_pretoken_end`` with ``char_class``); 3: SentencePiece-style
+    chunks of space-escaped text (``sentencepiece_chunk_end`` with ``script``). The open-addressing table starts
+    small and doubles (a table sized to the data stays in cache). Returns ``(starts, ends, counts)`` (int64), one
+    entry per distinct chunk in order of first occurrence: ``data[starts[k]:ends[k]]`` and its count.
+    Example (mode 1): documents ``b"a a"``, ``b"a"`` -> chunks ``a`` x2, `` a`` x1: starts ``[0, 1]``, ends
+    ``[1, 3]``, counts ``[2, 1]``.
+    """
+    bits = 12
+    slots = np.full(np.int64(1) << bits, -1, np.int64)
+    capacity = 1024
+    entry_hash = np.empty(capacity, np.uint64)
+    entry_start = np.empty(capacity, np.int64)
+    entry_end = np.empty(capacity, np.int64)
+    counts = np.empty(capacity, np.int64)
+    n = 0
+    for d in range(offsets.shape[0] - 1):
+        pos = offsets[d]
+        end = offsets[d + 1]
+        while pos < end:
+            if mode == MODE_SENTENCEPIECE:
+                stop = sentencepiece_chunk_end(script, data, pos, end)
+            else:
+                stop = next_pretoken_end(char_class, mode, data, pos, end)
+            h = _span_hash(data, pos, stop)
+            mask = (np.int64(1) << bits) - 1
+            j = np.int64((h * _GOLDEN) >> np.uint64(64 - bits))
+            while True:
+                k = slots[j]
+                if k == -1:
+                    break
+                if entry_hash[k] == h and entry_end[k] - entry_start[k] == stop - pos:
+                    other = entry_start[k]
+                    same = True
+                    for q in range(stop - pos):
+                        if data[other + q] != data[pos + q]:
+                            same = False
+                            break
+                    if same:
+                        break
+                j = (j + 1) & mask
+            if k >= 0:
+                counts[k] += 1
+            else:
+                if n == capacity:
+                    capacity *= 2
+                    entry_hash = _grown(entry_hash, capacity)
+                    entry_start = _grown(entry_start, capacity)
+                    entry_end = _grown(entry_end, capacity)
+                    counts = _grown(counts, capacity)
+                entry_hash[n] = h
+                entry_start[n] = pos
+                entry_end[n] = stop
+                counts[n] = 1
+                slots[j] = n
+                n += 1
+                if 2 * n > slots.shape[0]:
+                    bits += 1
+                    slots = np.full(np.int64(1) << bits, -1, np.int64)
+                    mask = (np.int64(1) << bits) - 1
+                    for e in range(n):
+                        t = np.int64((entry_hash[e] * _GOLDEN) >> np.uint64(64 - bits))
+                        while slots[t] != -1:
+                            t = (t + 1) & mask
+                        slots[t] = e
+            pos = stop
+    return entry_start[:n].copy(), entry_end[:n].copy(), counts[:n].copy()
+
+
+@kernel
+def gather_spans(data, starts, ends):
+    """``(packed bytes uint8, offsets int64)`` of the spans ``data[starts[k]:ends[k]]``, in order.
+    ``gather_spans(b"abc", [2, 0], [3, 2])`` -> ``(b"cab", [0, 1, 3])``."""
+    n = starts.shape[0]
+    offsets = np.zeros(n + 1, np.int64)
+    for k in range(n):
+        offsets[k + 1] = offsets[k] + ends[k] - starts[k]
+    out = np.empty(offsets[n], np.uint8)
+    for k in range(n):
+        base = offsets[k]
+        s = starts[k]
+        for q in range(ends[k] - s):
+            out[base + q] = data[s + q]
+    return out, offsets
+
+
+@kernel
+def weighted_char_counts(data, offsets, weights, out):
+    """Add ``weights[i]`` to ``out[cp]`` for every character ``cp`` of span ``data[offsets[i]:offsets[i + 1]]``
+    (``out`` int64 of 0x110000); returns the summed weight of invalid UTF-8 bytes (not counted in ``out``).
+    ``b"aba"`` with weight 2 -> ``out[97] += 4``, ``out[98] += 2``."""
+    invalid = np.int64(0)
+    for i in range(offsets.shape[0] - 1):
+        pos = offsets[i]
+        end = offsets[i + 1]
+        w = weights[i]
+        while pos < end:
+            cp, length = decode_char(data, pos, end)
+            if cp < 0:
+                invalid += w
+            else:
+                out[cp] += w
+            pos += length
+    return invalid
+
+
+@kernel
+def chars_to_symbols(data, offsets, char_symbol):
+    """Rewrite spans of UTF-8 bytes as symbol ids: a character with ``char_symbol[cp] >= 0`` becomes that id, any
+    other byte stays its own id (0-255). Returns ``(symbols int32, symbol offsets int64)`` per span.
+    With ``char_symbol[0xE9] = 300``: ``b"\xc3\xa9t"`` -> ``[300, 116]``."""
+    symbols = np.empty(offsets[-1] - offsets[0], np.int32)
+    out_offsets = np.zeros(offsets.shape[0], np.int64)
+    w = 0
+    for i in range(offsets.shape[0] - 1):
+        pos = offsets[i]
+        end = offsets[i + 1]
+        while pos < end:
+            cp, length = decode_char(data, pos, end)
+            if cp >= 0 and char_symbol[cp] >= 0:
+                symbols[w] = char_symbol[cp]
+                pos += length
+            else:
+                symbols[w] = data[pos]
+                pos += 1
+            w += 1
+        out_offsets[i + 1] = w
+    return symbols[:w].copy(), out_offsets
+
+
 @kernel
 def _better(count_a, key_a, count_b, key_b):
     return count_a > count_b or (count_a == count_b and key_a < key_b)
@@ -148,11 +291,45 @@ def _grown(array, length):
 
 
 @kernel
-def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, max_merges, min_count, max_piece_length):
+def pair_allowed(length, first, last, flags, a, b, max_piece_length):
+    """May pieces ``a`` and ``b`` merge? (SentencePiece's ``IsValidSentencePiece`` for the concatenation of two
+    valid pieces, with allow_whitespace_only_pieces and split_by_whitespace.) Neither is ``FROZEN``; the lengths
+    add up to at most ``max_piece_length``; ``▁`` only leads (``▁`` + ``ab``) or the result is all ``▁``; the last
+    script of ``a`` and the first of ``b`` agree unless one is ``SCRIPT_ANY``."""
+    fa = flags[a]
+    fb = flags[b]
+    if (fa | fb) & FROZEN:
+        return False
+    if length[a] + length[b] > max_piece_length:
+        return False
+    both_space = (fa & ALL_SPACE) != 0 and (fb & ALL_SPACE) != 0
+    space_leads = (fb & NO_SPACE) != 0 and (fa & (NO_SPACE | LEAD_SPACE)) != 0
+    if not (both_space or space_leads):
+        return False
+    return last[a] == SCRIPT_ANY or first[b] == SCRIPT_ANY or last[a] == first[b]
+
+
+@kernel
+def _set_merged(length, first, last, flags, a, b, z):
+    """Attributes of the new piece ``z = a + b`` (an allowed pair)."""
+    length[z] = length[a] + length[b]
+    first[z] = first[a] if first[a] != SCRIPT_ANY else first[b]
+    last[z] = last[b] if last[b] != SCRIPT_ANY else last[a]
+    if (flags[a] & ALL_SPACE) != 0 and (flags[b] & ALL_SPACE) != 0:
+        flags[z] = ALL_SPACE
+    else:
+        flags[z] = flags[a] & (NO_SPACE | LEAD_SPACE)
+
+
+@kernel
+def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_first, symbol_last, symbol_flags,
+                 max_merges, min_count, max_piece_length):
     """Learn up to ``max_merges`` merges over words ``symbols[word_offsets[w]:word_offsets[w + 1]]``.
 
     ``symbols`` int32 (rewritten in place), ``word_offsets`` int64 (words + 1), ``word_counts`` int64 (words),
-    ``symbol_lengths`` int64: byte length of each initial id; new ids start at ``symbol_lengths.shape[0]``.
+    ``symbol_lengths`` int64: length of each initial id (bytes or characters); ``symbol_first``/``symbol_last``
+    int64 and ``symbol_flags`` int64 per initial id (see the module docstring); new ids start at
+    ``symbol_lengths.shape[0]``.
     Stops early when the best pair count is below ``min_count``. Returns ``(left, right, count)`` int64 arrays,
     one entry per merge in order (merge ``m`` creates id ``symbol_lengths.shape[0] + m``).
     """
@@ -160,6 +337,12 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, max_merges,
     first_id = symbol_lengths.shape[0]
     piece_len = np.zeros(first_id + max_merges, np.int64)
     piece_len[:first_id] = symbol_lengths
+    piece_first = np.full(first_id + max_merges, SCRIPT_ANY, np.int64)
+    piece_first[:first_id] = symbol_first
+    piece_last = np.full(first_id + max_merges, SCRIPT_ANY, np.int64)
+    piece_last[:first_id] = symbol_last
+    piece_flags = np.zeros(first_id + max_merges, np.int64)
+    piece_flags[:first_id] = symbol_flags
     word_len = np.empty(n_words, np.int64)
     longest = 1
     total = 0
@@ -200,7 +383,7 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, max_merges,
             key = change_key[q]
             left = key >> 32
             right = key & 0xFFFFFFFF
-            if piece_len[left] + piece_len[right] > max_piece_length:
+            if not pair_allowed(piece_len, piece_first, piece_last, piece_flags, left, right, max_piece_length):
                 continue
             if 2 * (used + 1) > keys.shape[0]:
                 old_keys, old_count, old_head = keys, pair_count, head
@@ -248,7 +431,7 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, max_merges,
         a = key >> 32
         b = key & 0xFFFFFFFF
         z = first_id + merges
-        piece_len[z] = piece_len[a] + piece_len[b]
+        _set_merged(piece_len, piece_first, piece_last, piece_flags, a, b, z)
         out_left[merges] = a
         out_right[merges] = b
         out_count[merges] = count
@@ -297,7 +480,8 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, max_merges,
                     ckey = change_key[q]
                     left = ckey >> 32
                     right = ckey & 0xFFFFFFFF
-                    if piece_len[left] + piece_len[right] > max_piece_length:
+                    if not pair_allowed(piece_len, piece_first, piece_last, piece_flags, left, right,
+                                        max_piece_length):
                         continue
                     if 2 * (used + 1) > keys.shape[0]:
                         old_keys, old_count, old_head = keys, pair_count, head

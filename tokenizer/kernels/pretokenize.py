@@ -283,3 +283,114 @@ def pretokenize_batch(char_class, pattern, data, offsets, out_ends, out_doc_coun
         count = pretokenize_into(char_class, pattern, data, offsets[i], offsets[i + 1], out_ends, count)
         out_doc_counts[i] = count - before
     return count
+
+
+# ---------------------------------------------------------------------------------------------- SentencePiece style
+# SentencePiece-style chunks are cut from text whose spaces are already escaped to U+2581 (see escape_spaces_packed).
+# ``script`` is an int16 table with one entry per code point: the character's script as SentencePiece's trainer
+# compares it (Hiragana and Katakana count as Han, unknown as Common), or SCRIPT_ANY for characters that take their
+# neighbour's script (Inherited). It is built by tokenizer.trainers.bpe.sentencepiece_script_table().
+SCRIPT_ANY = -1
+
+
+@kernel
+def escape_spaces_packed(data, offsets, out, out_offsets):
+    """Copy ``data[offsets[0]:offsets[-1]]`` into ``out`` with every space (0x20) replaced by U+2581 (``e2 96 81``),
+    writing the shifted document offsets (starting at 0) into ``out_offsets``. ``out`` (uint8) needs room for the
+    text plus two bytes per space; returns the number of bytes written. ``b"a b"`` -> ``b"a\\xe2\\x96\\x81b"``."""
+    w = 0
+    out_offsets[0] = 0
+    for d in range(offsets.shape[0] - 1):
+        for i in range(offsets[d], offsets[d + 1]):
+            byte = data[i]
+            if byte == 0x20:
+                out[w] = 0xE2
+                out[w + 1] = 0x96
+                out[w + 2] = 0x81
+                w += 3
+            else:
+                out[w] = byte
+                w += 1
+        out_offsets[d + 1] = w
+    return w
+
+
+@kernel
+def is_space_symbol(data, pos, end):
+    """True when ``data[pos:pos + 3]`` is U+2581 (the escaped space)."""
+    return pos + 2 < end and data[pos] == 0xE2 and data[pos + 1] == 0x96 and data[pos + 2] == 0x81
+
+
+@kernel
+def _sentencepiece_unit(script, data, pos, end):
+    """``(kind, script, length)`` of the character at ``pos``: kind 0 an ordinary character, 1 the space symbol,
+    2 a newline, 3 a tab, 4 a byte that is not a character of its own here (invalid UTF-8 or NUL)."""
+    if is_space_symbol(data, pos, end):
+        return 1, SCRIPT_ANY, 3
+    byte = data[pos]
+    if byte == 0x0A:
+        return 2, SCRIPT_ANY, 1
+    if byte == 0x09:
+        return 3, SCRIPT_ANY, 1
+    if byte == 0:
+        return 4, SCRIPT_ANY, 1
+    cp, length = decode_char(data, pos, end)
+    if cp < 0:
+        return 4, SCRIPT_ANY, 1
+    return 0, np.int64(script[cp]), length
+
+
+@kernel
+def sentencepiece_chunk_end(script, data, pos, end):
+    """End (exclusive) of the SentencePiece-style chunk at ``data[pos]`` (escaped text, ``pos < end``).
+
+    SentencePiece's ``SplitIntoWords`` (allow_whitespace_only_pieces): a word is a run of space symbols plus the
+    non-space characters after it (``"▁▁ab▁c"`` -> ``"▁▁ab"``, ``"▁c"``). Within a word no piece may join two
+    characters of different scripts, so the word is cut there too, where both characters have a script
+    (``"ab,"`` -> ``"ab"``, ``","``) — this changes no merge, only what is counted together. Runs of newlines
+    and runs of tabs are chunks of their own (tabs are never part of a piece), and so is each invalid UTF-8 byte
+    or NUL byte. Example: ``"a▁▁bc\\n\\nd"`` -> ``"a"``, ``"▁▁bc"``, ``"\\n\\n"``, ``"d"``.
+    """
+    kind, klass, length = _sentencepiece_unit(script, data, pos, end)
+    if kind == 2 or kind == 3:
+        stop = pos + 1
+        while stop < end and data[stop] == data[pos]:
+            stop += 1
+        return stop
+    if kind == 4:
+        return pos + 1
+    stop = pos
+    if kind == 1:
+        while stop < end and is_space_symbol(data, stop, end):
+            stop += 3
+        if stop >= end:
+            return stop
+        kind, klass, length = _sentencepiece_unit(script, data, stop, end)
+        if kind != 0:
+            return stop
+    previous = klass
+    stop += length
+    while stop < end:
+        kind, klass, length = _sentencepiece_unit(script, data, stop, end)
+        if kind != 0:
+            break
+        if klass != SCRIPT_ANY and previous != SCRIPT_ANY and klass != previous:
+            break
+        previous = klass
+        stop += length
+    return stop
+
+
+@kernel
+def sentencepiece_batch(script, data, offsets, out_ends, out_doc_counts):
+    """``pretokenize_batch`` for SentencePiece-style chunks (``sentencepiece_chunk_end``) of escaped text."""
+    count = 0
+    for i in range(offsets.shape[0] - 1):
+        before = count
+        pos = offsets[i]
+        while pos < offsets[i + 1]:
+            pos = sentencepiece_chunk_end(script, data, pos, offsets[i + 1])
+            out_ends[count] = pos
+            count += 1
+        out_doc_counts[i] = count - before
+    return count

@@ -95,3 +95,48 @@ def ref_pretokenize(data: bytes, pattern: str = "gpt2") -> list[bytes]:
         out.append(b"".join(c for c, _ in chars[i:j]))
         i = j
     return out
+
+
+def ref_sentencepiece_chunks(text: bytes, script) -> list[bytes]:
+    """Twin of ``sentencepiece_chunk_end`` applied from the start to the end of escaped ``text``: SentencePiece's
+    words (a run of ``▁`` and the non-``▁`` characters after it), cut where two neighbouring characters both have a
+    script and the scripts differ; newline runs, tab runs, invalid bytes and NUL bytes alone. ``script`` is
+    indexable by code point (-1 = takes its neighbour's script)."""
+    units = []  # (bytes, kind, script): kind 0 char, 1 space symbol, 2 newline, 3 tab, 4 lone byte
+    pos = 0
+    while pos < len(text):
+        if text[pos:pos + 3] == "\u2581".encode():
+            units.append((text[pos:pos + 3], 1, -1))
+            pos += 3
+            continue
+        for length in (1, 2, 3, 4):
+            try:
+                char = text[pos:pos + length].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if len(char) == 1:
+                break
+        else:
+            units.append((text[pos:pos + 1], 4, -1))
+            pos += 1
+            continue
+        kind = {"\n": 2, "\t": 3, "\x00": 4}.get(char, 0)
+        units.append((text[pos:pos + length], kind, int(script[ord(char)]) if kind == 0 else -1))
+        pos += length
+    chunks: list[list] = []
+    for k, (piece, kind, klass) in enumerate(units):
+        previous = units[k - 1] if k else None
+        if previous is None:
+            new = True
+        elif kind in (2, 3):
+            new = previous[1] != kind or previous[0] != piece
+        elif kind == 4 or previous[1] in (2, 3, 4):
+            new = True
+        elif kind == 1:
+            new = previous[1] != 1
+        else:  # an ordinary character after a space symbol or another character
+            new = previous[1] == 0 and klass != -1 and previous[2] != -1 and klass != previous[2]
+        if new:
+            chunks.append([])
+        chunks[-1].append(piece)
+    return [b"".join(c) for c in chunks]

@@ -12,10 +12,19 @@ Pre-tokenization (``settings.pretokenizer``):
   :mod:`tokenizer.kernels.pretokenize`), pieces never cross a pre-token. The model's ``pretokenizer`` is
   ``{"name": "byte_level", "pattern": ...}`` and it encodes by *replaying the merges* (lowest rank first, leftmost
   first), exactly as Hugging Face ``tokenizers`` and tiktoken do; it exports to a ``tokenizer.json``.
-- ``"sentencepiece"``: SentencePiece-style: every space becomes U+2581 ``▁``; a chunk is a run of ``▁`` (all but
-  the last) or one ``▁`` plus the following non-``▁`` text, and newline runs are chunks of their own. The model
-  uses SentencePiece's normalizer (no dummy prefix, no whitespace removal: lossless for valid UTF-8) and SentencePiece's
-  BPE rule (merge the adjacent pair whose concatenation is the best-scored piece).
+- ``"sentencepiece"``: SentencePiece's BPE trainer's rules (``bpe_model_trainer.cc`` with identity normalization,
+  no dummy prefix, no whitespace removal, ``allow_whitespace_only_pieces``, ``split_by_whitespace``,
+  ``split_by_unicode_script``, ``split_by_number``): every space becomes U+2581 ``▁``; a chunk is SentencePiece's
+  word, a run of ``▁`` plus the non-``▁`` text after it (cut where the Unicode script changes, which no piece may
+  cross anyway); newline runs and tab runs are chunks of their own. Merges start from *characters*: the
+  ``character_coverage`` share of character occurrences (most frequent first) are the required characters,
+  each multi-byte one assembled from its bytes by the first merges; other characters stay bytes that never merge
+  (SentencePiece's byte fallback). A merge is allowed only when the result is a valid SentencePiece piece: at most
+  ``max_piece_length`` characters (16), ``▁`` only at its start or a piece of ``▁`` only, one script (Hiragana
+  and Katakana count as Han; Inherited takes its neighbour's), no tab or NUL. The model uses SentencePiece's
+  normalizer (lossless for valid UTF-8) and SentencePiece's BPE rule (merge the adjacent pair whose concatenation
+  is the best-scored piece). Ties between equally frequent pairs go to the smaller ids (SentencePiece: the
+  shorter, then the smaller string).
 
 Both are byte level: ids 0..255 are the single bytes, so any text encodes losslessly. Then the merged pieces in
 merge order (id ``256 + rank``, score ``-rank``), then the special tokens (CONTROL). A vocabulary of size ``V``
@@ -35,6 +44,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -60,7 +70,10 @@ class BpeSettings:
         pretokenizer: ``"byte_level"`` (regex pre-split, Hugging Face / tiktoken compatible) or ``"sentencepiece"``.
         pattern: the regex of ``byte_level``: ``"gpt2"`` or ``"llama3"``.
         min_count: stop merging when the best pair occurs fewer times than this.
-        max_piece_length: longest merged piece in bytes.
+        max_piece_length: longest merged piece: bytes for ``byte_level`` (default 32), characters for
+            ``sentencepiece`` (default 16, SentencePiece's ``max_sentencepiece_length``).
+        character_coverage: ``sentencepiece`` only: the share of character occurrences whose characters are
+            merged (SentencePiece's default 0.9995); the rarest characters stay bytes.
         special_tokens: CONTROL pieces after the merged pieces.
     """
 
@@ -68,13 +81,16 @@ class BpeSettings:
     pretokenizer: str = "byte_level"
     pattern: str = "gpt2"
     min_count: int = 2
-    max_piece_length: int = 32
+    max_piece_length: int | None = None
     special_tokens: tuple[str, ...] = ("<pad>", "<s>", "</s>")
+    character_coverage: float = 0.9995
 
     def __post_init__(self) -> None:
         sizes = (self.vocab_sizes,) if isinstance(self.vocab_sizes, int) else self.vocab_sizes
         object.__setattr__(self, "vocab_sizes", tuple(sizes))
         object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
+        if self.max_piece_length is None:
+            object.__setattr__(self, "max_piece_length", 16 if self.pretokenizer == "sentencepiece" else 32)
 
     def validate(self) -> "BpeSettings":
         """Raise :class:`ConfigError` saying what to change; returns ``self`` when valid."""
@@ -86,6 +102,10 @@ class BpeSettings:
             value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
                 raise ConfigError(f"{name}={value!r} is invalid: use an integer >= {low}")
+        coverage = self.character_coverage
+        if isinstance(coverage, bool) or not isinstance(coverage, (int, float)) or not 0.98 <= coverage <= 1.0:
+            raise ConfigError(f"character_coverage={coverage!r} is invalid: use a number from 0.98 to 1.0 "
+                              f"(SentencePiece's range)")
         if len(set(self.special_tokens)) != len(self.special_tokens) or any(not s for s in self.special_tokens):
             raise ConfigError(f"special_tokens={self.special_tokens!r} must be distinct non-empty strings")
         if not self.vocab_sizes:
@@ -101,6 +121,8 @@ class BpeSettings:
         out = dataclasses.asdict(self)
         out["vocab_sizes"] = list(self.vocab_sizes)
         out["special_tokens"] = list(self.special_tokens)
+        if self.pretokenizer != "sentencepiece":
+            del out["character_coverage"]  # unused: byte_level models stay as they were
         return out
 
     @property
@@ -126,74 +148,55 @@ def _as_packed(data, offsets) -> tuple[np.ndarray, np.ndarray]:
 
 
 def escape_spaces(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Replace every space (0x20) by ``▁`` (3 bytes), as SentencePiece's ``escape_whitespaces`` does."""
-    data = data[offsets[0]:offsets[-1]]
-    offsets = offsets - offsets[0]
-    is_space = data == 0x20
-    if not is_space.any():
-        return data.copy(), offsets.copy()
-    grow = np.concatenate([[0], np.cumsum(is_space.astype(np.int64) * 2)])
-    out = np.empty(len(data) + int(grow[-1]), dtype=np.uint8)
-    positions = np.arange(len(data)) + grow[:-1]
-    out[positions] = data
-    where = positions[is_space]
-    out[where], out[where + 1], out[where + 2] = SPACE_SYMBOL
-    return out, offsets + grow[offsets]
+    """Replace every space (0x20) by ``▁`` (3 bytes), as SentencePiece's ``escape_whitespaces`` does; returns
+    ``(text, offsets from 0)``."""
+    data, offsets = _as_packed(data, offsets)
+    spaces = int(np.count_nonzero(data[offsets[0]:offsets[-1]] == 0x20))
+    out = np.empty(int(offsets[-1] - offsets[0]) + 2 * spaces, np.uint8)
+    out_offsets = np.empty(len(offsets), np.int64)
+    P.escape_spaces_packed(data, offsets, out, out_offsets)
+    return out, out_offsets
 
 
-def _sentencepiece_chunk_starts(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Sorted chunk start positions of escaped text (see the module docstring)."""
-    n = len(data)
-    starts = np.zeros(n + 1, dtype=bool)
-    starts[offsets[:-1]] = True
-    if n:
-        sym = np.zeros(n, dtype=bool)
-        if n >= 3:
-            sym[:-2] = (data[:-2] == 0xE2) & (data[1:-1] == 0x96) & (data[2:] == 0x81)
-        after = np.zeros(n, dtype=bool)       # position right after a ▁ is ▁ too (runs)
-        after[:-3] = sym[3:]
-        doc_end = np.repeat(offsets[1:], np.diff(offsets))  # never look past a document's end
-        after &= np.arange(n) + 3 < doc_end
-        prev_sym = np.zeros(n, dtype=bool)    # a ▁ ends right before this position
-        prev_sym[3:] = sym[:-3]
-        starts[:n] |= sym & ~after            # the last ▁ of a run starts a word
-        starts[:n] |= sym & ~prev_sym         # ... and a run starts a chunk
-        newline = data == 0x0A
-        prev_newline = np.zeros(n, dtype=bool)
-        prev_newline[1:] = newline[:-1]
-        starts[:n] |= newline != prev_newline  # newline runs are chunks of their own
-    starts[n] = False
-    starts[offsets[-1]:] = False
-    keep = np.flatnonzero(starts)
-    # a boundary is only real inside a document (never at a document's end)
-    return keep
+@functools.lru_cache(maxsize=1)
+def sentencepiece_script_table() -> np.ndarray:
+    """int16 of shape ``(0x110000,)``: each code point's script as SentencePiece's piece rule compares it
+    (``IsValidSentencePiece``): Hiragana, Katakana and U+30FC count as Han, Inherited is ``SCRIPT_ANY`` (it takes
+    its neighbour's script), code points without a script are Common. Digits are Common (split_by_number).
+    ``SCRIPT_NAMES[sentencepiece_script_table()[ord("a")]] == "LATIN"``."""
+    from tokenizer.trainers.unicode_scripts import SCRIPT_NAMES, script_table
+
+    names = {name: i for i, name in enumerate(SCRIPT_NAMES)}
+    table = np.asarray(script_table()).astype(np.int16)
+    table[(table == names["HIRAGANA"]) | (table == names["KATAKANA"]) | (table == names["KATAKANAORHIRAGANA"])] = \
+        names["HANI"]
+    table[0x30FC] = names["HANI"]
+    table[table == names["UNKNOWN"]] = names["COMMON"]
+    table[table == names["INHERITED"]] = P.SCRIPT_ANY
+    table.flags.writeable = False
+    return table
 
 
 def chunk_spans(data, offsets, settings: BpeSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(text, starts, ends)``: the chunks of every document as spans of ``text`` (the input, or its
     space-escaped copy for ``sentencepiece``), each chunk inside one document, all bytes covered."""
     data, offsets = _as_packed(data, offsets)
+    if settings.pretokenizer == "sentencepiece":
+        data, offsets = escape_spaces(data, offsets)
+    ends = np.empty(int(offsets[-1] - offsets[0]), dtype=np.int64)
+    per_doc = np.empty(len(offsets) - 1, dtype=np.int64)
     if settings.pretokenizer == "byte_level":
-        ends = np.empty(int(offsets[-1] - offsets[0]), dtype=np.int64)
-        per_doc = np.empty(len(offsets) - 1, dtype=np.int64)
-        count = P.pretokenize_batch(P.char_class_table(), P.PATTERNS[settings.pattern], data, offsets, ends,
-                                    per_doc)
-        ends = ends[:count]
-        starts = np.empty(count, dtype=np.int64)
-        if count:
-            starts[1:] = ends[:-1]
-            doc_first = np.concatenate([[0], np.cumsum(per_doc)[:-1]])
-            nonempty = per_doc > 0
-            starts[doc_first[nonempty]] = offsets[:-1][nonempty]
-        return data, starts, ends
-    text, text_offsets = escape_spaces(data, offsets)
-    starts = _sentencepiece_chunk_starts(text, text_offsets)
-    bounds = np.union1d(starts, text_offsets)
-    ends = np.empty(len(starts), dtype=np.int64)
-    # each start's end is the next boundary after it
-    position = np.searchsorted(bounds, starts, side="right")
-    ends[:] = bounds[position]
-    return text, starts, ends
+        count = P.pretokenize_batch(P.char_class_table(), P.PATTERNS[settings.pattern], data, offsets, ends, per_doc)
+    else:
+        count = P.sentencepiece_batch(sentencepiece_script_table(), data, offsets, ends, per_doc)
+    ends = ends[:count]
+    starts = np.empty(count, dtype=np.int64)
+    if count:
+        starts[1:] = ends[:-1]
+        doc_first = np.concatenate([[0], np.cumsum(per_doc)[:-1]])
+        nonempty = per_doc > 0
+        starts[doc_first[nonempty]] = offsets[:-1][nonempty]
+    return data, starts, ends
 
 
 def empty_chunk_counts() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -203,23 +206,27 @@ def empty_chunk_counts() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _dedupe(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, weights: np.ndarray):
     first, counts = K.count_spans(data, starts, ends, weights)
-    lengths = ends[first] - starts[first]
-    offsets = np.zeros(len(first) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    if len(first):
-        index = np.repeat(starts[first] - offsets[:-1], lengths) + np.arange(offsets[-1])
-        chunk_data = data[index]
-    else:
-        chunk_data = np.zeros(0, np.uint8)
+    chunk_data, offsets = K.gather_spans(data, starts[first], ends[first])
     return chunk_data, offsets, counts
 
 
 def count_chunks(data, offsets, settings: BpeSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct chunks of packed texts and their counts: ``(chunk data uint8, chunk offsets int64, counts int64)``,
-    in order of first occurrence. ``count_chunks(*pack_texts([b"a a"]), byte_level gpt2)`` -> chunks
-    ``a``, `` a`` with counts 1, 1."""
-    text, starts, ends = chunk_spans(data, offsets, settings)
-    return _dedupe(text, starts, ends, np.ones(len(starts), np.int64))
+    in order of first occurrence (one Numba pass: pre-tokenize and hash-count). ``count_chunks(*pack_texts([b"a a"]),
+    byte_level gpt2)`` -> chunks ``a``, `` a`` with counts 1, 1."""
+    data, offsets = _as_packed(data, offsets)
+    if settings.pretokenizer == "sentencepiece":
+        data, offsets = escape_spaces(data, offsets)
+        mode, char_class, script = K.MODE_SENTENCEPIECE, _NO_CLASSES, sentencepiece_script_table()
+    else:
+        mode, char_class, script = P.PATTERNS[settings.pattern], P.char_class_table(), _NO_SCRIPTS
+    starts, ends, counts = K.count_chunk_table(mode, char_class, script, data, offsets)
+    chunk_data, chunk_offsets = K.gather_spans(data, starts, ends)
+    return chunk_data, chunk_offsets, counts
+
+
+_NO_CLASSES = np.zeros(1, np.uint8)
+_NO_SCRIPTS = np.zeros(1, np.int16)
 
 
 def merge_chunk_counts(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -233,7 +240,8 @@ def merge_chunk_counts(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def sort_chunks(chunk_data, chunk_offsets, counts) -> tuple[list[bytes], np.ndarray]:
     """``(chunks sorted by bytes, their counts)``: the canonical table the driver learns from."""
     blob = np.asarray(chunk_data, np.uint8).tobytes()
-    pieces = [blob[chunk_offsets[i]:chunk_offsets[i + 1]] for i in range(len(chunk_offsets) - 1)]
+    bounds = np.asarray(chunk_offsets, np.int64).tolist()
+    pieces = [blob[a:b] for a, b in zip(bounds, bounds[1:])]
     order = sorted(range(len(pieces)), key=pieces.__getitem__)
     return [pieces[i] for i in order], np.asarray(counts, np.int64)[order]
 
@@ -264,10 +272,100 @@ def learn_bpe(chunks: list[bytes], counts, settings: BpeSettings) -> Merges:
     wanted = max(settings.vocab_sizes) - 256 - len(settings.special_tokens)
     offsets = np.zeros(len(chunks) + 1, dtype=np.int64)
     np.cumsum([len(c) for c in chunks], out=offsets[1:])
-    symbols = np.frombuffer(b"".join(chunks), dtype=np.uint8).astype(np.int32)
-    left, right, merged = K.learn_merges(symbols, offsets, counts, np.ones(256, np.int64), wanted,
+    data = np.frombuffer(b"".join(chunks), dtype=np.uint8)
+    if settings.pretokenizer == "byte_level":
+        symbols = data.astype(np.int32)
+        left, right, merged = K.learn_merges(symbols, offsets, counts, np.ones(256, np.int64),
+                                             np.full(256, K.SCRIPT_ANY, np.int64), np.full(256, K.SCRIPT_ANY, np.int64),
+                                             np.full(256, K.NO_SPACE, np.int64), wanted, settings.min_count,
+                                             settings.max_piece_length)
+        return Merges(left, right, merged)
+    alphabet = character_alphabet(data, offsets, counts, settings)
+    symbols, symbol_offsets = K.chars_to_symbols(data, offsets, alphabet.char_symbol)
+    prefix = len(alphabet.left)
+    left, right, merged = K.learn_merges(symbols, symbol_offsets, counts, alphabet.lengths, alphabet.first,
+                                         alphabet.last, alphabet.flags, max(0, wanted - prefix),
                                          settings.min_count, settings.max_piece_length)
-    return Merges(left, right, merged)
+    n = min(prefix, wanted)
+    return Merges(np.concatenate([alphabet.left[:n], left]), np.concatenate([alphabet.right[:n], right]),
+                  np.concatenate([alphabet.counts[:n], merged]))
+
+
+@dataclass
+class Alphabet:
+    """SentencePiece-style BPE's starting symbols: the 256 bytes, then the pieces that assemble the required
+    multi-byte characters from their bytes (merges ``left``/``right``/``counts``, most frequent character
+    first), with per-symbol ``lengths`` (characters), ``first``/``last`` scripts and ``flags`` for
+    :func:`tokenizer.kernels.bpe_train.learn_merges`, and ``char_symbol`` (int32 per code point: the symbol of a
+    required multi-byte character, else -1)."""
+
+    left: np.ndarray
+    right: np.ndarray
+    counts: np.ndarray
+    lengths: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    flags: np.ndarray
+    char_symbol: np.ndarray
+    required: int
+
+
+def required_characters(data: np.ndarray, offsets: np.ndarray, counts: np.ndarray,
+                        coverage: float) -> list[tuple[int, int]]:
+    """SentencePiece's character coverage over a chunk table: ``[(code point, count)]``, most frequent first (ties:
+    smaller code point), taken while the share of occurrences already covered is below ``coverage``; NUL and
+    invalid bytes are not characters, the tab is counted but never required."""
+    totals = np.zeros(0x110000, np.int64)
+    K.weighted_char_counts(data, offsets, counts, totals)
+    totals[0] = 0
+    present = np.flatnonzero(totals)
+    order = present[np.lexsort((present, -totals[present]))]
+    all_count = int(totals.sum())
+    required, accumulated = [], 0
+    for cp in order.tolist():
+        if all_count and accumulated / all_count >= coverage:
+            break
+        accumulated += int(totals[cp])
+        if cp != 0x09:
+            required.append((cp, int(totals[cp])))
+    return required
+
+
+def character_alphabet(data: np.ndarray, offsets: np.ndarray, counts: np.ndarray,
+                       settings: BpeSettings) -> Alphabet:
+    """The :class:`Alphabet` of a (space-escaped) chunk table."""
+    required = required_characters(data, offsets, counts, settings.character_coverage)
+    script = sentencepiece_script_table()
+    piece_ids: dict[bytes, int] = {bytes([b]): b for b in range(256)}
+    left, right, merge_counts = [], [], []
+    lengths = [1] * 256
+    first = [K.SCRIPT_ANY] * 256
+    last = [K.SCRIPT_ANY] * 256
+    flags = [K.FROZEN] * 256
+    char_symbol = np.full(0x110000, -1, np.int32)
+    for cp, count in required:
+        encoded = chr(cp).encode("utf-8", "surrogatepass")
+        for k in range(2, len(encoded) + 1):
+            if encoded[:k] not in piece_ids:
+                piece_ids[encoded[:k]] = 256 + len(left)
+                left.append(piece_ids[encoded[:k - 1]])
+                right.append(encoded[k - 1])
+                merge_counts.append(count)
+                lengths.append(1)
+                first.append(K.SCRIPT_ANY)
+                last.append(K.SCRIPT_ANY)
+                flags.append(K.FROZEN)  # a part of a character (the whole one is set below)
+        symbol = piece_ids[encoded]
+        if len(encoded) > 1:
+            char_symbol[cp] = symbol
+        if cp == 0x2581:
+            flags[symbol] = K.ALL_SPACE | K.LEAD_SPACE
+        elif cp not in (0x00, 0x09):
+            flags[symbol] = K.NO_SPACE
+            first[symbol] = last[symbol] = int(script[cp])
+    as_array = lambda values: np.asarray(values, np.int64)  # noqa: E731
+    return Alphabet(as_array(left), as_array(right), as_array(merge_counts), as_array(lengths), as_array(first),
+                    as_array(last), as_array(flags), char_symbol, len(required))
 
 
 def build_models(merges: Merges, settings: BpeSettings, provenance: dict | None = None) -> dict[int, Model]:
@@ -290,9 +388,58 @@ def build_models(merges: Merges, settings: BpeSettings, provenance: dict | None 
     return models
 
 
+def count_chunks_threaded(data, offsets, settings: BpeSettings,
+                          threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`count_chunks` over ``threads`` ranges of documents of about equal size at once (the kernels release
+    the GIL), the tables summed with :func:`merge_chunk_counts`: the same table, in another order."""
+    data, offsets = _as_packed(data, offsets)
+    n_docs = len(offsets) - 1
+    threads = max(1, min(int(threads), n_docs))
+    if threads == 1:
+        return count_chunks(data, offsets, settings)
+    targets = offsets[0] + (offsets[-1] - offsets[0]) * np.arange(1, threads) // threads
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets, targets), [n_docs]]))
+    ranges = [offsets[a:b + 1] for a, b in zip(cuts[:-1], cuts[1:])]
+    P.char_class_table()
+    sentencepiece_script_table()
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        tables = list(pool.map(lambda part: count_chunks(data, part, settings), ranges))
+    total = tables[0]
+    for table in tables[1:]:
+        total = merge_chunk_counts(total, table)
+    return total
+
+
+def bpe_table_fingerprint(chunks: list[bytes], counts: np.ndarray) -> str:
+    """SHA-256 of the sorted chunk count table (what the merges are a function of)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for chunk, count in zip(chunks, np.asarray(counts, np.int64).tolist()):
+        digest.update(len(chunk).to_bytes(8, "little") + chunk + int(count).to_bytes(8, "little"))
+    return f"sha256-chunks:{digest.hexdigest()}"
+
+
+def train_from_table(chunks: list[bytes], counts, settings: BpeSettings,
+                     provenance: dict | None = None) -> tuple[Merges, dict[int, Model], str]:
+    """``(merges, models, table fingerprint)`` from the sorted chunk table: what the Spark job and the
+    single-machine job both run on the driver, so their models are the same bytes. The provenance records the
+    table's fingerprint, then ``provenance``."""
+    if not chunks:
+        raise InputError("the corpus has no text (every document is empty): check --input and --text-column")
+    merges = learn_bpe(chunks, counts, settings)
+    fingerprint = bpe_table_fingerprint(chunks, counts)
+    info = {"chunk_table_fingerprint": fingerprint}
+    info.update(provenance or {})
+    return merges, build_models(merges, settings, info), fingerprint
+
+
 def train_bpe_local(texts: Iterable[bytes | str], settings: BpeSettings,
                     provenance: dict | None = None) -> dict[int, Model]:
-    """Train on an in-memory corpus (what the Spark job computes, on one machine)."""
+    """Train on an in-memory corpus (what the Spark job computes, on one machine). ``provenance`` is stored as
+    given (pass ``{"chunk_table_fingerprint": ...}`` to match the Spark job's model)."""
     settings.validate()
     table = count_chunks(*pack_texts(texts), settings)
     chunks, counts = sort_chunks(*table)
