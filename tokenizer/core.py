@@ -440,9 +440,13 @@ class Tokenizer:
             targets = offsets[0] + np.arange(1, threads) * (total_bytes / threads)
             cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets[:-1], targets), [n]]).astype(np.int64))
             ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
-            with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
-                parts = list(pool.map(
-                    lambda r: self._encode_documents(data, offsets, valid, r[0], r[1], bos, eos), ranges))
+
+            def encode(document_range):
+                return self._encode_documents(data, offsets, valid, *document_range, bos, eos)
+
+            with ThreadPoolExecutor(max_workers=max(1, len(ranges) - 1)) as pool:  # the caller takes range 0
+                others = [pool.submit(encode, r) for r in ranges[1:]]
+                parts = [encode(ranges[0])] + [future.result() for future in others]
             ids = np.concatenate([part_ids for part_ids, _ in parts])
             out_offsets = np.empty(n + 1, dtype=np.int64)
             out_offsets[0] = 0
