@@ -3,10 +3,11 @@
 The math lives in :mod:`tokenizer.trainers.bytepiece`; this module only moves arrays::
 
     documents (text: binary)
-      -> mapInArrow: chunk_texts + count_ngrams per ~8 MB shard, merge_counts over a partition's shards
-         -> rows (key: long, count: long), emitted once at the end of each partition
-      -> groupBy(key).sum(count)                      exact integer reduce, spillable
-      -> collect single bytes and n-grams with count >= min_count only     (the driver's memory bound)
+      -> mapInArrow: chunk_texts + count_ngrams per ~4 MB shard, merge_counts over a partition's shards
+         -> the partition's sorted table cut into hash buckets: rows (bucket: int, keys: binary, counts: binary)
+      -> repartition(bucket) + mapInArrow: merge_counts of each bucket's tables   exact integer reduce in numpy
+         -> rows (key: long, count: long) of single bytes and n-grams with count >= min_count only
+      -> collect them                                                      (the driver's memory bound)
       -> build_ngram_model on the driver, broadcast it
     documents
       -> mapInArrow: chunk_texts + segment_and_count_pieces per shard, merge_piece_counts over the partition
@@ -21,8 +22,9 @@ documents with ``provenance={"corpus_fingerprint": multiset_fingerprint(document
 order-independent, since a Spark corpus has no defined document order).
 
 The n-gram pass also reports per-partition side counts (documents, chunks, bytes, and the fingerprint's 32-bit
-limb sums) as rows with negative keys, which no packed n-gram has (keys are >= 0), so a single pass over the data
-yields everything.
+limb sums, and per reduce task the number of distinct n-grams) as entries with negative keys, which no packed
+n-gram has (keys are >= 0), so a single pass over the data yields everything. The shuffle moves a few large binary
+rows per partition rather than one row per n-gram, which keeps the JVM's share of the work (and its heap) small.
 
 Example::
 
@@ -42,9 +44,9 @@ import numpy as np
 from tokenizer.errors import InputError
 from tokenizer.trainers import bytepiece as bp
 
-SHARD_BYTES = 8 << 20
+SHARD_BYTES = 4 << 20  # per kernel call: a shard's n-gram keys take 8 bytes per text byte
 _LIMBS = 8  # a 256-bit fingerprint as eight 32-bit limbs
-_KEY_DOCUMENTS, _KEY_CHUNKS, _KEY_BYTES = -1, -2, -3
+_KEY_DOCUMENTS, _KEY_CHUNKS, _KEY_BYTES, _KEY_DISTINCT = -1, -2, -3, -4
 _KEY_LIMB0 = -16  # limb i has key -16 - i
 
 
@@ -128,8 +130,33 @@ def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.
 
 
 # ---------------------------------------------------------------------------------------------- step 1: n-grams
-def count_ngrams_partition(settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES) -> Callable:
-    """The ``mapInArrow`` function of the n-gram pass (a closure over the settings)."""
+def ngram_buckets(keys: np.ndarray, buckets: int) -> np.ndarray:
+    """Bucket (0..buckets-1, int32) of each int64 key: a multiplicative hash, so that packed n-gram keys (whose low
+    bits are the length) spread evenly. Every occurrence of a key, in any partition, gets the same bucket.
+
+    Example: ``ngram_buckets(np.array([5, 5, -1]), 4)`` -> three values in 0..3, the first two equal.
+    """
+    mixed = np.asarray(keys, np.int64).view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return ((mixed >> np.uint64(32)) % np.uint64(buckets)).astype(np.int32)
+
+
+def split_by_bucket(keys: np.ndarray, counts: np.ndarray, buckets: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reorder a sorted, distinct ``(keys, counts)`` table by bucket: returns ``(keys, counts, bounds)`` where
+    bucket ``b`` is ``keys[bounds[b]:bounds[b + 1]]``, still sorted (the reorder is stable). The pieces of one
+    bucket from every partition meet in one reduce task. Example: with one bucket, ``bounds == [0, len(keys)]``.
+    """
+    bucket = ngram_buckets(keys, buckets)
+    order = np.argsort(bucket, kind="stable")
+    bounds = np.searchsorted(bucket[order], np.arange(buckets + 1), side="left")
+    return keys[order], counts[order], bounds
+
+
+def count_ngrams_partition(settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
+                           buckets: int = 1) -> Callable:
+    """The map side of the n-gram pass (a ``mapInArrow`` closure over the settings): one partition's n-gram counts,
+    plus its side counts under negative keys, as rows ``(bucket int, keys binary, counts binary)`` of packed
+    int64 arrays (a few large rows instead of one row per n-gram: the JVM shuffles bytes, not millions of rows)."""
 
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
@@ -143,19 +170,63 @@ def count_ngrams_partition(settings: bp.TrainSettings, shard_bytes: int = SHARD_
                 digest = document_digest(blob[offsets[i]:offsets[i + 1]])
                 for limb in range(_LIMBS):
                     limbs[limb] += (digest >> (32 * limb)) & 0xFFFFFFFF
+            del blob
             documents += len(offsets) - 1
             chunk_data, chunk_offsets = bp.chunk_texts(data, offsets, settings)
             chunks += len(chunk_offsets) - 1
             total_bytes += int(chunk_offsets[-1] - chunk_offsets[0])
             counts = bp.merge_counts(counts, bp.count_ngrams(chunk_data, chunk_offsets, settings.order))
-        side_keys = [_KEY_DOCUMENTS, _KEY_CHUNKS, _KEY_BYTES] + [_KEY_LIMB0 - i for i in range(_LIMBS)]
-        side_counts = [documents, chunks, total_bytes] + limbs
-        keys = np.concatenate([np.asarray(counts[0], np.int64), np.asarray(side_keys, np.int64)])
-        values = np.concatenate([np.asarray(counts[1], np.int64), np.asarray(side_counts, np.int64)])
+            del chunk_data, chunk_offsets
+        side_keys = [_KEY_LIMB0 - i for i in reversed(range(_LIMBS))] + [_KEY_BYTES, _KEY_CHUNKS, _KEY_DOCUMENTS]
+        side_counts = list(reversed(limbs)) + [total_bytes, chunks, documents]
+        keys = np.concatenate([np.asarray(side_keys, np.int64), np.asarray(counts[0], np.int64)])  # still sorted
+        values = np.concatenate([np.asarray(side_counts, np.int64), np.asarray(counts[1], np.int64)])
+        del counts
+        keys, values, bounds = split_by_bucket(keys, values, buckets)  # (drops the unordered copies)
+        for bucket in range(buckets):
+            first, last = int(bounds[bucket]), int(bounds[bucket + 1])
+            if first < last:
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([bucket], pa.int32()), pa.array([keys[first:last].tobytes()], pa.binary()),
+                     pa.array([values[first:last].tobytes()], pa.binary())], names=["bucket", "keys", "counts"])
+
+    return run
+
+
+def merge_tables(tables: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Sum sorted, distinct ``(keys, counts)`` tables pairwise, as a balanced tree (each entry is merged about
+    log2(len(tables)) times, not once per table)."""
+    tables = list(tables) or [bp.empty_counts()]
+    while len(tables) > 1:
+        tables = [bp.merge_counts(tables[i], tables[i + 1]) if i + 1 < len(tables) else tables[i]
+                  for i in range(0, len(tables), 2)]
+    return tables[0]
+
+
+def reduce_ngram_buckets_partition(min_count: int) -> Callable:
+    """The reduce side of the n-gram pass: sums the tables of the buckets that meet in this task and keeps what
+    the driver needs (single bytes, n-grams with ``count >= min_count``, the side counts), plus this task's number
+    of distinct n-grams under ``_KEY_DISTINCT``; rows ``(key long, count long)``."""
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        tables = []
+        for batch in batches:
+            key_column, count_column = batch.column(1), batch.column(2)
+            for i in range(batch.num_rows):
+                tables.append((np.frombuffer(key_column[i].as_py(), np.int64),
+                               np.frombuffer(count_column[i].as_py(), np.int64)))
+        keys, counts = merge_tables(tables)
+        del tables
+        kept = (keys < 0) | ((keys & 7) == 1) | (counts >= min_count)
+        distinct = int(np.count_nonzero(keys >= 0))
+        keys = np.concatenate([keys[kept], np.asarray([_KEY_DISTINCT], np.int64)])
+        counts = np.concatenate([counts[kept], np.asarray([distinct], np.int64)])
         step = 1 << 20
         for start in range(0, len(keys), step):
             yield pa.RecordBatch.from_arrays(
-                [pa.array(keys[start:start + step], pa.int64()), pa.array(values[start:start + step], pa.int64())],
+                [pa.array(keys[start:start + step], pa.int64()), pa.array(counts[start:start + step], pa.int64())],
                 names=["key", "count"])
 
     return run
@@ -174,33 +245,40 @@ class NgramTable:
     fingerprint: str
 
 
+def shuffle_buckets(spark) -> int:
+    """How many buckets the n-gram tables are split into: ``spark.sql.shuffle.partitions`` (with adaptive
+    execution on, Spark then merges small reduce partitions, so a small corpus still runs in a few tasks)."""
+    return max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
+
+
 def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES) -> NgramTable:
     """Count n-grams over ``documents`` (``text: binary``), reduce, and collect the pruned table.
 
-    Only single bytes and n-grams with ``count >= min_count`` reach the driver (the same rule
-    :func:`~tokenizer.trainers.bytepiece.build_ngram_model` applies), plus the side counts.
+    Each partition's sorted table is cut into hash buckets; a shuffle brings each bucket's pieces together, where
+    numpy merges them and keeps only single bytes and n-grams with ``count >= min_count`` (the same rule
+    :func:`~tokenizer.trainers.bytepiece.build_ngram_model` applies), plus the side counts. Only that reaches the
+    driver.
     """
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    counted = documents.mapInArrow(count_ngrams_partition(settings, shard_bytes), "key long, count long")
-    reduced = counted.groupBy("key").agg(F.sum("count").alias("count")).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        distinct = reduced.where(F.col("key") >= 0).count()
-        kept = reduced.where(
-            (F.col("key") < 0) | (F.col("key").bitwiseAND(7) == 1) | (F.col("count") >= settings.min_count)
-        )
-        table = kept.toArrow()
-    finally:
-        reduced.unpersist()
+    buckets = shuffle_buckets(documents.sparkSession)
+    counted = documents.mapInArrow(count_ngrams_partition(settings, shard_bytes, buckets),
+                                   "bucket int, keys binary, counts binary")
+    table = (counted.repartition(F.col("bucket"))
+             .mapInArrow(reduce_ngram_buckets_partition(settings.min_count), "key long, count long").toArrow())
     keys = table.column("key").to_numpy().astype(np.int64)
     counts = table.column("count").to_numpy().astype(np.int64)
-    side = dict(zip(keys[keys < 0].tolist(), counts[keys < 0].tolist()))
+    del table
+    side: dict[int, int] = {}
+    for key, count in zip(keys[keys < 0].tolist(), counts[keys < 0].tolist()):
+        side[key] = side.get(key, 0) + count  # _KEY_DISTINCT comes once per reduce task
     digest_sum = sum(int(side.get(_KEY_LIMB0 - i, 0)) << (32 * i) for i in range(_LIMBS))
-    order = np.argsort(keys[keys >= 0], kind="stable")
+    positive = keys >= 0
+    keys, counts = keys[positive], counts[positive]
+    order = np.argsort(keys, kind="stable")
     ngram_documents = int(side.get(_KEY_DOCUMENTS, 0))
     return NgramTable(
-        keys=keys[keys >= 0][order], counts=counts[keys >= 0][order], distinct_ngrams=int(distinct),
+        keys=keys[order], counts=counts[order], distinct_ngrams=int(side.get(_KEY_DISTINCT, 0)),
         documents=ngram_documents, chunks=int(side.get(_KEY_CHUNKS, 0)), chunk_bytes=int(side.get(_KEY_BYTES, 0)),
         fingerprint=format_fingerprint(digest_sum, ngram_documents),
     )

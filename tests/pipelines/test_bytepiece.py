@@ -8,7 +8,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipelines.bytepiece import binary_array, binary_buffers, iter_shards, multiset_fingerprint, train_bytepiece
+from hypothesis import given, settings as hypothesis_settings, strategies as st
+
+from pipelines.bytepiece import (
+    _KEY_DISTINCT, binary_array, binary_buffers, iter_shards, merge_tables, multiset_fingerprint,
+    reduce_ngram_buckets_partition, split_by_bucket, train_bytepiece,
+)
 from tokenizer.errors import InputError
 from tokenizer.trainers.bytepiece import TrainSettings, train_bytepiece_local
 
@@ -24,6 +29,59 @@ def sample_corpus(n_lines: int = 1200, seed: int = 7) -> list[bytes]:
         lines.append(joiner.join(rng.choice(words) for _ in range(rng.randint(1, 12))).encode())
     lines += [b"bad \xff\xfe bytes\r", b"\x00nul inside", b"tab\tseparated\tline", b"a" * 300]
     return lines
+
+
+def counts_table(pairs: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    keys = np.array(sorted(pairs), np.int64)
+    return keys, np.array([pairs[k] for k in keys.tolist()], np.int64)
+
+
+# Negative keys stand for the side counts (documents, bytes, fingerprint limbs); _KEY_DISTINCT is the reduce's own.
+table_keys = st.integers(-20, 1 << 40).filter(lambda key: key != _KEY_DISTINCT)
+tables_strategy = st.lists(st.dictionaries(table_keys, st.integers(1, 50), max_size=40), max_size=6)
+
+
+@hypothesis_settings(max_examples=100, deadline=None)
+@given(tables=tables_strategy, buckets=st.integers(1, 7))
+def test_bucketed_reduce_equals_a_plain_dict_sum(tables, buckets):
+    """Cutting every table into buckets, reducing each bucket's pieces on its own and keeping counts >= min_count
+    (plus single bytes and negative side keys) gives what summing everything in one dict gives."""
+    min_count = 5
+    expected: dict[int, int] = {}
+    for table in tables:
+        for key, count in table.items():
+            expected[key] = expected.get(key, 0) + count
+    by_bucket: dict[int, list] = {}
+    for table in tables:
+        keys, counts = counts_table(table)
+        keys, counts, bounds = split_by_bucket(keys, counts, buckets)
+        assert bounds[0] == 0 and bounds[-1] == len(keys) and np.all(np.diff(bounds) >= 0)
+        for b in range(buckets):
+            part = keys[bounds[b]:bounds[b + 1]]
+            assert np.all(np.diff(part) > 0)  # each bucket still sorted and distinct
+            if len(part):
+                by_bucket.setdefault(b, []).append((part, counts[bounds[b]:bounds[b + 1]]))
+    got: dict[int, int] = {}
+    distinct = 0
+    reduce = reduce_ngram_buckets_partition(min_count)
+    for b, pieces in sorted(by_bucket.items()):
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array([b] * len(pieces), pa.int32()), pa.array([k.tobytes() for k, _ in pieces], pa.binary()),
+             pa.array([c.tobytes() for _, c in pieces], pa.binary())], names=["bucket", "keys", "counts"])
+        for out in reduce(iter([batch])):
+            for key, count in zip(out.column(0).to_pylist(), out.column(1).to_pylist()):
+                if key == _KEY_DISTINCT:
+                    distinct += count
+                else:
+                    assert key not in got
+                    got[key] = count
+    assert distinct == sum(1 for key in expected if key >= 0)
+    assert got == {k: v for k, v in expected.items() if k < 0 or (k & 7) == 1 or v >= min_count}
+
+
+def test_merge_tables_of_nothing_is_empty():
+    keys, counts = merge_tables([])
+    assert len(keys) == 0 and len(counts) == 0
 
 
 def spark_models(spark, lines: list[bytes], settings: TrainSettings, partitions: int):
