@@ -122,6 +122,13 @@ class TreeMemory:
     of one process at any sample; ``peak_processes``: the most processes seen at once; ``cpu_seconds_sampled``:
     user + system CPU seconds of every process seen, each at its last sample (a lower bound: CPU spent after a
     process's last sample is missed; :func:`run_measured` also reports the kernel's own count for reaped children).
+
+    ``peak_total_pss_mib``: the largest sum of PSS (proportional set size, ``/proc/PID/smaps_rollup``) over the
+    tree at one sample: a page shared by n processes counts 1/n in each, so the sum counts every resident page
+    once, the fair "all processes" figure for a forked worker pool and for Spark's forked Python workers alike.
+    ``peak_by_process``: each process's largest RSS and PSS (MiB), keyed ``"ROLE PID"`` (role: ``driver`` for the
+    measured command, ``java``, or the executable name). ``timeline``: every ``timeline_interval`` seconds,
+    ``[seconds since start, tree RSS MiB, tree PSS MiB, {"ROLE PID": RSS MiB}]``.
     """
 
     peak_total_mib: float = 0.0
@@ -130,20 +137,40 @@ class TreeMemory:
     peak_processes: int = 0
     samples: int = 0
     cpu_seconds_sampled: float = 0.0
+    peak_total_pss_mib: float = 0.0
+    peak_by_process: dict = field(default_factory=dict)
+    timeline: list = field(default_factory=list)
+
+
+def process_pss_bytes(pid: int) -> int | None:
+    """PSS of process ``pid`` in bytes from ``/proc/PID/smaps_rollup`` (Linux 4.14+), or ``None`` when it cannot
+    be read (process gone, other kernel)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 class TreeSampler:
     """Samples :class:`TreeMemory` of process ``pid``'s tree in a background thread until :meth:`stop`."""
 
-    def __init__(self, pid: int, interval: float = 0.1):
+    def __init__(self, pid: int, interval: float = 0.1, timeline_interval: float = 2.0):
         import psutil
 
         self._psutil = psutil
         self.root = psutil.Process(pid)
         self.interval = interval
+        self.timeline_interval = timeline_interval
         self.memory = TreeMemory()
         self._known: dict[int, Any] = {}
+        self._labels: dict[int, str] = {}
         self._cpu: dict[int, float] = {}
+        self._started = time.perf_counter()
+        self._next_timeline = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -169,14 +196,33 @@ class TreeSampler:
             result.append(kept)
         return result
 
+    def _label(self, process) -> str:
+        label = self._labels.get(process.pid)
+        if label is None:
+            try:
+                name = "driver" if process.pid == self.root.pid else process.name()
+            except self._psutil.Error:
+                name = "?"
+            label = self._labels[process.pid] = f"{name} {process.pid}"
+        return label
+
     def _sample(self) -> None:
         psutil = self._psutil
-        total, count = 0, 0
+        total, total_pss, count = 0, 0, 0
+        now: dict[str, float] = {}
         for process in self._processes():
             try:
                 rss = process.memory_info().rss
             except psutil.Error:
                 continue
+            pss = process_pss_bytes(process.pid)
+            pss = rss if pss is None else pss
+            total_pss += pss
+            label = self._label(process)
+            now[label] = round(rss / 2**20, 1)
+            peak = self.memory.peak_by_process.setdefault(label, {"rss_mib": 0.0, "pss_mib": 0.0})
+            peak["rss_mib"] = max(peak["rss_mib"], round(rss / 2**20, 1))
+            peak["pss_mib"] = max(peak["pss_mib"], round(pss / 2**20, 1))
             try:
                 times = process.cpu_times()
                 self._cpu[process.pid] = max(self._cpu.get(process.pid, 0.0), times.user + times.system)
@@ -193,7 +239,12 @@ class TreeSampler:
         self.memory.samples += 1
         self.memory.cpu_seconds_sampled = sum(self._cpu.values())
         self.memory.peak_total_mib = max(self.memory.peak_total_mib, total / 2**20)
+        self.memory.peak_total_pss_mib = max(self.memory.peak_total_pss_mib, total_pss / 2**20)
         self.memory.peak_processes = max(self.memory.peak_processes, count)
+        elapsed = time.perf_counter() - self._started
+        if elapsed >= self._next_timeline and now:
+            self._next_timeline = elapsed + self.timeline_interval
+            self.memory.timeline.append([round(elapsed, 1), round(total / 2**20, 1), round(total_pss / 2**20, 1), now])
 
     def _run(self) -> None:
         while not self._stop.is_set():
