@@ -126,3 +126,32 @@ def test_32k_multibyte_keys_build_fast_and_compact():
     for i in range(0, len(keys), 97):
         data = np.frombuffer(keys[i], np.uint8)
         assert exact_match(da.units, data, 0, len(data)) == i
+
+
+GROWTH_SCRIPT = r"""
+import random, numpy as np
+import tokenizer.kernels.double_array as double_array
+from tokenizer.kernels import reference
+double_array.FIRST_SLACK = -10**9  # (pure Python here) start with 2 slots: the arrays must grow many times
+rng = random.Random(3)
+keys = sorted({bytes(rng.choice(b"\x00a\x80\xff") for _ in range(rng.randint(1, 5))) for _ in range(150)})
+table = {k: i for i, k in enumerate(keys)}
+da = double_array.DoubleArray.build(keys)
+for probe in keys + [k + b"\x00" for k in keys]:
+    for start in range(len(probe)):
+        assert reference.ref_units_prefixes(da.units, probe, start) == reference.ref_common_prefix_search(
+            table, probe, start), probe
+print(len(da.units))
+"""
+
+
+def test_placement_growth_path_keeps_lookups_right():
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, SHARDPIECE_DISABLE_JIT="1")
+    done = subprocess.run([sys.executable, "-c", GROWTH_SCRIPT], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) > 0

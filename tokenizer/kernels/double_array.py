@@ -50,7 +50,8 @@ NOT_A_TARGET = 0x100  # tag of free slots, the root and value slots: equal to no
 HAS_VALUE = 0x200
 IS_LEAF = 0x400
 PAYLOAD_SHIFT = 11
-GIVE_UP_AFTER = 200    # placement: a free slot that failed this often as a first slot is no longer tried first
+GIVE_UP_AFTER = 200   # placement: a free slot that failed this often as a first slot is no longer tried first
+FIRST_SLACK = 1024    # placement starts with room for the nodes plus this many slots, and doubles when short
 MAX_PAYLOAD_INT32 = (1 << (31 - PAYLOAD_SHIFT)) - 1  # 1_048_575: larger bases or values switch units to int64
 
 
@@ -108,7 +109,7 @@ def _place(label, first_child, next_sibling, node_value, n_nodes):
     failed as the first slot of ``GIVE_UP_AFTER`` placements leaves that list (it stays free for other nodes'
     children): without this, each placement would walk every hopeless hole left near the front (quadratic).
     """
-    capacity = n_nodes + 1024
+    capacity = max(n_nodes + FIRST_SLACK, 2)
     used = np.zeros(capacity, np.uint8)
     listed = np.ones(capacity, np.uint8)  # in the free list (free, and not given up on)
     failures = np.zeros(capacity, np.uint8)
