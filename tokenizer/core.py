@@ -64,8 +64,13 @@ class CompiledModel:
     def __init__(self, model: Model):
         from tokenizer.kernels.double_array import DoubleArray
 
+        from tokenizer.added_tokens import added_tokens_of
+
         types = model.types
         matchable = np.isin(types, np.array(MATCHABLE_TYPES, dtype=np.int8))
+        for token in added_tokens_of(model):  # cut out of the text before segmentation by the splitter
+            if types[token.id] == PieceType.USER_DEFINED:
+                matchable[token.id] = False
         ids = np.flatnonzero(matchable).astype(np.int32)
         keys = [model.pieces[i] for i in ids]
         if any(not k for k in keys):
@@ -83,7 +88,7 @@ class CompiledModel:
         normal = types == PieceType.NORMAL
         min_score = np.float32(min(FLOAT32_MAX, scores32[normal].min())) if normal.any() else FLOAT32_MAX
         max_score = np.float32(max(FLOAT32_TINY, scores32[normal].max())) if normal.any() else FLOAT32_TINY
-        self.is_user_defined = (types == PieceType.USER_DEFINED).astype(np.uint8)
+        self.is_user_defined = ((types == PieceType.USER_DEFINED) & matchable).astype(np.uint8)
         counts = (model.provenance or {}).get("log_count_scores")
         if counts is not None:
             counts = counts["counts"]
@@ -206,6 +211,7 @@ class Tokenizer:
         self._compiled: CompiledModel | None = None
         self._normalizer = None
         self._decode_table: list[bytes] | None = None
+        self._splitter = False  # AddedTokenSplitter | None once built (False = not built yet)
 
     # ------------------------------------------------------------------ construction, pickling
     @classmethod
@@ -242,6 +248,16 @@ class Tokenizer:
 
             self._normalizer = for_model(self.model)
         return self._normalizer
+
+    @property
+    def added_token_splitter(self):
+        """The :class:`~tokenizer.added_tokens.AddedTokenSplitter` of the model's added tokens, or None."""
+        if self._splitter is False:
+            from tokenizer.added_tokens import AddedTokenSplitter, added_tokens_of
+
+            tokens = added_tokens_of(self.model)
+            self._splitter = AddedTokenSplitter(tokens, self.normalizer) if tokens else None
+        return self._splitter
 
     # ------------------------------------------------------------------ vocabulary
     @property
@@ -315,9 +331,15 @@ class Tokenizer:
         either reproducible. Without them the result is the deterministic best segmentation."""
         data = self._to_bytes(text)
         bos, eos = self._special(add_bos, "bos"), self._special(add_eos, "eos")
+        raw = data
         if not self.normalizer.is_identity:
             data = self.normalizer.normalize(data)
         compiled = self.compiled
+        splitter = self.added_token_splitter
+        if splitter is not None and splitter.needs_split(raw, data):
+            if alpha is not None or dropout is not None or seed is not None:
+                raise InputError("alpha=/dropout=/seed= sampling is not available for texts with added tokens")
+            return self._encode_split(splitter, raw, bos, eos)
         if alpha is not None or dropout is not None:
             ids = self._encode_sampled(compiled, data, alpha, dropout, seed)
         else:
@@ -326,6 +348,19 @@ class Tokenizer:
             return compiled.encode_one(data, bos, eos)
         if bos >= 0:
             ids.insert(0, bos)
+        if eos >= 0:
+            ids.append(eos)
+        return ids
+
+    def _encode_split(self, splitter, data: bytes, bos: int, eos: int) -> list[int]:
+        """Ids of one raw text with added tokens: each stretch between them encoded on its own."""
+        compiled = self.compiled
+        ids = [bos] if bos >= 0 else []
+        for part in splitter.split(data):
+            if isinstance(part, int):
+                ids.append(part)
+            else:
+                ids.extend(compiled.encode_one(part, -1, -1))
         if eos >= 0:
             ids.append(eos)
         return ids
@@ -431,6 +466,22 @@ class Tokenizer:
         if n == 0:
             return np.zeros(0, np.int32), np.zeros(1, np.int32)
         self.compiled  # build the arrays once, before any thread needs them
+        splitter = self.added_token_splitter
+        if splitter is not None:
+            split_docs = splitter.candidate_documents(data, offsets)
+            if valid.shape[0]:
+                split_docs = split_docs[valid[split_docs] != 0]
+            if len(split_docs):
+                skip = np.ones(n, np.uint8) if not valid.shape[0] else valid.copy()
+                skip[split_docs] = 0  # the kernels leave these empty; they are encoded piecewise below
+                ids, out_offsets = self._encode_packed_plain(data, offsets, skip, num_threads, bos, eos)
+                replacements = [self._encode_split(splitter, bytes(data[offsets[d]:offsets[d + 1]]), bos, eos)
+                                for d in split_docs.tolist()]
+                return _splice_documents(ids, out_offsets, split_docs, replacements)
+        return self._encode_packed_plain(data, offsets, valid, num_threads, bos, eos)
+
+    def _encode_packed_plain(self, data, offsets, valid, num_threads, bos, eos):
+        n = len(offsets) - 1
         total_bytes = int(offsets[-1]) - int(offsets[0])
         threads = num_threads or os.cpu_count() or 1
         threads = max(1, min(threads, n, total_bytes // _MIN_BYTES_PER_THREAD + 1))
@@ -493,6 +544,9 @@ class Tokenizer:
                     table.append(bytes([byte_piece_value(piece)]))
                 else:
                     table.append(piece)
+            splitter = self.added_token_splitter
+            for i, content in (splitter.decode_bytes.items() if splitter is not None else ()):
+                table[i] = content  # added tokens, special ones included, decode to what they match
             self._decode_table = table
         return self._decode_table
 
@@ -538,6 +592,27 @@ def _as_id_list(ids) -> list:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
             raise InvalidIdError(f"ids must be integers, got {i!r} ({type(i).__name__})")
     return [int(i) for i in ids]
+
+
+def _splice_documents(ids: np.ndarray, offsets: np.ndarray, documents: np.ndarray,
+                      replacements: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Flat ``ids``/``offsets`` with the (empty) entries of ``documents`` (ascending) set to ``replacements``:
+    ``[1, 2, 3]``, ``[0, 2, 2, 3]``, ``[1]``, ``[[7, 8]]`` -> ``[1, 2, 7, 8, 3]``, ``[0, 2, 4, 5]``."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    parts, previous = [], 0
+    for document, replacement in zip(documents.tolist(), replacements):
+        parts.append(ids[offsets[previous]:offsets[document]])
+        parts.append(np.asarray(replacement, dtype=np.int32))
+        lengths[document] = len(replacement)
+        previous = document + 1
+    parts.append(ids[offsets[previous]:])
+    new_ids = np.concatenate(parts).astype(np.int32, copy=False)
+    new_offsets = np.zeros(len(offsets), dtype=np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    if len(new_ids) < 2**31 - 1:
+        new_offsets = new_offsets.astype(np.int32)
+    return new_ids, new_offsets
 
 
 def _split_ids(ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:

@@ -70,7 +70,9 @@ class Model:
         charsmap: SentencePiece's precompiled charsmap blob when ``normalizer["name"] == "precompiled"``.
         pretokenizer: JSON-able dict, ``{"name": "none"}`` for byte-level models, or
             ``{"name": "sentencepiece", "add_dummy_prefix": bool, "remove_extra_whitespaces": bool,
-            "escape_whitespaces": bool, "treat_whitespace_as_suffix": bool}``.
+            "escape_whitespaces": bool, "treat_whitespace_as_suffix": bool}``. Optional key ``"added_tokens"``
+            (models imported from a Hugging Face tokenizer.json): tokens cut out of the text before normalization,
+            see :mod:`tokenizer.added_tokens`.
         unk_id, bos_id, eos_id, pad_id: special ids, ``-1`` when absent.
         byte_fallback: uncovered characters become BYTE pieces instead of the unknown piece.
         provenance: JSON-able dict: shardpiece version, settings that affect the result, corpus fingerprint.
@@ -165,6 +167,10 @@ class Model:
             raise ModelError("normalizer 'precompiled' needs the charsmap blob")
         if not np.all(np.isfinite(self.scores)):
             raise ModelError("scores must be finite")
+        if "added_tokens" in self.pretokenizer:
+            from tokenizer.added_tokens import added_tokens_of
+
+            added_tokens_of(self)  # raises ModelError naming a malformed entry
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)

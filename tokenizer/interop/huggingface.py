@@ -12,15 +12,20 @@ Why this is exact: ``ByteLevel`` maps every byte to one printable character (GPT
 bijection), so a piece's bytes map to one string and the pieces' matches in the mapped text are exactly their
 matches in the bytes, position for position. The Unigram model's Viterbi then sees the same lattice our byte
 Viterbi sees (same scores: the float64 values our encoder uses, written with ``repr`` precision; ties go to the
-first candidate in both). Special tokens become ``added_tokens`` with ``special: true`` at their ids.
+first candidate in both). Special (CONTROL) tokens become ``added_tokens`` with ``special: true`` at their ids;
+a model's own added tokens (``pretokenizer["added_tokens"]``, from an import) are written back with their flags.
 
 Import (:func:`model_from_tokenizer_json`, used by ``Tokenizer.load``): BPE or Unigram models behind ``ByteLevel``
 (GPT-2 regex, or no regex), or ``Sequence[Split(Llama-3 regex, Isolated), ByteLevel(no regex)]``, with no
 normalizer or NFC/NFKC. BPE merges become scores ``-rank`` on the merged pieces plus the split of each merge
 (``provenance["bpe_merges"]``), and the encoder replays them as ``tokenizers`` does; ``ignore_merges`` (a whole
-pre-token that is a piece is emitted as is) is honoured. Limits: added tokens are CONTROL pieces (never matched
-inside text, whereas ``tokenizers`` cuts them out of the text first); unigram scores are stored as float32, so a
-unigram model whose best segmentations differ by less than float32 precision may tie-break differently.
+pre-token that is a piece is emitted as is) is honoured. ``added_tokens`` become CONTROL (special) or
+USER_DEFINED pieces listed with their flags in ``pretokenizer["added_tokens"]``, and are cut out of the text before
+normalization and pre-tokenization exactly as ``tokenizers`` does (:mod:`tokenizer.added_tokens`: ``normalized``,
+``lstrip``, ``rstrip``, ``single_word``, leftmost-longest). They decode to their (normalized) content, special ones
+too; ``tokenizers``' ByteLevel decoder instead turns non-ASCII content into mojibake and skips special tokens by
+default. Limits: unigram scores are stored as float32, so a unigram model whose best segmentations differ by less
+than float32 precision may tie-break differently.
 
 Example::
 
@@ -37,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from tokenizer.added_tokens import FLAGS, AddedToken, added_tokens_of
 from tokenizer.errors import ModelError, ModelFileError
 from tokenizer.interop import read_json_file
 from tokenizer.kernels.pretokenize import PATTERN_TEXT
@@ -113,13 +119,21 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
         raise ModelError("the model lacks some of the 256 single-byte pieces, so it is not byte level: export it to "
                          "SentencePiece")
     kinds = model.types.tolist()
+    own_added = {t.id: t for t in added_tokens_of(model)}
     for i, kind in enumerate(kinds):
-        if kind not in (PieceType.NORMAL, PieceType.CONTROL):
-            raise ModelError(f"piece {i} has type {PieceType(kind).name}; only NORMAL and CONTROL pieces export to "
-                             "a byte-level tokenizer.json")
-    added = [{"id": i, "content": model.pieces[i].decode("utf-8", "replace"), "single_word": False, "lstrip": False,
-              "rstrip": False, "normalized": False, "special": True}
-             for i, kind in enumerate(kinds) if kind == PieceType.CONTROL]
+        if kind not in (PieceType.NORMAL, PieceType.CONTROL) and not (i in own_added and kind == PieceType.USER_DEFINED):
+            raise ModelError(f"piece {i} has type {PieceType(kind).name}; only NORMAL and CONTROL pieces (and added "
+                             "tokens) export to a byte-level tokenizer.json")
+    added = []
+    for i, kind in enumerate(kinds):
+        if i in own_added:
+            token = own_added[i]
+            added.append({"id": i, "content": token.content, "single_word": token.single_word,
+                          "lstrip": token.lstrip, "rstrip": token.rstrip, "normalized": token.normalized,
+                          "special": token.special})
+        elif kind == PieceType.CONTROL:
+            added.append({"id": i, "content": model.pieces[i].decode("utf-8", "replace"), "single_word": False,
+                          "lstrip": False, "rstrip": False, "normalized": False, "special": True})
     pattern = spec.get("pattern") if spec.get("name") == "byte_level" else None
     if model.algorithm == "bpe":
         if spec.get("name") != "byte_level":
@@ -207,7 +221,8 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
         raise ModelFileError(source, f"normalizer {kind!r} is not supported (only none, NFC, NFKC)")
     pattern = _pattern_of(obj.get("pre_tokenizer"), source)
     body = obj.get("model") or {}
-    added = {int(t["id"]): t["content"] for t in obj.get("added_tokens") or []}
+    added_tokens = _added_tokens(obj.get("added_tokens"), source)
+    added = {t.id: t.content for t in added_tokens}
     if body.get("type") == "BPE":
         for key in ("continuing_subword_prefix", "end_of_word_suffix"):
             if body.get(key):
@@ -218,9 +233,7 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
         types = np.full(size, PieceType.NORMAL, dtype=np.int8)
         for text, i in vocab.items():
             pieces[i] = text.encode() if i in added else decode_piece(text, source)
-        for i, text in added.items():
-            pieces[i] = text.encode()
-            types[i] = PieceType.CONTROL
+        _place_added_tokens(added_tokens, pieces, types, {i: text for text, i in vocab.items()})
         if any(p is None for p in pieces):
             raise ModelFileError(source, "vocabulary ids have gaps: every id below the largest must be used")
         index = {p: i for i, p in enumerate(pieces) if types[i] == PieceType.NORMAL}
@@ -241,6 +254,8 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
             if types[i] == PieceType.NORMAL and len(p) > 1:
                 if i in merged_rank:
                     scores[i] = -float(merged_rank[i])
+                elif i in added:
+                    types[i] = PieceType.USER_DEFINED  # an added token that no merge makes: only the splitter
                 else:
                     types[i] = PieceType.UNUSED  # not reachable by any merge
         if len(merged_rank) >= 1 << 24:
@@ -261,16 +276,14 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
         for i, (text, score) in enumerate(entries):
             pieces[i] = text.encode() if i in added else decode_piece(text, source)
             scores[i] = score
-        for i, text in added.items():
-            pieces[i] = text.encode()
-            types[i] = PieceType.CONTROL
+        _place_added_tokens(added_tokens, pieces, types, {i: text for i, (text, _) in enumerate(entries)})
         if body.get("unk_id") is not None:
             types[int(body["unk_id"])] = PieceType.UNKNOWN
         provenance = {"imported_from": "tokenizer.json"}
         algorithm = "unigram"
     else:
         raise ModelFileError(source, f"model type {body.get('type')!r} is not supported (BPE or Unigram)")
-    specials = {p.decode("utf-8", "replace"): i for i, p in enumerate(pieces) if types[i] == PieceType.CONTROL}
+    specials = {text: i for i, text in sorted(added.items(), reverse=True)}  # the lowest id of equal contents
     unk = [i for i in range(size) if types[i] == PieceType.UNKNOWN]
     try:
         model = Model(pieces, scores, types, algorithm=algorithm, normalizer={"name": names[kind]},
@@ -281,7 +294,53 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
         raise ModelFileError(source, f"inconsistent tokenizer.json: {exc}") from None
     if model.provenance.get("ignore_merges"):
         model.pretokenizer["ignore_merges"] = True
+    if added_tokens:
+        model.pretokenizer["added_tokens"] = [t.spec() for t in sorted(added_tokens, key=lambda t: t.id)]
+        try:
+            model.validate()
+        except ModelError as exc:
+            raise ModelFileError(source, f"inconsistent tokenizer.json: {exc}") from None
     return model
+
+
+def _place_added_tokens(tokens: list[AddedToken], pieces: list, types: np.ndarray, vocab_text: dict[int, str]):
+    """Set the pieces and types of added tokens: a special token is a CONTROL piece; a non-special one whose id
+    is also a vocabulary entry with the same bytes (``tokenizers`` gives an added token the id of the equal
+    vocabulary string) stays a NORMAL piece, so the model keeps using it; any other is USER_DEFINED."""
+    for token in tokens:
+        content = token.content.encode()
+        learned = None
+        if token.id in vocab_text:
+            try:
+                learned = decode_piece(vocab_text[token.id])
+            except ModelFileError:
+                learned = None  # not a ByteLevel string: the entry is the added token only
+        pieces[token.id] = content
+        if token.special:
+            types[token.id] = PieceType.CONTROL
+        elif learned != content:
+            types[token.id] = PieceType.USER_DEFINED
+
+
+def _added_tokens(entries: Any, source: str) -> list[AddedToken]:
+    """The ``added_tokens`` list, checked: int ids, non-empty string contents, boolean flags (``normalized``
+    defaults to ``not special``, the others to false, as ``tokenizers``' ``AddedToken.from``)."""
+    tokens, seen = [], set()
+    for entry in entries or []:
+        if not isinstance(entry, dict) or isinstance(entry.get("id"), bool) or not isinstance(entry.get("id"), int) \
+                or not isinstance(entry.get("content"), str) or not entry["content"]:
+            raise ModelFileError(source, f"added token {json.dumps(entry)[:200]} needs an integer id and a "
+                                 "non-empty string content")
+        if entry["id"] < 0 or entry["id"] in seen:
+            raise ModelFileError(source, f"added token id {entry['id']} is negative or listed twice")
+        seen.add(entry["id"])
+        special = bool(entry.get("special", False))
+        flags = {"special": special, "normalized": entry.get("normalized", not special)}
+        flags.update({flag: entry.get(flag, False) for flag in FLAGS if flag not in flags})
+        if not all(isinstance(value, bool) for value in flags.values()):
+            raise ModelFileError(source, f"added token {entry['id']} has non-boolean flags {flags}")
+        tokens.append(AddedToken(entry["id"], entry["content"], **flags))
+    return tokens
 
 
 def load_tokenizer_json(path: str | os.PathLike) -> Model:

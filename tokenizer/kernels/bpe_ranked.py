@@ -207,7 +207,9 @@ class ByteLevelEncoder:
         self.compiled = compiled
         self.is_bpe = model.algorithm == "bpe"
         self.ignore_merges = bool(model.pretokenizer.get("ignore_merges", False))
-        byte_to_id = np.array([model.piece_to_id(bytes([b])) for b in range(256)], dtype=np.int32)
+        # learned pieces only: an added token (e.g. "\n", CONTROL or USER_DEFINED) must not stand for its bytes
+        normal_id = {p: i for i, p in enumerate(model.pieces) if model.types[i] in (PieceType.NORMAL, PieceType.UNUSED)}
+        byte_to_id = np.array([normal_id.get(bytes([b]), -1) for b in range(256)], dtype=np.int32)
         if self.is_bpe:
             if (byte_to_id < 0).any():
                 raise ModelError("a byte_level BPE model needs all 256 single bytes as pieces")
@@ -224,7 +226,7 @@ class ByteLevelEncoder:
             left, right = [], []
             for i, split in zip(normal, lengths):
                 piece = model.pieces[i]
-                a, b = model.piece_to_id(piece[:split]), model.piece_to_id(piece[split:])
+                a, b = normal_id.get(piece[:split], -1), normal_id.get(piece[split:], -1)
                 if not 0 < split < len(piece) or a < 0 or b < 0:
                     raise ModelError(f"merge of piece {i} ({piece!r}) at byte {split} does not split it into two "
                                      "pieces: the model file is inconsistent")
