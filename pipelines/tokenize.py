@@ -7,15 +7,25 @@ Steps (:func:`run_tokenize`):
 2. List the input files (Hadoop filesystems, via :func:`pipelines.readers.list_input_files`) with their size and
    modification time; in incremental mode keep only files the manifest does not list (a listed file whose size or
    time changed is an error: its old tokens are in the output).
-3. Read only those files (:func:`read_documents`): one binary text column, a malformed-row flag and the kept columns;
-   nulls and empty documents are kept (they are documents too, or bad rows to account for).
-4. ``mapInArrow`` over whole Arrow batches (:func:`encode_partition`): classify bad rows, encode with the Numba batch
-   encoder (the model file is broadcast once as bytes and loaded once per Python worker), add BOS/EOS, stream the
-   shard to ``_temporary/RUN/part-P-attempt-A``, optionally decode the written shard and compare it with the input,
-   and return one row of counts per task.
+3. Read only those files, as batches of one text column, a malformed-row flag and the kept columns; nulls and empty
+   documents are kept (they are documents too, or bad rows to account for). Two readers give the same batches:
+
+   * Parquet (``reader: auto``, the default): the driver reads the footers and plans row-group work units
+     (:mod:`pipelines.arrow_read`); Spark distributes only the unit lists (``parallelize`` + ``mapPartitions``,
+     :func:`encode_units`) and each Python task reads its row groups with pyarrow. The JVM never touches the data.
+     Units are cut in input order (sorted files, row groups, rows), so the shards in manifest order hold the
+     documents in input order. ``--partitions N`` gives N tasks (row groups are split by rows when there are fewer);
+     by default two tasks per task slot.
+   * Spark's reader (:func:`read_documents`, then ``mapInArrow``, :func:`encode_partition`): text and JSONL input,
+     ``reader: spark``, and Parquet that pyarrow cannot take (a filesystem it cannot open, such as ``s3a://``, an
+     unreadable footer, kept columns of types Spark converts, such as unsigned integers or timestamps).
+4. Per task (:func:`encode_task`): classify bad rows, encode with the Numba batch encoder (the model file is
+   broadcast once as bytes and loaded once per Python worker), add BOS/EOS, stream the shard to
+   ``_temporary/RUN/part-P-attempt-A``, optionally decode the written shard and compare it with the input, and
+   return one row of counts.
 5. The driver checks the results (one per partition, verify mismatches, document counts from the shards' metadata
-   and, with ``verify``, an independent count of the input rows), then commits: rename the winners, manifest,
-   summary, ``_SUCCESS``.
+   and, with ``verify``, an independent count of the input rows: Spark's ``count()``, or the Parquet footers' row
+   counts on the direct path), then commits: rename the winners, manifest, summary, ``_SUCCESS``.
 
 Every input row is accounted for: ``rows_read == documents + skipped_bad_rows`` for each run (checked before the
 commit); bad rows (null text, malformed JSON lines, invalid UTF-8, documents over ``max_document_bytes``) follow
@@ -48,6 +58,7 @@ TEXT = "__text"
 MALFORMED = "__malformed"
 BAD_ROW_POLICIES = ("error", "skip", "keep")
 BAD_ROW_KINDS = ("null", "malformed", "invalid_utf8", "too_large")
+READERS = ("auto", "arrow", "spark")
 RESULT_SCHEMA = "partition int, attempt long, stem string, documents long, tokens long, bytes long, " \
                 "file_sizes string, stats string"
 
@@ -73,6 +84,10 @@ class TokenizeConfig:
     on_bad_row: str = "error"                 # error | skip | keep
     max_document_bytes: int = 64 << 20
     progress_seconds: float = 10.0
+    #: How Parquet inputs are read: ``auto`` (pyarrow in the Python tasks where it can open the files, else Spark's
+    #: reader), ``arrow`` (pyarrow or an error saying why not), ``spark`` (Spark's reader). Text and JSONL inputs
+    #: always go through Spark's reader.
+    reader: str = "auto"
     #: Testing aid for the commit protocol: {"partition": P, "marker": PATH, "action": "fail" | "hang"}. The first
     #: attempt of partition P that finds no file at PATH creates it after writing one batch, then dies or hangs.
     fault_injection: dict | None = None
@@ -85,6 +100,8 @@ class TokenizeConfig:
             raise ConfigError(f"verify_rate {self.verify_rate} must be in (0, 1]")
         if self.partitions is not None and self.partitions < 1:
             raise ConfigError(f"--partitions must be at least 1, got {self.partitions}")
+        if self.reader not in READERS:
+            raise ConfigError(f"reader {self.reader!r}: use one of {', '.join(READERS)}")
         if self.max_document_bytes < 1:
             raise ConfigError("max_document_bytes must be positive")
         if not self.inputs:
@@ -153,14 +170,17 @@ def histogram_quantiles(histogram: dict[int, int], quantiles: Sequence[float]) -
 _TOKENIZERS: dict[str, Any] = {}
 
 
-def load_tokenizer_bytes(model_bytes: bytes, sha256: str):
-    """The Tokenizer for a model file's bytes (any format ``Tokenizer.load`` reads), built once per Python worker
-    and cached by checksum, so every batch and task that worker runs reuses the compiled model."""
+def load_tokenizer_bytes(model_bytes: bytes | Any, sha256: str, source: str = "<broadcast model>"):
+    """The Tokenizer for a model file's bytes (any format ``Tokenizer.load`` reads), built once per Python process
+    (a worker, or the driver that checks the model) and cached by checksum, so every batch, task and run that
+    process handles reuses the parsed and compiled model. ``model_bytes`` may be a broadcast of the bytes: its
+    value is fetched only when the model is not cached yet."""
     tokenizer = _TOKENIZERS.get(sha256)
     if tokenizer is None:
         from tokenizer.core import Tokenizer, load_model_bytes
 
-        tokenizer = Tokenizer(load_model_bytes(model_bytes, "<broadcast model>"))
+        data = model_bytes.value if hasattr(model_bytes, "value") else model_bytes
+        tokenizer = Tokenizer(load_model_bytes(data, source))
         _TOKENIZERS[sha256] = tokenizer
     return tokenizer
 
@@ -234,13 +254,50 @@ def encode_partition(
     run_id: str, config: dict[str, Any], empty_schema: pa.Schema | None,
 ) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` step: encode and write one partition's shard; yields one row of counts (``RESULT_SCHEMA``)."""
+    partition, attempt = _task_identity()
+    result = encode_task(batches, partition=partition, attempt=attempt, model=model, model_sha256=model_sha256,
+                         output=output, run_id=run_id, config=config, empty_schema=empty_schema)
+    yield pa.RecordBatch.from_pylist([result], schema=_RESULT_ARROW_SCHEMA)
+
+
+def encode_units(
+    groups: Iterator[list], *, text_column: str, keep_schema: pa.Schema, model: Any, model_sha256: str,
+    output: str, run_id: str, config: dict[str, Any],
+) -> Iterator[dict]:
+    """RDD step of the direct read path: this partition's Parquet work units (one list per partition, see
+    :mod:`pipelines.arrow_read`) are read with pyarrow in this Python task, encoded and written as its shard;
+    yields one dict of counts (the ``RESULT_SCHEMA`` fields)."""
+    from pipelines.arrow_read import read_units
+
+    partition, attempt = _task_identity()
+    for units in groups:
+        batches = read_units(units, text_column, keep_schema, TEXT, MALFORMED)
+        yield encode_task(batches, partition=partition, attempt=attempt, model=model, model_sha256=model_sha256,
+                          output=output, run_id=run_id, config=config,
+                          empty_schema=keep_schema if len(keep_schema) else None)
+
+
+def _task_identity() -> tuple[int, int]:
+    """(partition, attempt id) of the running Spark task; (0, 0) outside Spark."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    partition = context.partitionId() if context else 0
-    attempt = context.taskAttemptId() if context else 0
+    return (context.partitionId(), context.taskAttemptId()) if context else (0, 0)
+
+
+_RESULT_ARROW_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int64()), ("stem", pa.string()),
+                                  ("documents", pa.int64()), ("tokens", pa.int64()), ("bytes", pa.int64()),
+                                  ("file_sizes", pa.string()), ("stats", pa.string())])
+
+
+def encode_task(
+    batches: Iterator[pa.RecordBatch], *, partition: int, attempt: int, model: Any, model_sha256: str, output: str,
+    run_id: str, config: dict[str, Any], empty_schema: pa.Schema | None,
+) -> dict[str, Any]:
+    """Encode and write one task's shard from batches of ``__text``, ``__malformed`` and the kept columns; returns
+    the task's counts (``RESULT_SCHEMA``'s fields). Shared by the Spark-read and the direct-read paths."""
     started = time.perf_counter()
-    tokenizer = load_tokenizer_bytes(model.value if hasattr(model, "value") else model, model_sha256)
+    tokenizer = load_tokenizer_bytes(model, model_sha256)
     vocab_size = int(tokenizer.vocab_size)
     bos = _special_id(tokenizer, "bos") if config["add_bos"] else None
     eos = _special_id(tokenizer, "eos") if config["add_eos"] else None
@@ -321,12 +378,9 @@ def encode_partition(
     stats = {**counts, "histogram": {str(k): v for k, v in histogram.items()}, "verified": verified,
              "verify_mismatches": len(mismatches), "mismatch_examples": mismatches[:3],
              "seconds": time.perf_counter() - started, "encode_seconds": encode_seconds}
-    yield pa.RecordBatch.from_pydict({
-        "partition": pa.array([partition], pa.int32()), "attempt": pa.array([attempt], pa.int64()),
-        "stem": [stem], "documents": pa.array([writer.documents], pa.int64()),
-        "tokens": pa.array([writer.tokens], pa.int64()), "bytes": pa.array([counts["bytes"]], pa.int64()),
-        "file_sizes": [json.dumps(file_sizes)], "stats": [json.dumps(stats)],
-    })
+    return {"partition": partition, "attempt": attempt, "stem": stem, "documents": writer.documents,
+            "tokens": writer.tokens, "bytes": counts["bytes"], "file_sizes": json.dumps(file_sizes),
+            "stats": json.dumps(stats)}
 
 
 def _special_id(tokenizer, name: str) -> int:
@@ -431,8 +485,6 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     ``shardpiece tokenize`` job passes :func:`jobs.manifest.versions`; ``None`` records none)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from tokenizer import Tokenizer
-
     config.validate()
     started = time.perf_counter()
     try:
@@ -441,7 +493,7 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     except OSError as exc:
         raise ConfigError(f"--model {config.model}: cannot read it ({exc.strerror})") from None
     sha256 = hashlib.sha256(model_bytes).hexdigest()
-    tokenizer = Tokenizer.load(config.model)
+    tokenizer = load_tokenizer_bytes(model_bytes, sha256, config.model)  # refuses a corrupt model up front
     if config.add_bos:
         _special_id(tokenizer, "bos")
     if config.add_eos:
@@ -467,14 +519,17 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     new_empty = [f for f in empty_files if f.path not in recorded]
     run_id = out.next_run_id()
     results: list[TaskResult] = []
+    reader = None
     if new_files:
-        frame = read_documents(spark, [f.path for f in new_files], input_format, config.text_column,
-                               config.keep_columns)
-        if config.partitions is not None:
-            frame = frame.repartition(int(config.partitions))
-        empty_schema = None
-        if config.keep_columns:
-            empty_schema = to_arrow_schema(frame.select(*config.keep_columns).schema)
+        plan, keep_schema = _direct_plan(config, input_format, new_files)
+        if plan is None:
+            frame = read_documents(spark, [f.path for f in new_files], input_format, config.text_column,
+                                   config.keep_columns)
+            if config.partitions is not None:
+                frame = frame.repartition(int(config.partitions))
+            keep_schema = to_arrow_schema(frame.select(*config.keep_columns).schema)
+        empty_schema = keep_schema if config.keep_columns else None
+        reader = "spark" if plan is None else "arrow"
         model_broadcast = spark.sparkContext.broadcast(model_bytes)
         options = {k: v for k, v in asdict(config).items()
                    if k in ("add_bos", "add_eos", "output_format", "parquet_ids_dtype", "keep_columns", "verify",
@@ -484,10 +539,23 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
             return encode_partition(batches, model=model_broadcast, model_sha256=sha256,
                                     output=out.path, run_id=run_id, config=options, empty_schema=empty_schema)
 
+        def direct_step(groups):
+            return encode_units(groups, text_column=config.text_column, keep_schema=keep_schema,
+                                model=model_broadcast, model_sha256=sha256, output=out.path, run_id=run_id,
+                                config=options)
+
         progress = _Progress(spark, config.progress_seconds, started)
         progress.start()
         try:
-            rows = frame.mapInArrow(step, RESULT_SCHEMA).collect()
+            if plan is None:
+                rows = frame.mapInArrow(step, RESULT_SCHEMA).collect()
+            else:
+                from pipelines.arrow_read import assign_units, default_tasks
+                from pipelines.session import default_parallelism
+
+                tasks = config.partitions or default_tasks(plan.units, default_parallelism(spark))
+                groups = assign_units(plan.units, tasks)
+                rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(direct_step).collect()
         except Exception as exc:  # noqa: BLE001 - re-raised; a task's own error becomes a plain shardpiece error
             out.discard_run(run_id)
             raise _task_error(exc) from None
@@ -497,7 +565,10 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
         try:
             results = [TaskResult(r["partition"], r["attempt"], r["stem"], r["documents"], r["tokens"], r["bytes"],
                                   json.loads(r["file_sizes"]), json.loads(r["stats"])) for r in rows]
-            _check_results(results, config, frame if config.verify else None)
+            expected_rows = None
+            if config.verify:  # an independent count of the input rows: Spark's, or the Parquet footers'
+                expected_rows = frame.count() if plan is None else plan.rows
+            _check_results(results, config, expected_rows)
         except BaseException:
             out.discard_run(run_id)
             raise
@@ -505,6 +576,7 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
                        time.perf_counter() - started)
     summary["config"] = resolved_options(config, spark.sparkContext.master)
     summary["versions"] = dict(versions) if versions is not None else None
+    summary["reader"] = reader
     if not new_files and not new_empty and state == "continue":
         summary["status"] = "up to date: no new input files"
         out.mark_complete_without_run(summary)
@@ -527,7 +599,26 @@ def _task_error(exc: BaseException) -> BaseException:
     return kind(match.group(2).strip() + " (nothing was committed; the output directory keeps its previous state)")
 
 
-def _check_results(results: list[TaskResult], config: TokenizeConfig, frame) -> None:
+def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[InputFile]):
+    """``(work units, kept columns' Arrow schema)`` for reading Parquet in the Python tasks
+    (:mod:`pipelines.arrow_read`), or ``(None, None)`` for Spark's reader (text/JSONL input, ``reader: spark``, or
+    files pyarrow cannot take, said on stderr). A missing column raises the Spark path's error."""
+    from pipelines.arrow_read import plan_parquet
+
+    if input_format != "parquet" or config.reader == "spark":
+        if config.reader == "arrow":
+            raise ConfigError(f"reader: arrow reads Parquet input only, not {input_format}; use reader: auto")
+        return None, None
+    plan, keep_schema, reason = plan_parquet([(f.path, f.size) for f in files], config.text_column,
+                                             config.keep_columns, config.partitions)
+    if plan is None:
+        if config.reader == "arrow":
+            raise InputError(f"reader: arrow cannot read the input: {reason}; use reader: auto or spark")
+        print(f"tokenize: reading the input with Spark ({reason})", file=sys.stderr)
+    return plan, keep_schema
+
+
+def _check_results(results: list[TaskResult], config: TokenizeConfig, expected_rows: int | None) -> None:
     """Refuse to commit when a partition reported twice, a shard's metadata disagrees with its task's counts, the
     decoded output differs from the input, or (verify) the rows read differ from an independent count."""
     partitions = [r.partition for r in results]
@@ -545,11 +636,11 @@ def _check_results(results: list[TaskResult], config: TokenizeConfig, frame) -> 
             raise InputError(f"verify: {result.stats['verify_mismatches']} documents of partition {result.partition} "
                              f"do not decode to their input, e.g. {result.stats['mismatch_examples'][0]}; nothing "
                              "was committed. Is the model lossless (byte fallback, identity normalizer)?")
-    if frame is not None:
-        expected = frame.count()
+    if expected_rows is not None:
         read = sum(r.stats["rows"] for r in results)
-        if expected != read:
-            raise InputError(f"verify: the input has {expected} rows but the tasks read {read}; nothing was committed")
+        if expected_rows != read:
+            raise InputError(f"verify: the input has {expected_rows} rows but the tasks read {read}; nothing was "
+                             "committed")
 
 
 def resolved_options(config: TokenizeConfig, master: str | None) -> dict[str, Any]:
@@ -623,5 +714,6 @@ def merge_megatron(output_dir: str, prefix: str):
     return merge_datasets(stems, prefix)
 
 
-__all__ = ["TokenizeConfig", "run_tokenize", "read_documents", "encode_partition", "merge_megatron",
+__all__ = ["TokenizeConfig", "run_tokenize", "read_documents", "encode_partition", "encode_units", "encode_task",
+           "merge_megatron",
            "OUTPUT_FORMATS", "shard_files"]

@@ -10,7 +10,9 @@ Files per shard, for the stem ``S``:
 format            files
 ================  =============================================================================================
 ``parquet``       ``S.parquet``: the kept input columns, ``input_ids`` (``list<int32>``, or ``list<uint16>`` with
-                  ``ids_dtype="uint16"``) and ``num_tokens`` (``int32``), one row per document, input order.
+                  ``ids_dtype="uint16"``) and ``num_tokens`` (``int32``), one row per document, input order;
+                  zstd (level 1, Arrow's default), dictionary pages off for every column, one row group per
+                  written batch (at most 10,000 documents).
 ``megatron``      ``S.bin`` + ``S.idx``: a Megatron-LM indexed dataset, one sequence per document
                   (:mod:`tokenizer.interop.megatron`), uint16 tokens below 65,500 pieces, else int32.
 ``npy``           ``S.tokens.npy``: every document's ids back to back (uint16 when the vocabulary has at most
@@ -126,13 +128,16 @@ class ParquetShardWriter(ShardWriter):
         num_tokens = pc.list_value_length(ids).cast(pa.int32()).fill_null(0)
         table = columns.append_column(IDS_COLUMN, ids.cast(self.ids_type)).append_column(NUM_TOKENS_COLUMN, num_tokens)
         if self._writer is None:
-            self._writer = self._open(table.schema, columns.column_names)
+            self._writer = self._open(table.schema)
         self._writer.write_table(table)
 
-    def _open(self, schema: pa.Schema, kept: list[str]) -> pq.ParquetWriter:
-        # Dictionary pages only for the kept columns: token ids have too many distinct values to gain from them.
-        return pq.ParquetWriter(self.stem + ".parquet", schema, compression=self.compression,
-                                use_dictionary=list(kept) if kept else False)
+    def _open(self, schema: pa.Schema) -> pq.ParquetWriter:
+        # No dictionary pages: token ids have too many distinct values to gain from them, and kept columns are
+        # mostly unique keys (ids, URLs). Measured on 200,000 en rows (id + ids + num_tokens): 0.106 CPU s and
+        # 3.8 MB without, 0.122 s and 4.1 MB with a dictionary for the id column. zstd costs 0.106 s for 3.8 MB,
+        # snappy 0.107 s for 6.0 MB, lz4 0.092 s for 5.9 MB, none 0.069 s for 12.5 MB, against ~0.8 s of encoding:
+        # no codec saves enough CPU to pay for the larger files.
+        return pq.ParquetWriter(self.stem + ".parquet", schema, compression=self.compression, use_dictionary=False)
 
     def set_empty_schema(self, columns_schema: pa.Schema) -> None:
         """The schema to write when the shard gets no rows (so an empty shard still reads back)."""
@@ -142,7 +147,7 @@ class ParquetShardWriter(ShardWriter):
         if self._writer is None:
             schema = getattr(self, "_empty_schema", pa.schema([]))
             schema = schema.append(pa.field(IDS_COLUMN, self.ids_type)).append(pa.field(NUM_TOKENS_COLUMN, pa.int32()))
-            self._writer = self._open(schema, [f.name for f in schema][:-2])
+            self._writer = self._open(schema)
         self._writer.close()
         return self._names()
 

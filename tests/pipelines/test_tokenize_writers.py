@@ -53,6 +53,17 @@ def test_parquet_schema_and_kept_columns(tmp_path):
     assert table.column("doc_id").to_pylist() == ["d2", "d0", "d1"]
 
 
+def test_parquet_shards_are_zstd_without_dictionary_pages_one_row_group_per_batch(tmp_path):
+    stem = str(tmp_path / "p")
+    _write("parquet", stem, [[[1, 2], [1, 2]], [[3]] * 5], 300)
+    metadata = pq.ParquetFile(stem + ".parquet").metadata
+    assert [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)] == [2, 5]
+    for group in range(metadata.num_row_groups):
+        for column in range(metadata.num_columns):
+            chunk = metadata.row_group(group).column(column)
+            assert chunk.compression == "ZSTD" and chunk.dictionary_page_offset is None, chunk.path_in_schema
+
+
 def test_parquet_uint16_ids_option(tmp_path):
     stem = str(tmp_path / "p")
     _write("parquet", stem, [[[65_535, 0]]], 65_536, ids_dtype="uint16")

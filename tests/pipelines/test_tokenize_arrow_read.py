@@ -1,0 +1,206 @@
+"""The tokenize job's direct Parquet read path (pyarrow in the Python tasks) and its fallback to Spark's reader."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.arrow_read import ParquetUnit, arrow_filesystem, assign_units, default_tasks, plan_parquet, \
+    read_units, split_units
+from pipelines.tokenize import TokenizeConfig
+from pipelines.writers import read_shard
+from tokenizer import Model, Tokenizer
+
+EMPTY = pa.schema([])
+PIECES = [b"th", b"the", b" the", b"in", b"ing", b"\xe4\xb8\xad\xe6\x96\x87", b"  ", b"\xf0\x9f\x98\x80"]
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("model") / "test.shardpiece")
+    Model.byte_level(PIECES, [-2.0, -1.5, -1.0, -2.5, -1.2, -1.0, -3.0, -1.0], specials=("<s>", "</s>")).save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tok(model_path):
+    return Tokenizer.load(model_path)
+
+
+def _config(model_path, inputs, output, **options) -> TokenizeConfig:
+    return TokenizeConfig(model=model_path, inputs=list(inputs), output=str(output), progress_seconds=5, **options)
+
+
+def make_documents(count: int, seed: int) -> list[str | None]:
+    """Empty documents, nulls, emoji, CJK and plain words."""
+    import random
+
+    rng = random.Random(seed)
+    words = ["the", "thing", "中文", "😀", "a\tb", "e\u0301", "x\x00y", "  ", "ok\r"]
+    return ["" if i % 97 == 0 else None if i % 101 == 1 else " ".join(rng.choice(words) for _ in range(i % 30 + 1))
+            for i in range(count)]
+
+
+def write_parquet(path: str, documents, first_id: int) -> None:
+    ids = range(first_id, first_id + len(documents))
+    pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "tag": pa.array([f"#{i}" for i in ids], pa.large_string()),
+                             "text": pa.array(documents, pa.string())}), path, row_group_size=300)
+
+
+def decoded_documents(tokenizer, output_dir: str, strip_front: int) -> list[bytes]:
+    manifest = json.load(open(os.path.join(output_dir, "_manifest.json")))
+    return [tokenizer.decode_bytes([int(i) for i in ids][strip_front:])
+            for run in manifest["runs"] for shard in run["shards"]
+            for ids in read_shard("parquet", os.path.join(output_dir, shard["stem"]))]
+
+
+def _files(tmp_path, sizes, row_group_size=7):
+    paths, first = [], 0
+    for index, size in enumerate(sizes):
+        path = str(tmp_path / f"part-{index}.parquet")
+        documents = [f"doc {first + i}" for i in range(size)]
+        pq.write_table(pa.table({"id": pa.array(range(first, first + size), pa.int64()),
+                                 "text": pa.array(documents, pa.string())}), path, row_group_size=row_group_size)
+        paths.append((path, os.path.getsize(path)))
+        first += size
+    return paths
+
+
+# ---------------------------------------------------------------------------------------------- planning (no Spark)
+def test_plan_lists_row_groups_in_input_order(tmp_path):
+    files = _files(tmp_path, [20, 0, 9])
+    plan, keep, reason = plan_parquet(files, "text", [], None)
+    assert reason == "" and plan.rows == 29 and keep == EMPTY
+    assert [(os.path.basename(u.path), u.row_group, u.rows) for u in plan.units] == [
+        ("part-0.parquet", 0, 7), ("part-0.parquet", 1, 7), ("part-0.parquet", 2, 6),
+        ("part-2.parquet", 0, 7), ("part-2.parquet", 1, 2)]
+
+
+def test_units_read_back_every_row_once_in_order(tmp_path):
+    files = _files(tmp_path, [20, 13])
+    plan, keep, _ = plan_parquet(files, "text", ["id"], 11)
+    assert keep == pa.schema([("id", pa.int64())])
+    assert len(plan.units) >= 11 and sum(u.rows for u in plan.units) == 33
+    for tasks in (1, 2, 5, 11):
+        groups = assign_units(plan.units, tasks)
+        assert len(groups) == tasks and [u for g in groups for u in g] == plan.units
+        ids = []
+        for group in groups:
+            for batch in read_units(group, "text", pa.schema([("id", pa.int64())]), "__text", "__malformed"):
+                assert batch.schema.names == ["__text", "__malformed", "id"]
+                assert not any(batch.column("__malformed").to_pylist())
+                assert batch.column("__text").to_pylist() == [f"doc {i}" for i in batch.column("id").to_pylist()]
+                ids += batch.column("id").to_pylist()
+        assert ids == list(range(33))
+
+
+def test_split_and_assign_by_weight():
+    units = [ParquetUnit("a", 0, 0, 10, 1000), ParquetUnit("a", 1, 0, 10, 10), ParquetUnit("b", 0, 0, 10, 10)]
+    assert [[u.row_group for u in g] for g in assign_units(units, 2)] == [[0], [1, 0]]
+    halves = split_units([ParquetUnit("a", 0, 0, 9, 90)], 2)
+    assert [(u.row_start, u.row_stop, u.weight) for u in halves] == [(0, 4, 40), (4, 9, 50)]
+    assert split_units([ParquetUnit("a", 0, 0, 1, 9)], 4) == [ParquetUnit("a", 0, 0, 1, 9)]  # one row: no split
+    assert default_tasks(units, parallelism=4) == 3 and default_tasks(units, parallelism=1) == 2
+
+
+def test_files_pyarrow_cannot_take_are_left_to_spark(tmp_path):
+    assert arrow_filesystem("s3a://bucket/part-0.parquet") is None
+    assert arrow_filesystem("file://otherhost/data/x.parquet") is None
+    assert arrow_filesystem("file:///data/x.parquet")[1] == "/data/x.parquet"
+    plan, keep, reason = plan_parquet([("s3a://bucket/part-0.parquet", 10)], "text", [], None)
+    assert plan is None and keep is None and "s3a://bucket/part-0.parquet" in reason
+    (path, size), = _files(tmp_path, [3])
+    plan, _, reason = plan_parquet([(path, size + 1)], "text", [], None)
+    assert plan is None and "bytes" in reason
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
+    plan, _, reason = plan_parquet([(str(tmp_path / "bad.parquet"), 18)], "text", [], None)
+    assert plan is None and "footer" in reason
+    other = str(tmp_path / "types.parquet")
+    pq.write_table(pa.table({"n": pa.array([1], pa.uint32()), "t": pa.array([pa.scalar(0, pa.timestamp("ns"))]),
+                             "text": ["a"]}), other)
+    for column in ("n", "t"):
+        plan, _, reason = plan_parquet([(other, os.path.getsize(other))], "text", [column], None)
+        assert plan is None and f"{column!r}" in reason
+
+
+def test_missing_or_non_text_columns_raise_the_spark_paths_errors(tmp_path):
+    from tokenizer.errors import InputError
+
+    (path, size), = _files(tmp_path, [3])
+    with pytest.raises(InputError, match="no column 'body' .*'id', 'text'.*--text-column"):
+        plan_parquet([(path, size)], "body", [], None)
+    with pytest.raises(InputError, match="no column 'url' .*--keep-columns"):
+        plan_parquet([(path, size)], "text", ["url"], None)
+    with pytest.raises(InputError, match="column 'id' has type int64, not string or binary"):
+        plan_parquet([(path, size)], "id", [], None)
+
+
+# ---------------------------------------------------------------------------------------------- the job
+
+def _read_output(output):
+    manifest = json.load(open(output / "_manifest.json"))
+    tables = [pq.read_table(str(output / f"{shard['stem']}.parquet"))
+              for run in manifest["runs"] for shard in run["shards"]]
+    return pa.concat_tables(tables)
+
+
+@pytest.mark.spark
+def test_direct_read_writes_what_the_spark_reader_writes_in_input_order(spark, tmp_path, model_path, tok):
+    documents = make_documents(1500, seed=5)
+    for part in range(3):
+        write_parquet(str(tmp_path / f"in-{part}.parquet"), documents[part * 500:(part + 1) * 500], part * 500)
+    inputs = [str(tmp_path / f"in-{part}.parquet") for part in range(3)]
+    options = dict(keep_columns=["id", "tag"], on_bad_row="keep", verify=True, add_bos=True)
+    direct = run_tokenize_checked(spark, _config(model_path, inputs, tmp_path / "a", **options), "arrow")
+    through_spark = run_tokenize_checked(spark, _config(model_path, inputs, tmp_path / "s", reader="spark",
+                                                        **options), "spark")
+    assert direct["verify"]["documents_checked"] == 1500 and direct["bad_rows"]["null"] == \
+        through_spark["bad_rows"]["null"] > 0
+    a, s = _read_output(tmp_path / "a"), _read_output(tmp_path / "s")
+    assert a.schema == s.schema
+    assert a.column("id").to_pylist() == list(range(1500))          # manifest order is input order
+    assert a.sort_by("id").equals(s.sort_by("id"))
+    assert decoded_documents(tok, str(tmp_path / "a"), strip_front=1) == \
+        [(d or "").encode() for d in documents]
+    explicit = run_tokenize_checked(spark, _config(model_path, inputs[:1], tmp_path / "p", partitions=4,
+                                                   **options), "arrow")
+    assert explicit["partitions"] == 4 and _read_output(tmp_path / "p").column("id").to_pylist() == list(range(500))
+
+
+@pytest.mark.spark
+def test_columns_spark_would_convert_fall_back_to_the_spark_reader(spark, tmp_path, model_path, tok):
+    path = str(tmp_path / "in.parquet")
+    pq.write_table(pa.table({"n": pa.array([1, 2, 3], pa.uint32()), "text": ["a", "the", ""]}), path)
+    summary = run_tokenize_checked(spark, _config(model_path, [path], tmp_path / "o", keep_columns=["n"]), "spark")
+    table = _read_output(tmp_path / "o")
+    assert table.schema.field("n").type == pa.int64() and sorted(table.column("n").to_pylist()) == [1, 2, 3]
+    assert summary["documents"] == 3
+    from tokenizer.errors import InputError
+    from pipelines.tokenize import run_tokenize
+
+    with pytest.raises(InputError, match="reader: arrow cannot read the input: .*'n'"):
+        run_tokenize(spark, _config(model_path, [path], tmp_path / "x", keep_columns=["n"], reader="arrow"))
+
+
+@pytest.mark.spark
+def test_a_bad_row_in_a_direct_read_task_stops_the_job_with_the_fix(spark, tmp_path, model_path):
+    from pipelines.tokenize import run_tokenize
+
+    path = str(tmp_path / "in.parquet")
+    pq.write_table(pa.table({"text": pa.array([b"ok", b"bad \xff"], pa.binary())}), path)
+    with pytest.raises(Exception, match="--on-bad-row skip") as raised:
+        run_tokenize(spark, _config(model_path, [path], tmp_path / "o"))
+    assert "nothing was committed" in str(raised.value)
+    assert not os.path.exists(tmp_path / "o" / "_SUCCESS")
+
+
+def run_tokenize_checked(spark, config, reader):
+    from pipelines.tokenize import run_tokenize
+
+    summary = run_tokenize(spark, config)
+    assert summary["status"] == "committed" and summary["reader"] == reader
+    return summary
