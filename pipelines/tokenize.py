@@ -554,8 +554,9 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
                 from pipelines.session import default_parallelism
 
                 tasks = config.partitions or default_tasks(plan.units, default_parallelism(spark))
-                groups = assign_units(plan.units, tasks)
-                rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(direct_step).collect()
+                groups = assign_units(plan.units, tasks) if plan.units or config.partitions else []
+                rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(direct_step).collect() \
+                    if groups else []
         except Exception as exc:  # noqa: BLE001 - re-raised; a task's own error becomes a plain shardpiece error
             out.discard_run(run_id)
             raise _task_error(exc) from None

@@ -204,3 +204,12 @@ def run_tokenize_checked(spark, config, reader):
     summary = run_tokenize(spark, config)
     assert summary["status"] == "committed" and summary["reader"] == reader
     return summary
+
+
+@pytest.mark.spark
+def test_parquet_files_without_rows_commit_no_shards(spark, tmp_path, model_path):
+    path = str(tmp_path / "in.parquet")
+    pq.write_table(pa.table({"text": pa.array([], pa.string())}), path)
+    summary = run_tokenize_checked(spark, _config(model_path, [path], tmp_path / "o"), "arrow")
+    assert summary["documents"] == 0 and summary["partitions"] == 0
+    assert json.load(open(tmp_path / "o" / "_manifest.json"))["runs"][0]["shards"] == []
