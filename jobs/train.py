@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--text-column", dest="text_column", metavar="NAME", help="JSONL field / Parquet column (default text)")
     add("--partitions", type=int, metavar="N", help="repartition the documents into N partitions")
     add("--master", metavar="URL", help="Spark master (default local[*])")
-    add("--driver-memory", dest="driver_memory", metavar="SIZE", help="Spark driver memory (default 768m on a local master, else 4g)")
+    add("--driver-memory", dest="driver_memory", metavar="SIZE",
+        help="Spark driver memory (default 512m on a local master, else 4g)")
     add("--holdout-fraction", dest="holdout_fraction", type=float, metavar="F",
         help="share of documents held out of training to measure bytes per token (default 0.001; 0: measure on "
              "a sample of the training documents)")

@@ -12,9 +12,11 @@
   ``cores x threads`` never oversubscribes the machine;
 * logs only errors (the log4j2 configuration is written to a temporary file and passed to the driver JVM);
 * with ``small_driver=True`` and a local master (``local``, ``local[N]``, ``local[*]``: every task runs inside the
-  driver JVM), starts that JVM small: a 768m heap unless a driver memory is given, the serial collector (the heap
+  driver JVM), starts that JVM small: a 512m heap unless a driver memory is given, the serial collector (the heap
   grows only as far as the live data needs), capped code cache, direct (off-heap) memory and thread
-  stacks, and glibc limited to two malloc arenas (``MALLOC_ARENA_MAX``) in the JVM and its Python workers.
+  stacks, and glibc limited to two malloc arenas (``MALLOC_ARENA_MAX``) and a fixed 1 MB mmap threshold
+  (``MALLOC_MMAP_THRESHOLD_``: freed large arrays go back to the system) in the JVM and its Python workers;
+  Python workers that exit after each task, and smaller tasks (4 MB input splits, ~16 MB reduce partitions).
   Cluster masters (and ``local-cluster[...]``) keep Spark's own settings.
 
 Example::
@@ -32,13 +34,16 @@ import tempfile
 from typing import Any, Mapping
 
 LOOPBACK = "127.0.0.1"
-SMALL_DRIVER_MEMORY = "768m"
+SMALL_DRIVER_MEMORY = "512m"
 SMALL_DRIVER_ARROW_BATCH_BYTES = 32 << 20
+SMALL_DRIVER_SPLIT_BYTES = 4 << 20
+SMALL_DRIVER_REDUCE_BYTES = 16 << 20
 # JVM options of a small local driver (see session_config). Serial GC: no concurrent GC threads or remembered
-# sets, and the heap is only grown when a collection cannot make room; C1 only (TieredStopAtLevel=1): the C2
+# sets, and the heap is only grown when a collection cannot make room; a 64m young generation (the default, a
+# third of the heap, is all touched between two minor collections) and a small initial heap; C1 only (TieredStopAtLevel=1): the C2
 # compiler's arenas cost tens of MB; the rest caps memory the JVM would otherwise reserve lazily and keep.
 SMALL_DRIVER_JAVA_OPTIONS = (
-    "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
+    "-XX:+UseSerialGC -Xms96m -Xmn64m -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
     "-XX:MaxDirectMemorySize=256m -Xss512k -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
 )
 _LOCAL_MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?")
@@ -100,7 +105,7 @@ def session_config(
 ) -> dict[str, str]:
     """The Spark configuration :func:`build_session` applies, as a plain dict (handy for tests and manifests).
 
-    ``driver_memory`` defaults to ``$SHARDPIECE_DRIVER_MEMORY``, else to ``SMALL_DRIVER_MEMORY`` (768m) when
+    ``driver_memory`` defaults to ``$SHARDPIECE_DRIVER_MEMORY``, else to ``SMALL_DRIVER_MEMORY`` (512m) when
     ``small_driver`` is set and the master is local, else ``"4g"``: the driver holds the pruned n-gram table and
     the piece table, which for a 60 MB corpus at min_count 8 is a few hundred MB. ``small_driver`` with a local
     master also adds ``SMALL_DRIVER_JAVA_OPTIONS`` to the driver JVM. ``extra`` entries (any ``spark.*`` key)
@@ -137,8 +142,16 @@ def session_config(
         "spark.executorEnv.PYSPARK_PYTHON": python,
         "spark.python.worker.reuse": "true",
     }
-    if small:  # Arrow batches of large binary rows (the n-gram tables) stay a bounded size in the JVM
+    if small:
+        # Arrow batches of large binary rows (the n-gram tables) stay a bounded size in the JVM.
         conf["spark.sql.execution.arrow.maxBytesPerBatch"] = str(SMALL_DRIVER_ARROW_BATCH_BYTES)
+        # A Python worker exits after its task instead of idling with its arrays and kernels in memory while the
+        # driver works (pruning, building models); a new task pays one fork and the imports (~1 s).
+        conf["spark.python.worker.reuse"] = "false"
+        # Smaller tasks, so each Python worker holds less at once: input splits of at most 4 MB (files are read
+        # as several partitions; two run at a time) and reduce partitions of about 16 MB after adaptive merging.
+        conf["spark.sql.files.maxPartitionBytes"] = str(SMALL_DRIVER_SPLIT_BYTES)
+        conf["spark.sql.adaptive.advisoryPartitionSizeInBytes"] = str(SMALL_DRIVER_REDUCE_BYTES)
     if driver_host:  # executors on other hosts advertise their own address
         del conf["spark.executorEnv.SPARK_LOCAL_IP"]
     if shuffle_partitions is not None:
@@ -185,6 +198,9 @@ def build_session(
         # workers' numba/arrow) sit in RSS; two arenas are plenty for local tasks. The JVM and the Python workers
         # it starts inherit this environment.
         os.environ.setdefault("MALLOC_ARENA_MAX", "2")
+        # A fixed mmap threshold: glibc otherwise raises it (up to 32 MB) each time a large block is freed, after
+        # which the workers' numpy arrays of a few MB come from the heap and their pages are kept after use.
+        os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(1 << 20))
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -29,6 +29,9 @@ def test_small_driver_on_a_local_master_gets_the_small_jvm():
     assert "-Dlog4j2.configurationFile=" in conf["spark.driver.extraJavaOptions"]
     assert "UseSerialGC" not in conf["spark.executor.extraJavaOptions"]
     assert int(conf["spark.sql.execution.arrow.maxBytesPerBatch"]) > 0
+    assert conf["spark.python.worker.reuse"] == "false"
+    assert int(conf["spark.sql.files.maxPartitionBytes"]) > 0
+    assert int(conf["spark.sql.adaptive.advisoryPartitionSizeInBytes"]) > 0
 
 
 @pytest.mark.parametrize("master", ["local-cluster[2,1,1024]", "spark://127.0.0.1:7077"])
@@ -38,6 +41,8 @@ def test_cluster_masters_keep_their_settings(master):
     assert small["spark.driver.memory"] == "4g"
     assert "UseSerialGC" not in small["spark.driver.extraJavaOptions"]
     assert "spark.sql.execution.arrow.maxBytesPerBatch" not in small
+    assert "spark.sql.files.maxPartitionBytes" not in small
+    assert small["spark.python.worker.reuse"] == "true"
 
 
 def test_without_small_driver_a_local_master_is_unchanged():
