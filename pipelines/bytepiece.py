@@ -3,7 +3,7 @@
 The math lives in :mod:`tokenizer.trainers.bytepiece`; this module only moves arrays::
 
     documents (text: binary)
-      -> mapInArrow: chunk_texts + count_ngrams per ~4 MB shard, merge_counts over a partition's shards
+      -> mapInArrow: chunk_texts + count_ngrams per ~2 MB shard, merge_counts over a partition's shards
          -> the partition's sorted table cut into hash buckets: rows (bucket: int, keys: binary, counts: binary)
       -> repartition(bucket) + mapInArrow: merge_counts of each bucket's tables   exact integer reduce in numpy
          -> rows (key: long, count: long) of single bytes and n-grams with count >= min_count only
@@ -44,7 +44,7 @@ import numpy as np
 from tokenizer.errors import InputError
 from tokenizer.trainers import bytepiece as bp
 
-SHARD_BYTES = 4 << 20  # per kernel call: a shard's n-gram keys take 8 bytes per text byte
+SHARD_BYTES = 2 << 20  # per kernel call: counting a shard's n-grams takes ~30 bytes per text byte
 _LIMBS = 8  # a 256-bit fingerprint as eight 32-bit limbs
 _KEY_DOCUMENTS, _KEY_CHUNKS, _KEY_BYTES, _KEY_DISTINCT = -1, -2, -3, -4
 _KEY_LIMB0 = -16  # limb i has key -16 - i
@@ -375,6 +375,21 @@ def refine_em_spark(documents, pieces: list[bytes], counts: np.ndarray, settings
 
 
 # ---------------------------------------------------------------------------------------------- the whole job
+def release_memory() -> None:
+    """Collect garbage and hand the driver's free heap pages back to the system (glibc ``malloc_trim``; a no-op
+    elsewhere), so memory freed after one stage does not stay resident through the next."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 @dataclass
 class StageReport:
     name: str
@@ -427,12 +442,14 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
     lm, resumed = work.run("ngram_model", lambda: bp.build_ngram_model(ngrams.keys, ngrams.counts, settings),
                            "ngram_model")
     stage("ngram_model", started, resumed, entries=len(lm.keys))
+    release_memory()
 
     started = time.perf_counter()
     progress("[pieces] segmenting every chunk with the broadcast n-gram model")
     (pieces, counts), resumed = work.run("pieces", lambda: reduce_pieces(documents, lm, settings, shard_bytes),
                                          "pieces")
     stage("pieces", started, resumed, distinct_pieces=len(pieces), tokens=int(counts.sum()))
+    release_memory()
 
     started = time.perf_counter()
     pruned, resumed = work.run("prune", lambda: bp.prune_pieces(pieces, counts, settings), "pruned")
