@@ -197,14 +197,16 @@ class TreeSampler:
         return result
 
     def _label(self, process) -> str:
-        label = self._labels.get(process.pid)
-        if label is None:
-            try:
-                name = "driver" if process.pid == self.root.pid else process.name()
-            except self._psutil.Error:
-                name = "?"
-            label = self._labels[process.pid] = f"{name} {process.pid}"
-        return label
+        """``"ROLE PID"``; the name is read again each time, since a process may exec another program (Spark's
+        launcher script becomes the JVM)."""
+        if process.pid == self.root.pid:
+            return f"driver {process.pid}"
+        try:
+            name = process.name()
+        except self._psutil.Error:
+            name = self._labels.get(process.pid, "?")
+        self._labels[process.pid] = name
+        return f"{name} {process.pid}"
 
     def _sample(self) -> None:
         psutil = self._psutil
@@ -220,6 +222,10 @@ class TreeSampler:
             total_pss += pss
             label = self._label(process)
             now[label] = round(rss / 2**20, 1)
+            renamed = [key for key in self.memory.peak_by_process
+                       if key.endswith(f" {process.pid}") and key != label]
+            for key in renamed:  # the process exec'd another program: its peaks carry over to the new name
+                self.memory.peak_by_process[label] = self.memory.peak_by_process.pop(key)
             peak = self.memory.peak_by_process.setdefault(label, {"rss_mib": 0.0, "pss_mib": 0.0})
             peak["rss_mib"] = max(peak["rss_mib"], round(rss / 2**20, 1))
             peak["pss_mib"] = max(peak["pss_mib"], round(pss / 2**20, 1))
