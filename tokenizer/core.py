@@ -134,9 +134,22 @@ class CompiledModel:
         from tokenizer.kernels.batch import bpe_batch, unigram_batch
         from tokenizer.kernels.random import new_state
 
-        self._unigram_batch, self._bpe_batch = unigram_batch, bpe_batch
         self._rng_state = new_state(0)  # unused without dropout; the batch kernels never draw from it
-        self._local = threading.local()
+        # The batch kernel with its model arguments bound once: kernel(*head, data, offsets, valid, doc_begin,
+        # doc_end, bos, eos, *middle, *work_buffers(longest), out_ids, out_offsets) -> (total, failed)
+        if self.byte_level is not None:
+            self._kernel, self._head, self._middle_and_buffers = self.byte_level.kernel_parts()
+        elif self.is_bpe:
+            self._kernel, self._head = bpe_batch, (
+                self.units, self.merge_score, self.is_user_defined, self.byte_to_id, self.byte_mode, self.unk_id,
+                self.byte_fallback, self.has_user_defined)
+            self._middle_and_buffers = lambda longest: (self._rng_state, *self.work_buffers(longest))
+        else:
+            self._kernel, self._head = unigram_batch, (
+                self.units, self.piece_score, self.byte_to_id, self.byte_mode, self.split_after_newlines,
+                self.unk_id, self.byte_fallback, self.unk_score)
+            self._middle_and_buffers = self.work_buffers
+        self.encode_array = self.single_text_encoder()
 
     # ------------------------------------------------------------------ one document range
     def work_buffers(self, longest: int) -> tuple:
@@ -151,48 +164,96 @@ class CompiledModel:
         """Run the batch kernel on documents ``doc_begin .. doc_end - 1``; returns the id count (raises on error)."""
         lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
         longest = int(lengths.max()) if len(lengths) else 0
-        return self._run_kernel(data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
-                                self.work_buffers(longest), out_ids, out_offsets)
+        total, failed = self._kernel(*self._head, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
+                                     *self._middle_and_buffers(longest), out_ids, out_offsets)
+        if total < 0:
+            raise _unrepresentable(failed)
+        return int(total)
 
     def encode_one(self, data: bytes, bos_id: int, eos_id: int) -> list[int]:
-        """Ids of one normalized text: the per-call path of ``Tokenizer.encode``, reusing per-thread buffers."""
-        n = len(data)
-        local = self._local
-        if getattr(local, "capacity", -1) < n:
-            capacity = max(256, 1 << (n - 1).bit_length())
-            scratch = (self.work_buffers(capacity), np.empty(capacity + 2, np.int32), np.zeros(2, np.int64),
-                       np.empty(2, np.int64))
-            if capacity > _MAX_CACHED_BUFFER:  # a huge text: don't keep its buffers alive
-                return self._encode_one_with(data, bos_id, eos_id, *scratch)
-            local.capacity, local.scratch = capacity, scratch
-        return self._encode_one_with(data, bos_id, eos_id, *local.scratch)
+        """Ids of one normalized text (bytes)."""
+        return self.encode_array(np.frombuffer(data, dtype=np.uint8), len(data), bos_id, eos_id)
 
-    def _encode_one_with(self, data, bos_id, eos_id, buffers, out_ids, offsets, out_offsets):
-        offsets[1] = len(data)
-        total = self._run_kernel(np.frombuffer(data, dtype=np.uint8), offsets, _ALL_VALID, 0, 1, bos_id, eos_id,
-                                 buffers, out_ids, out_offsets)
-        return out_ids[:total].tolist()
+    def single_text_encoder(self, normalizer_kernel: tuple | None = None, normalize_bytes=None):
+        """``encode(data uint8, n, bos_id, eos_id) -> list[int]``: the per-call path of ``Tokenizer.encode`` for one
+        text of ``n`` bytes, with the kernel's arguments bound once and per-thread buffers (kept for texts up to
+        ``_MAX_CACHED_BUFFER`` bytes).
 
-    def _run_kernel(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, buffers, out_ids, out_offsets):
-        if self.byte_level is not None:
-            return self.byte_level.encode_range(data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids,
-                                                out_offsets)
-        if self.is_bpe:
-            total, failed = self._bpe_batch(
-                self.units, self.merge_score, self.is_user_defined, self.byte_to_id,
-                self.byte_mode, self.unk_id, self.byte_fallback, self.has_user_defined, data, offsets, valid,
-                doc_begin, doc_end, bos_id, eos_id, self._rng_state, *buffers, out_ids, out_offsets)
+        Without arguments the text must be normalized already. With ``normalizer_kernel`` (``(kernel, tables)``,
+        as ``SentencePieceNormalizer.kernel_parts()``) the normalizer kernel runs first and its output buffer and
+        offsets go straight to the encoder kernel; a text it cannot fit in 4n + 144 bytes takes
+        ``normalize_bytes`` (bytes -> bytes) instead."""
+        kernel, head, middle_and_buffers, valid = self._kernel, self._head, self._middle_and_buffers, _ALL_VALID
+        local = threading.local()
+
+        def grow(n):
+            capacity = max(256, 1 << (n - 1).bit_length())  # input bytes
+            in_offsets = np.zeros(2, np.int64)
+            if normalizer_kernel is None:
+                normalized, normalized_offsets, longest = None, in_offsets, capacity
+            else:
+                normalized, normalized_offsets = np.empty(4 * capacity + 144, np.uint8), np.zeros(2, np.int64)
+                longest = normalized.shape[0]
+            out_ids = np.empty(longest + 2, np.int32)
+            state = (capacity, in_offsets, normalized, normalized_offsets, out_ids,
+                     (*middle_and_buffers(longest), out_ids, np.empty(2, np.int64)))
+            if capacity <= _MAX_CACHED_BUFFER:  # a huge text: don't keep its buffers alive
+                local.state = state
+            return state
+
+        if normalizer_kernel is None:
+            def encode(data, n, bos_id, eos_id):
+                state = getattr(local, "state", None)
+                if state is None or state[0] < n:
+                    state = grow(n)
+                _, offsets, _, _, out_ids, tail = state
+                offsets[1] = n
+                total, failed = kernel(*head, data, offsets, valid, 0, 1, bos_id, eos_id, *tail)
+                if total < 0:
+                    raise _unrepresentable(failed)
+                return out_ids[:total].tolist()
+
+            return encode
+
+        normalize, tables = normalizer_kernel
+        encode_normalized = self.encode_array if hasattr(self, "encode_array") else self.single_text_encoder()
+
+        def normalize_and_encode(data, n, bos_id, eos_id):
+            state = getattr(local, "state", None)
+            if state is None or state[0] < n:
+                state = grow(n)
+            _, in_offsets, normalized, offsets, out_ids, tail = state
+            in_offsets[1] = n
+            if normalize(data, in_offsets, 0, normalized, offsets, *tables) < 1:  # did not fit: the bytes path
+                normalized_bytes = normalize_bytes(data.tobytes())
+                return encode_normalized(np.frombuffer(normalized_bytes, np.uint8), len(normalized_bytes), bos_id,
+                                         eos_id)
+            total, failed = kernel(*head, normalized, offsets, valid, 0, 1, bos_id, eos_id, *tail)
+            if total < 0:
+                raise _unrepresentable(failed)
+            return out_ids[:total].tolist()
+
+        return normalize_and_encode
+
+
+def _encode_split(compiled: CompiledModel, splitter, data: bytes, bos: int, eos: int) -> list[int]:
+    """Ids of one raw text with added tokens: each stretch between them encoded on its own."""
+    ids = [bos] if bos >= 0 else []
+    for part in splitter.split(data):
+        if isinstance(part, int):
+            ids.append(part)
         else:
-            total, failed = self._unigram_batch(
-                self.units, self.piece_score, self.byte_to_id, self.byte_mode,
-                self.split_after_newlines, self.unk_id, self.byte_fallback, self.unk_score, data, offsets, valid,
-                doc_begin, doc_end, bos_id, eos_id, *buffers, out_ids, out_offsets)
-        if total < 0:
-            raise InputError(
-                f"text {failed} contains characters the model cannot represent: it has no <unk> piece and no byte "
-                "fallback. Use a model with byte_fallback (or a byte-level model), or remove those characters"
-            )
-        return int(total)
+            ids.extend(compiled.encode_one(part, -1, -1))
+    if eos >= 0:
+        ids.append(eos)
+    return ids
+
+
+def _unrepresentable(failed: int) -> InputError:
+    return InputError(
+        f"text {failed} contains characters the model cannot represent: it has no <unk> piece and no byte "
+        "fallback. Use a model with byte_fallback (or a byte-level model), or remove those characters"
+    )
 
 
 class Tokenizer:
@@ -212,6 +273,7 @@ class Tokenizer:
         self._normalizer = None
         self._decode_table: list[bytes] | None = None
         self._splitter = False  # AddedTokenSplitter | None once built (False = not built yet)
+        self._encode_plain = None  # built by _plain_encoder on first encode()
 
     # ------------------------------------------------------------------ construction, pickling
     @classmethod
@@ -329,6 +391,17 @@ class Tokenizer:
         """Ids of ``text``. ``alpha`` (unigram models) samples a segmentation with probability proportional to
         ``exp(alpha * score)``; ``dropout`` (BPE models) skips each merge with that probability; ``seed`` makes
         either reproducible. Without them the result is the deterministic best segmentation."""
+        if alpha is None and dropout is None and seed is None:  # the per-call fast path: no set-up, one kernel call
+            encode_plain = self._encode_plain or self._plain_encoder()
+            if text.__class__ is str:
+                try:
+                    data = text.encode()
+                except UnicodeEncodeError:
+                    data = self._to_bytes(text)  # raises, naming the unpaired surrogate
+            else:
+                data = self._to_bytes(text)
+            return encode_plain(data, self._special(True, "bos") if add_bos else -1,
+                                self._special(True, "eos") if add_eos else -1)
         data = self._to_bytes(text)
         bos, eos = self._special(add_bos, "bos"), self._special(add_eos, "eos")
         raw = data
@@ -337,9 +410,7 @@ class Tokenizer:
         compiled = self.compiled
         splitter = self.added_token_splitter
         if splitter is not None and splitter.needs_split(raw, data):
-            if alpha is not None or dropout is not None or seed is not None:
-                raise InputError("alpha=/dropout=/seed= sampling is not available for texts with added tokens")
-            return self._encode_split(splitter, raw, bos, eos)
+            raise InputError("alpha=/dropout=/seed= sampling is not available for texts with added tokens")
         if alpha is not None or dropout is not None:
             ids = self._encode_sampled(compiled, data, alpha, dropout, seed)
         else:
@@ -352,18 +423,37 @@ class Tokenizer:
             ids.append(eos)
         return ids
 
-    def _encode_split(self, splitter, data: bytes, bos: int, eos: int) -> list[int]:
-        """Ids of one raw text with added tokens: each stretch between them encoded on its own."""
-        compiled = self.compiled
-        ids = [bos] if bos >= 0 else []
-        for part in splitter.split(data):
-            if isinstance(part, int):
-                ids.append(part)
-            else:
-                ids.extend(compiled.encode_one(part, -1, -1))
-        if eos >= 0:
-            ids.append(eos)
-        return ids
+    def _plain_encoder(self):
+        """``encode_plain(raw bytes, bos_id, eos_id) -> list[int]`` (normalize, cut added tokens, encode), with the
+        normalizer and kernel choices made once; kept as ``self._encode_plain``."""
+        compiled, normalizer, splitter = self.compiled, self.normalizer, self.added_token_splitter
+        encode_array, frombuffer, uint8 = compiled.encode_array, np.frombuffer, np.uint8
+        normalize, identity = normalizer.normalize, normalizer.is_identity
+        if splitter is not None:
+            def encode_plain(data, bos_id, eos_id):
+                normalized = data if identity else normalize(data)
+                if splitter.needs_split(data, normalized):
+                    return _encode_split(compiled, splitter, data, bos_id, eos_id)
+                return encode_array(frombuffer(normalized, uint8), len(normalized), bos_id, eos_id)
+        elif identity:
+            def encode_plain(data, bos_id, eos_id):
+                return encode_array(frombuffer(data, uint8), len(data), bos_id, eos_id)
+        elif hasattr(normalizer, "kernel_parts"):  # a kernel normalizer: its output buffer goes to the encoder
+            normalize_and_encode = compiled.single_text_encoder(normalizer.kernel_parts(), normalize)
+
+            def encode_plain(data, bos_id, eos_id):
+                return normalize_and_encode(frombuffer(data, uint8), len(data), bos_id, eos_id)
+        elif normalizer.name in ("nfc", "nfkc"):  # ASCII is invariant under both: no call, no copy
+            def encode_plain(data, bos_id, eos_id):
+                if not data.isascii():
+                    data = normalize(data)
+                return encode_array(frombuffer(data, uint8), len(data), bos_id, eos_id)
+        else:
+            def encode_plain(data, bos_id, eos_id):
+                data = normalize(data)
+                return encode_array(frombuffer(data, uint8), len(data), bos_id, eos_id)
+        self._encode_plain = encode_plain
+        return encode_plain
 
     def _encode_sampled(self, compiled: CompiledModel, data: bytes, alpha, dropout, seed) -> list[int]:
         from tokenizer.kernels.random import new_state
@@ -475,7 +565,7 @@ class Tokenizer:
                 skip = np.ones(n, np.uint8) if not valid.shape[0] else valid.copy()
                 skip[split_docs] = 0  # the kernels leave these empty; they are encoded piecewise below
                 ids, out_offsets = self._encode_packed_plain(data, offsets, skip, num_threads, bos, eos)
-                replacements = [self._encode_split(splitter, bytes(data[offsets[d]:offsets[d + 1]]), bos, eos)
+                replacements = [_encode_split(self.compiled, splitter, bytes(data[offsets[d]:offsets[d + 1]]), bos, eos)
                                 for d in split_docs.tolist()]
                 return _splice_documents(ids, out_offsets, split_docs, replacements)
         return self._encode_packed_plain(data, offsets, valid, num_threads, bos, eos)

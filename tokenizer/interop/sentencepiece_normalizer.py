@@ -243,6 +243,13 @@ class SentencePieceNormalizer(Normalizer):
         out, _ = self._run(array, np.array([0, len(array)], dtype=np.int64))
         return out.tobytes()
 
+    def kernel_parts(self) -> tuple:
+        """``(kernel, tables)`` for callers that run the normalizer kernel on their own buffers (per-call encoding):
+        ``kernel(data, offsets, first_text, out, out_offsets, *tables)`` is
+        :func:`tokenizer.kernels.normalize.normalize_batch_into` (``data`` read-only uint8)."""
+        return kernels.normalize_batch_into, (self._trie, self._replacements, self._plain_chars, self._ascii_pairs,
+                                              *self._uds, self._uds_first_bytes, self._flags)
+
     def normalize_batch(self, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Normalize texts packed Arrow-style: ``data`` uint8, ``offsets`` int64 (n + 1); returns the same layout
         (``offsets`` then start at 0)."""

@@ -235,6 +235,22 @@ class ByteLevelEncoder:
             self.pair_keys, self.pair_merged, self.pair_rank, self.bits = build_pair_table(
                 np.array(left, np.int64), np.array(right, np.int64), np.array(normal, np.int64))
 
+    def kernel_parts(self) -> tuple:
+        """``(kernel, head, work_buffers)``: ``kernel(*head, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
+        *work_buffers(longest), out_ids, out_offsets)`` returns ``(total ids, failed text or -1)``; ``longest`` is
+        the byte length of the longest text."""
+        if self.is_bpe:
+            def sym_and_rank(longest):
+                return np.empty(longest + 1, np.int32), np.empty(longest + 1, np.int32)
+
+            return ranked_bpe_batch, (self.char_class, self.pattern, self.pair_keys, self.pair_merged,
+                                      self.pair_rank, self.bits, self.byte_to_id, self.ignore_merges,
+                                      self.compiled.units), sym_and_rank
+        c = self.compiled
+        return pretokenized_unigram_batch, (self.char_class, max(self.pattern, 0), c.units, c.piece_score,
+                                            c.byte_to_id, c.byte_mode, c.split_after_newlines, c.unk_id,
+                                            c.byte_fallback, c.unk_score), c.work_buffers
+
     def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets) -> int:
         from tokenizer.errors import InputError
 
