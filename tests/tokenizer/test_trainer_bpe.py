@@ -17,15 +17,20 @@ from tokenizer.trainers import bpe
 words_strategy = st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=9), min_size=1, max_size=6)
 
 
-def run_kernel(words, counts, lengths, max_merges, min_count, max_len, attributes=None):
+def run_kernel(words, counts, lengths, max_merges, min_count, max_len, attributes=None, symbol_bytes=None):
     symbols = np.array([s for w in words for s in w], np.int32)
     offsets = np.zeros(len(words) + 1, np.int64)
     offsets[1:] = np.cumsum([len(w) for w in words])
     if attributes is None:
         attributes = [(K.SCRIPT_ANY, K.SCRIPT_ANY, K.NO_SPACE)] * len(lengths)
     first, last, flags = (np.array(column, np.int64) for column in zip(*attributes))
+    strings = symbol_bytes if symbol_bytes is not None else [bytes([k]) for k in range(len(lengths))]
+    string_offsets = np.zeros(len(strings) + 1, np.int64)
+    string_offsets[1:] = np.cumsum([len(b) for b in strings])
     left, right, merged = learn_merges(symbols, offsets, np.array(counts, np.int64), np.array(lengths, np.int64),
-                                       first, last, flags, max_merges, min_count, max_len)
+                                       first, last, flags, max_merges, min_count, max_len,
+                                       np.frombuffer(b"".join(strings), np.uint8).copy(), string_offsets,
+                                       symbol_bytes is not None)
     return list(zip(left.tolist(), right.tolist(), merged.tolist()))
 
 
@@ -59,6 +64,37 @@ def test_learn_merges_with_piece_rules_matches_twin(words, data):
     max_len = data.draw(st.integers(2, 6))
     got = run_kernel(words, counts, [1] * 5, max_merges, 1, max_len, attributes)
     assert got == ref_learn_merges(words, counts, [1] * 5, max_merges, 1, max_len, attributes)
+
+
+# symbol strings for SentencePiece's ties: shared prefixes longer than the 7 bytes the heap keeps, a multi-byte
+# character, the empty string and equal strings (the same merged string from two pairs)
+STRING_CHOICES = [b"a", b"b", b"ab", b"abcdefghij", b"abcdefghik", b"\xe2\x96\x81", b"", b"a", b"\xff"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(words=st.lists(st.lists(st.integers(0, 4), min_size=1, max_size=9), min_size=1, max_size=6), data=st.data())
+def test_learn_merges_with_sentencepiece_ties_matches_twin(words, data):
+    counts = data.draw(st.lists(st.integers(1, 3), min_size=len(words), max_size=len(words)))
+    strings = data.draw(st.lists(st.sampled_from(STRING_CHOICES), min_size=5, max_size=5))
+    lengths = data.draw(st.lists(st.sampled_from([1, 2, 70]), min_size=5, max_size=5))  # 70 + 70 > 127: capped
+    use_rules = data.draw(st.booleans())
+    attributes = data.draw(st.permutations(ATTRIBUTES)) if use_rules else None
+    max_merges = data.draw(st.integers(0, 12))
+    max_len = data.draw(st.sampled_from([3, 6, 1000]))
+    got = run_kernel(words, counts, lengths, max_merges, 1, max_len, attributes, strings)
+    assert got == ref_learn_merges(words, counts, lengths, max_merges, 1, max_len, attributes, strings)
+
+
+def test_sentencepiece_ties_hand_example():
+    # ids: 0 "b", 1 "a", 2 "c"; every adjacent pair occurs once
+    words = [[0, 1], [2, 1, 0], [1, 1, 1]]  # "ba", "cab", "aaa"
+    # pair counts: (0,1) "ba" 1, (2,1) "ca" 1, (1,0) "ab" 1, (1,1) "aa" 2 -> "aa" first, then the smallest of
+    # "ab", "ba", "ca" (two characters each; "aa"+"a" has three): "ab" = (1, 0); by smaller ids (0, 1) "ba"
+    strings = [b"b", b"a", b"c"]
+    assert run_kernel(words, [1, 1, 1], [1, 1, 1], 2, 1, 9, None, strings) == [(1, 1, 2), (1, 0, 1)]
+    assert run_kernel(words, [1, 1, 1], [1, 1, 1], 2, 1, 9) == [(1, 1, 2), (0, 1, 1)]
+    # fewer characters beats the smaller string: "c" + "a" with lengths 1 + 1 before "a" + "b" with 1 + 2
+    assert run_kernel([[2, 1], [1, 0]], [1, 1], [2, 1, 1], 1, 1, 9, None, strings) == [(2, 1, 1)]
 
 
 def test_piece_rules_hand_example():

@@ -5,8 +5,10 @@ counts are exact. ``learn_merges`` is the classic incremental BPE loop:
 
 1. Every chunk (a *word*) is a sequence of symbol ids with a count. Pair counts (int64) live in a hash table keyed
    by ``left << 32 | right``; each pair keeps a list of the words it occurs in.
-2. A max-heap holds ``(count, key)`` entries, best = highest count, then the smallest key (so ties go to the pair
-   of smaller ids, deterministically). Entries go stale as counts change: a popped entry whose count differs from
+2. A max-heap holds ``(count, tie, key)`` entries, best = highest count; equal counts go to the pair of smaller
+   ids (the smallest key), or, for SentencePiece-style training, to the merged piece with fewer characters, then
+   the smaller string (SentencePiece's ``bpe_model_trainer.cc``; ``tie`` packs the length and first bytes, so
+   most comparisons never read the strings). Entries go stale as counts change: a popped entry whose count differs from
    the table's is pushed again with the current count (if still >= ``min_count``) and the pop repeats.
 3. Merging ``(a, b)`` into the new id ``z`` rewrites only the words on the pair's list, left to right without
    overlaps (``a a a`` with ``(a, a)`` -> ``z a``), and applies the pair-count changes of each occurrence:
@@ -240,19 +242,77 @@ def chars_to_symbols(data, offsets, char_symbol):
 
 
 @kernel
-def _better(count_a, key_a, count_b, key_b):
-    return count_a > count_b or (count_a == count_b and key_a < key_b)
+def _merged_prefix(piece_data, piece_start, piece_end, a, b):
+    """The first 7 bytes of piece ``a`` + piece ``b`` as a big-endian int64, zero-padded (``b"ab"`` ->
+    ``0x61620000000000``): a string order (ties on it need :func:`_merged_order`)."""
+    out = np.int64(0)
+    taken = 0
+    for piece in (a, b):
+        for i in range(piece_start[piece], piece_end[piece]):
+            if taken == 7:
+                return out
+            out |= np.int64(piece_data[i]) << (8 * (6 - taken))
+            taken += 1
+    return out
 
 
 @kernel
-def _heap_push(heap_count, heap_key, size, count, key):
+def _merged_order(piece_len, piece_data, piece_start, piece_end, key_x, key_y):
+    """SentencePiece's order of two merge candidates with equal counts: -1 when ``x`` (``left << 32 | right``)
+    goes first, 1 when ``y`` does, 0 when the merged pieces are the same string. Fewer characters first, then the
+    smaller string (bytes, as ``std::string``; UTF-8 byte order is code point order). ``x = ("a", "b")``,
+    ``y = ("a", "a")`` -> 1 (``aa`` < ``ab``)."""
+    ax = key_x >> 32
+    bx = key_x & 0xFFFFFFFF
+    ay = key_y >> 32
+    by = key_y & 0xFFFFFFFF
+    length_x = piece_len[ax] + piece_len[bx]
+    length_y = piece_len[ay] + piece_len[by]
+    if length_x != length_y:
+        return -1 if length_x < length_y else 1
+    i = piece_start[ax]
+    end_i = piece_end[ax]
+    j = piece_start[ay]
+    end_j = piece_end[ay]
+    part_x = 0
+    part_y = 0
+    while True:
+        if i == end_i and part_x == 0:
+            i = piece_start[bx]
+            end_i = piece_end[bx]
+            part_x = 1
+        if j == end_j and part_y == 0:
+            j = piece_start[by]
+            end_j = piece_end[by]
+            part_y = 1
+        done_x = i == end_i
+        done_y = j == end_j
+        if done_x or done_y:
+            if done_x and done_y:
+                return 0
+            return -1 if done_x else 1
+        if piece_data[i] != piece_data[j]:
+            return -1 if piece_data[i] < piece_data[j] else 1
+        i += 1
+        j += 1
+
+
+@kernel
+def _better(count_x, tie_x, key_x, count_y, tie_y, key_y):
+    return count_x > count_y or (count_x == count_y and (tie_x < tie_y or (tie_x == tie_y and key_x < key_y)))
+
+
+@kernel
+def _heap_push(heap_count, heap_tie, heap_key, size, count, tie, key):
     i = size
     heap_count[i] = count
+    heap_tie[i] = tie
     heap_key[i] = key
     while i > 0:
         parent = (i - 1) >> 1
-        if _better(heap_count[i], heap_key[i], heap_count[parent], heap_key[parent]):
+        if _better(heap_count[i], heap_tie[i], heap_key[i], heap_count[parent], heap_tie[parent], heap_key[parent]):
             heap_count[i], heap_count[parent] = heap_count[parent], heap_count[i]
+            heap_tie[i], heap_tie[parent] = heap_tie[parent], heap_tie[i]
             heap_key[i], heap_key[parent] = heap_key[parent], heap_key[i]
             i = parent
         else:
@@ -261,26 +321,43 @@ def _heap_push(heap_count, heap_key, size, count, key):
 
 
 @kernel
-def _heap_pop(heap_count, heap_key, size):
+def _heap_pop(heap_count, heap_tie, heap_key, size):
     """Remove the best entry (left at index ``size - 1``); returns the new size."""
     size -= 1
     heap_count[0], heap_count[size] = heap_count[size], heap_count[0]
+    heap_tie[0], heap_tie[size] = heap_tie[size], heap_tie[0]
     heap_key[0], heap_key[size] = heap_key[size], heap_key[0]
     i = 0
     while True:
         best = i
         left = 2 * i + 1
         right = left + 1
-        if left < size and _better(heap_count[left], heap_key[left], heap_count[best], heap_key[best]):
+        if left < size and _better(heap_count[left], heap_tie[left], heap_key[left], heap_count[best],
+                                   heap_tie[best], heap_key[best]):
             best = left
-        if right < size and _better(heap_count[right], heap_key[right], heap_count[best], heap_key[best]):
+        if right < size and _better(heap_count[right], heap_tie[right], heap_key[right], heap_count[best],
+                                    heap_tie[best], heap_key[best]):
             best = right
         if best == i:
             break
         heap_count[i], heap_count[best] = heap_count[best], heap_count[i]
+        heap_tie[i], heap_tie[best] = heap_tie[best], heap_tie[i]
         heap_key[i], heap_key[best] = heap_key[best], heap_key[i]
         i = best
     return size
+
+
+@kernel
+def _tie_value(exact, piece_len, piece_data, piece_start, piece_end, key):
+    """Heap tie value of the pair ``key``: 0 without ``exact``, else the merged piece's character count (capped
+    at 127) in the top byte over :func:`_merged_prefix`, so that comparing two values orders them as
+    SentencePiece does unless they are equal or both capped."""
+    if not exact:
+        return np.int64(0)
+    a = key >> 32
+    b = key & 0xFFFFFFFF
+    length = min(piece_len[a] + piece_len[b], 127)
+    return (np.int64(length) << 56) | _merged_prefix(piece_data, piece_start, piece_end, a, b)
 
 
 @kernel
@@ -323,13 +400,16 @@ def _set_merged(length, first, last, flags, a, b, z):
 
 @kernel
 def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_first, symbol_last, symbol_flags,
-                 max_merges, min_count, max_piece_length):
+                 max_merges, min_count, max_piece_length, symbol_bytes, symbol_byte_offsets, sentencepiece_ties):
     """Learn up to ``max_merges`` merges over words ``symbols[word_offsets[w]:word_offsets[w + 1]]``.
 
     ``symbols`` int32 (rewritten in place), ``word_offsets`` int64 (words + 1), ``word_counts`` int64 (words),
     ``symbol_lengths`` int64: length of each initial id (bytes or characters); ``symbol_first``/``symbol_last``
     int64 and ``symbol_flags`` int64 per initial id (see the module docstring); new ids start at
-    ``symbol_lengths.shape[0]``.
+    ``symbol_lengths.shape[0]``. ``symbol_bytes`` (uint8) and ``symbol_byte_offsets`` (int64, initial ids + 1):
+    the string of each initial id. Equal pair counts go to the pair of smaller ids, or with
+    ``sentencepiece_ties`` as in SentencePiece's ``bpe_model_trainer.cc``: the merged piece with fewer units
+    (``symbol_lengths``), then the smaller string, then smaller ids (the same string from two pairs).
     Stops early when the best pair count is below ``min_count``. Returns ``(left, right, count)`` int64 arrays,
     one entry per merge in order (merge ``m`` creates id ``symbol_lengths.shape[0] + m``).
     """
@@ -343,6 +423,17 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
     piece_last[:first_id] = symbol_last
     piece_flags = np.zeros(first_id + max_merges, np.int64)
     piece_flags[:first_id] = symbol_flags
+    piece_start = np.zeros(first_id + max_merges, np.int64)
+    piece_end = np.zeros(first_id + max_merges, np.int64)
+    piece_start[:first_id] = symbol_byte_offsets[:-1]
+    piece_end[:first_id] = symbol_byte_offsets[1:]
+    piece_data = np.empty(symbol_bytes.shape[0] + 64 * max_merges + 16, np.uint8)
+    piece_data[:symbol_bytes.shape[0]] = symbol_bytes
+    data_used = symbol_bytes.shape[0]
+    exact = sentencepiece_ties
+    deferred_count = np.empty(16, np.int64)
+    deferred_tie = np.empty(16, np.int64)
+    deferred_key = np.empty(16, np.int64)
     word_len = np.empty(n_words, np.int64)
     longest = 1
     total = 0
@@ -362,6 +453,7 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
     n_rec = 0
     heap_count = np.empty(1024, np.int64)
     heap_key = np.empty(1024, np.int64)
+    heap_tie = np.empty(1024, np.int64)
     heap_size = 0
     stamp = np.zeros(n_words, np.int64)
     change_key = np.empty(5 * longest + 8, np.int64)
@@ -414,24 +506,71 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
         if keys[j] != -1 and pair_count[j] >= min_count:
             if heap_size == heap_count.shape[0]:
                 heap_count = _grown(heap_count, 2 * heap_size)
+                heap_tie = _grown(heap_tie, 2 * heap_size)
                 heap_key = _grown(heap_key, 2 * heap_size)
-            heap_size = _heap_push(heap_count, heap_key, heap_size, pair_count[j], keys[j])
+            tie = _tie_value(exact, piece_len, piece_data, piece_start, piece_end, keys[j])
+            heap_size = _heap_push(heap_count, heap_tie, heap_key, heap_size, pair_count[j], tie, keys[j])
 
     merges = 0
     while merges < max_merges and heap_size > 0:
-        heap_size = _heap_pop(heap_count, heap_key, heap_size)
+        heap_size = _heap_pop(heap_count, heap_tie, heap_key, heap_size)
         count = heap_count[heap_size]
+        tie = heap_tie[heap_size]
         key = heap_key[heap_size]
         slot = _slot_of(keys, key, bits)
         current = pair_count[slot]
         if current != count:
             if current >= min_count:
-                heap_size = _heap_push(heap_count, heap_key, heap_size, current, key)
+                heap_size = _heap_push(heap_count, heap_tie, heap_key, heap_size, current, tie, key)
             continue
+        if exact:
+            # the heap orders equal counts by tie value; the entries right behind with the same count and tie (or
+            # both lengths capped) are the candidates only the strings can order: take the best, defer the rest
+            n_deferred = 0
+            capped = (tie >> 56) == 127
+            while heap_size > 0 and heap_count[0] == count and (
+                    heap_tie[0] == tie or (capped and (heap_tie[0] >> 56) == 127)):
+                heap_size = _heap_pop(heap_count, heap_tie, heap_key, heap_size)
+                other_tie = heap_tie[heap_size]
+                other_key = heap_key[heap_size]
+                other_current = pair_count[_slot_of(keys, other_key, bits)]
+                if other_current != count and other_current < min_count:
+                    continue  # stale and too rare now
+                if n_deferred == deferred_key.shape[0]:
+                    deferred_count = _grown(deferred_count, 2 * n_deferred)
+                    deferred_tie = _grown(deferred_tie, 2 * n_deferred)
+                    deferred_key = _grown(deferred_key, 2 * n_deferred)
+                deferred_count[n_deferred] = other_current  # stale: lower now (a higher count is in front)
+                deferred_tie[n_deferred] = other_tie
+                deferred_key[n_deferred] = other_key
+                if other_current == count and other_key != key and _merged_order(
+                        piece_len, piece_data, piece_start, piece_end, other_key, key) < 0:
+                    deferred_tie[n_deferred] = tie
+                    deferred_key[n_deferred] = key
+                    tie = other_tie
+                    key = other_key
+                n_deferred += 1
+            for q in range(n_deferred):
+                if heap_size == heap_count.shape[0]:
+                    heap_count = _grown(heap_count, 2 * heap_size)
+                    heap_tie = _grown(heap_tie, 2 * heap_size)
+                    heap_key = _grown(heap_key, 2 * heap_size)
+                heap_size = _heap_push(heap_count, heap_tie, heap_key, heap_size, deferred_count[q], deferred_tie[q],
+                                       deferred_key[q])
+            slot = _slot_of(keys, key, bits)
         a = key >> 32
         b = key & 0xFFFFFFFF
         z = first_id + merges
         _set_merged(piece_len, piece_first, piece_last, piece_flags, a, b, z)
+        grow = data_used + (piece_end[a] - piece_start[a]) + (piece_end[b] - piece_start[b])
+        if grow > piece_data.shape[0]:
+            piece_data = _grown(piece_data, 2 * grow)
+        piece_start[z] = data_used
+        for part in (a, b):
+            for i in range(piece_start[part], piece_end[part]):
+                piece_data[data_used] = piece_data[i]
+                data_used += 1
+        piece_end[z] = data_used
         out_left[merges] = a
         out_right[merges] = b
         out_count[merges] = count
@@ -512,8 +651,11 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
                         if pair_count[t] >= min_count:
                             if heap_size == heap_count.shape[0]:
                                 heap_count = _grown(heap_count, 2 * heap_size)
+                                heap_tie = _grown(heap_tie, 2 * heap_size)
                                 heap_key = _grown(heap_key, 2 * heap_size)
-                            heap_size = _heap_push(heap_count, heap_key, heap_size, pair_count[t], ckey)
+                            tie = _tie_value(exact, piece_len, piece_data, piece_start, piece_end, ckey)
+                            heap_size = _heap_push(heap_count, heap_tie, heap_key, heap_size, pair_count[t], tie,
+                                                   ckey)
             r = r_next
         slot = _slot_of(keys, key, bits)
         pair_count[slot] = 0

@@ -2,6 +2,10 @@
 
     >>> ref_learn_merges([[0, 1, 0, 1], [0, 1]], [1, 2], [1, 1], 5, 1, 99)
     [(0, 1, 4), (2, 2, 1)]
+    >>> ref_learn_merges([[0, 1], [1, 0]], [1, 1], [1, 1], 1, 1, 99)                        # smaller ids
+    [(0, 1, 1)]
+    >>> ref_learn_merges([[0, 1], [1, 0]], [1, 1], [1, 1], 1, 1, 99, symbol_bytes=[b"b", b"a"])  # "ab" < "ba"
+    [(1, 0, 1)]
 """
 
 from __future__ import annotations
@@ -39,9 +43,11 @@ def ref_merged(left: tuple, right: tuple) -> tuple:
 
 
 def ref_learn_merges(words: list[list[int]], counts: list[int], symbol_lengths: list[int], max_merges: int,
-                     min_count: int, max_piece_length: int, attributes: list[tuple] | None = None
-                     ) -> list[tuple[int, int, int]]:
-    """Merges ``(left, right, count)``: the most frequent adjacent pair (ties: smallest ``(left, right)``) that
+                     min_count: int, max_piece_length: int, attributes: list[tuple] | None = None,
+                     symbol_bytes: list[bytes] | None = None) -> list[tuple[int, int, int]]:
+    """Merges ``(left, right, count)``: the most frequent adjacent pair (ties: smallest ``(left, right)``, or,
+    given ``symbol_bytes`` (the string of each initial symbol), SentencePiece's order: fewest units
+    ``symbol_lengths`` in the merged piece, then the smallest merged string, then smallest ``(left, right)``) that
     may merge (``ref_pair_allowed``: length at most ``max_piece_length``, SentencePiece's piece rules from
     ``attributes``: ``(first script, last script, flags)`` per initial symbol, default any script and no ``▁``),
     replaced left to right without overlaps, until ``max_merges`` or the best count is below ``min_count``."""
@@ -51,6 +57,13 @@ def ref_learn_merges(words: list[list[int]], counts: list[int], symbol_lengths: 
     if attributes is None:
         attributes = [(SCRIPT_ANY, SCRIPT_ANY, NO_SPACE)] * len(symbol_lengths)
     pieces = [(length, *attr) for length, attr in zip(symbol_lengths, attributes)]
+    strings = list(symbol_bytes) if symbol_bytes is not None else None
+
+    def order(pair):
+        if strings is None:
+            return (-pairs[pair], pair)
+        left, right = pair
+        return (-pairs[pair], pieces[left][0] + pieces[right][0], strings[left] + strings[right], pair)
     merges = []
     while len(merges) < max_merges:
         pairs: dict[tuple[int, int], int] = {}
@@ -60,11 +73,13 @@ def ref_learn_merges(words: list[list[int]], counts: list[int], symbol_lengths: 
                     pairs[(left, right)] = pairs.get((left, right), 0) + count
         if not pairs:
             break
-        best = min(pairs, key=lambda p: (-pairs[p], p))
+        best = min(pairs, key=order)
         if pairs[best] < min_count:
             break
         new_id = len(pieces)
         pieces.append(ref_merged(pieces[best[0]], pieces[best[1]]))
+        if strings is not None:
+            strings.append(strings[best[0]] + strings[best[1]])
         merges.append((best[0], best[1], pairs[best]))
         for k, word in enumerate(words):
             out, i = [], 0

@@ -23,8 +23,8 @@ Pre-tokenization (``settings.pretokenizer``):
   ``max_piece_length`` characters (16), ``▁`` only at its start or a piece of ``▁`` only, one script (Hiragana
   and Katakana count as Han; Inherited takes its neighbour's), no tab or NUL. The model uses SentencePiece's
   normalizer (lossless for valid UTF-8) and SentencePiece's BPE rule (merge the adjacent pair whose concatenation
-  is the best-scored piece). Ties between equally frequent pairs go to the smaller ids (SentencePiece: the
-  shorter, then the smaller string).
+  is the best-scored piece). Ties between equally frequent pairs go SentencePiece's way: the merged piece with
+  fewer characters, then the smaller string (then the smaller ids). ``byte_level`` breaks ties by smaller ids.
 
 Both are byte level: ids 0..255 are the single bytes, so any text encodes losslessly. Then the merged pieces in
 merge order (id ``256 + rank``, score ``-rank``), then the special tokens (CONTROL). A vocabulary of size ``V``
@@ -278,17 +278,31 @@ def learn_bpe(chunks: list[bytes], counts, settings: BpeSettings) -> Merges:
         left, right, merged = K.learn_merges(symbols, offsets, counts, np.ones(256, np.int64),
                                              np.full(256, K.SCRIPT_ANY, np.int64), np.full(256, K.SCRIPT_ANY, np.int64),
                                              np.full(256, K.NO_SPACE, np.int64), wanted, settings.min_count,
-                                             settings.max_piece_length)
+                                             settings.max_piece_length, *_symbol_strings(np.zeros(0, np.int64),
+                                                                                         np.zeros(0, np.int64)),
+                                             False)
         return Merges(left, right, merged)
     alphabet = character_alphabet(data, offsets, counts, settings)
     symbols, symbol_offsets = K.chars_to_symbols(data, offsets, alphabet.char_symbol)
     prefix = len(alphabet.left)
     left, right, merged = K.learn_merges(symbols, symbol_offsets, counts, alphabet.lengths, alphabet.first,
                                          alphabet.last, alphabet.flags, max(0, wanted - prefix),
-                                         settings.min_count, settings.max_piece_length)
+                                         settings.min_count, settings.max_piece_length,
+                                         *_symbol_strings(alphabet.left, alphabet.right), True)
     n = min(prefix, wanted)
     return Merges(np.concatenate([alphabet.left[:n], left]), np.concatenate([alphabet.right[:n], right]),
                   np.concatenate([alphabet.counts[:n], merged]))
+
+
+def _symbol_strings(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(bytes uint8, offsets int64)`` of the starting symbols: the 256 bytes, then ``left[k] + right[k]``.
+    ``_symbol_strings([104], [105])`` -> symbol 256 is ``b"hi"``."""
+    pieces = [bytes([b]) for b in range(256)]
+    for a, b in zip(np.asarray(left).tolist(), np.asarray(right).tolist()):
+        pieces.append(pieces[a] + pieces[b])
+    offsets = np.zeros(len(pieces) + 1, np.int64)
+    np.cumsum([len(p) for p in pieces], out=offsets[1:])
+    return np.frombuffer(b"".join(pieces), np.uint8).copy(), offsets
 
 
 @dataclass
