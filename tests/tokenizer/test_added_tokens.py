@@ -14,7 +14,8 @@ from tokenizer.added_tokens import AddedToken, AddedTokenSplitter, is_word_char
 from tokenizer.normalizers import NFKC, Identity
 
 TRAIN = ["Hello world, it's 2026!", "  two  spaces\tand tabs\n\nnew lines ", "中文和日本語のテキスト",
-         "naïve café x²", "don't STOP'LL we've", "emoji 🙂🙂 and symbols §±", "ab abc abcd <a> a>b", "hello hello"] * 6
+         "naïve café x²", "don't STOP'LL we've", "emoji 🙂🙂 and symbols §±", "ab abc abcd <a> a>b",
+         "hello hello"] * 6
 FRAGMENTS = ["a", "b", "ab", "x", " ", "  ", "\t", "\n", "é", "中", "<", ">", "|", "-", "hello", "world", "2",
              "\u3000", "\x1c", "🙂", "ﬁ", "Ａ"]
 

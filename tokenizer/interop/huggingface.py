@@ -121,7 +121,8 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
     kinds = model.types.tolist()
     own_added = {t.id: t for t in added_tokens_of(model)}
     for i, kind in enumerate(kinds):
-        if kind not in (PieceType.NORMAL, PieceType.CONTROL) and not (i in own_added and kind == PieceType.USER_DEFINED):
+        own_user_defined = i in own_added and kind == PieceType.USER_DEFINED
+        if kind not in (PieceType.NORMAL, PieceType.CONTROL) and not own_user_defined:
             raise ModelError(f"piece {i} has type {PieceType(kind).name}; only NORMAL and CONTROL pieces (and added "
                              "tokens) export to a byte-level tokenizer.json")
     added = []
