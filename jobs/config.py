@@ -126,6 +126,7 @@ TOKENIZE_SCHEMA: dict[str, tuple[Any, str]] = {
     "on_bad_row": (_str, "a string (error, skip or keep)"),
     "max_document_bytes": (_int, "an integer"),
     "progress_seconds": (_number, "a number of seconds"),
+    "reader": (_str, "a string (auto, arrow or spark)"),
     "fault_injection": (_fault_injection, "a mapping (a testing aid of the commit protocol)"),
 }
 

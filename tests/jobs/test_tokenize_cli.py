@@ -117,3 +117,12 @@ def test_null_keeps_the_default_and_the_shipped_config_validates(tmp_path):
     config, master = _config(["--config", shipped])
     config.validate()
     assert config.output_format == "parquet" and config.keep_columns == ["id"] and master == "local[*]"
+
+
+def test_every_tokenize_option_has_a_type_in_the_schema():
+    from dataclasses import fields
+
+    from jobs.config import TOKENIZE_SCHEMA
+    from pipelines.tokenize import TokenizeConfig
+
+    assert {f.name for f in fields(TokenizeConfig)} | {"input", "master"} == set(TOKENIZE_SCHEMA)
