@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
@@ -120,6 +121,36 @@ def iter_shards(batches: Iterator, shard_bytes: int = SHARD_BYTES) -> Iterator[t
         yield _concat(pending)
 
 
+_Shard = TypeVar("_Shard")
+_Result = TypeVar("_Result")
+
+
+def map_shards(function: Callable[[_Shard], _Result], shards: Iterable[_Shard], threads: int = 1
+               ) -> Iterator[_Result]:
+    """``function(shard)`` for every shard, in input order, computed by up to ``threads`` threads at once.
+
+    The kernels ``function`` calls are compiled ``nogil`` (and numpy's sort releases the GIL), so one Python worker
+    uses ``threads`` cores. At most ``threads`` shards are in flight: the next shard is taken from ``shards`` only
+    after the oldest result has been handed to the caller (who merges it in the calling thread). ``threads=1``
+    runs everything in the calling thread. Example: ``list(map_shards(len, [b"ab", b"c"], threads=2))`` -> ``[2, 1]``.
+    """
+    if threads <= 1:
+        for shard in shards:
+            yield function(shard)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="shardpiece-shard") as pool:
+        pending: deque = deque()
+        for shard in shards:
+            while len(pending) >= threads:
+                yield pending.popleft().result()
+            pending.append(pool.submit(function, shard))
+            del shard
+        while pending:
+            yield pending.popleft().result()
+
+
 def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     datas, offset_parts, base = [], [np.zeros(1, np.int64)], 0
     for data, offsets in parts:
@@ -153,10 +184,16 @@ def split_by_bucket(keys: np.ndarray, counts: np.ndarray, buckets: int
 
 
 def count_ngrams_partition(settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
-                           buckets: int = 1) -> Callable:
+                           buckets: int = 1, threads: int = 1) -> Callable:
     """The map side of the n-gram pass (a ``mapInArrow`` closure over the settings): one partition's n-gram counts,
     plus its side counts under negative keys, as rows ``(bucket int, keys binary, counts binary)`` of packed
-    int64 arrays (a few large rows instead of one row per n-gram: the JVM shuffles bytes, not millions of rows)."""
+    int64 arrays (a few large rows instead of one row per n-gram: the JVM shuffles bytes, not millions of rows).
+    ``threads`` shards are chunked and counted at once (:func:`map_shards`); the sums do not depend on it."""
+
+    def count_shard(shard: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], int, int]:
+        chunk_data, chunk_offsets = bp.chunk_texts(shard[0], shard[1], settings)
+        return (bp.count_ngrams(chunk_data, chunk_offsets, settings.order), len(chunk_offsets) - 1,
+                int(chunk_offsets[-1] - chunk_offsets[0]))
 
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
@@ -164,19 +201,24 @@ def count_ngrams_partition(settings: bp.TrainSettings, shard_bytes: int = SHARD_
         counts = bp.empty_counts()
         documents = chunks = total_bytes = 0
         limbs = [0] * _LIMBS
-        for data, offsets in iter_shards(batches, shard_bytes):
-            blob = data.tobytes()
-            for i in range(len(offsets) - 1):
-                digest = document_digest(blob[offsets[i]:offsets[i + 1]])
-                for limb in range(_LIMBS):
-                    limbs[limb] += (digest >> (32 * limb)) & 0xFFFFFFFF
-            del blob
-            documents += len(offsets) - 1
-            chunk_data, chunk_offsets = bp.chunk_texts(data, offsets, settings)
-            chunks += len(chunk_offsets) - 1
-            total_bytes += int(chunk_offsets[-1] - chunk_offsets[0])
-            counts = bp.merge_counts(counts, bp.count_ngrams(chunk_data, chunk_offsets, settings.order))
-            del chunk_data, chunk_offsets
+
+        def digested_shards() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+            nonlocal documents
+            for data, offsets in iter_shards(batches, shard_bytes):
+                blob = data.tobytes()
+                for i in range(len(offsets) - 1):
+                    digest = document_digest(blob[offsets[i]:offsets[i + 1]])
+                    for limb in range(_LIMBS):
+                        limbs[limb] += (digest >> (32 * limb)) & 0xFFFFFFFF
+                del blob
+                documents += len(offsets) - 1
+                yield data, offsets
+
+        for shard_counts, shard_chunks, shard_bytes_counted in map_shards(count_shard, digested_shards(), threads):
+            chunks += shard_chunks
+            total_bytes += shard_bytes_counted
+            counts = bp.merge_counts(counts, shard_counts)
+            del shard_counts
         side_keys = [_KEY_LIMB0 - i for i in reversed(range(_LIMBS))] + [_KEY_BYTES, _KEY_CHUNKS, _KEY_DOCUMENTS]
         side_counts = list(reversed(limbs)) + [total_bytes, chunks, documents]
         keys = np.concatenate([np.asarray(side_keys, np.int64), np.asarray(counts[0], np.int64)])  # still sorted
@@ -251,7 +293,8 @@ def shuffle_buckets(spark) -> int:
     return max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
 
 
-def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES) -> NgramTable:
+def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
+                  threads: int = 1) -> NgramTable:
     """Count n-grams over ``documents`` (``text: binary``), reduce, and collect the pruned table.
 
     Each partition's sorted table is cut into hash buckets; a shuffle brings each bucket's pieces together, where
@@ -262,7 +305,7 @@ def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHAR
     from pyspark.sql import functions as F
 
     buckets = shuffle_buckets(documents.sparkSession)
-    counted = documents.mapInArrow(count_ngrams_partition(settings, shard_bytes, buckets),
+    counted = documents.mapInArrow(count_ngrams_partition(settings, shard_bytes, buckets, threads),
                                    "bucket int, keys binary, counts binary")
     table = (counted.repartition(F.col("bucket"))
              .mapInArrow(reduce_ngram_buckets_partition(settings.min_count), "key long, count long").toArrow())
@@ -285,18 +328,25 @@ def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHAR
 
 
 # ---------------------------------------------------------------------------------------------- step 2: pieces
-def count_pieces_partition(lm_broadcast, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES) -> Callable:
-    """The ``mapInArrow`` function of the segmentation pass: (piece: binary, count: long) per partition."""
+def count_pieces_partition(lm_broadcast, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
+                           threads: int = 1) -> Callable:
+    """The ``mapInArrow`` function of the segmentation pass: (piece: binary, count: long) per partition
+    (``threads`` shards segmented at once, see :func:`map_shards`)."""
 
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
         lm = lm_broadcast.value
+        lm.lookup_table()  # built once here, not by several threads at once
+
+        def count_shard(shard: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            chunk_data, chunk_offsets = bp.chunk_texts(shard[0], shard[1], settings)
+            return bp.segment_and_count_pieces(lm, chunk_data, chunk_offsets, settings)
+
         totals = bp.empty_piece_counts()
-        for data, offsets in iter_shards(batches, shard_bytes):
-            chunk_data, chunk_offsets = bp.chunk_texts(data, offsets, settings)
-            totals = bp.merge_piece_counts(totals, bp.segment_and_count_pieces(lm, chunk_data, chunk_offsets,
-                                                                               settings))
+        for shard_counts in map_shards(count_shard, iter_shards(batches, shard_bytes), threads):
+            totals = bp.merge_piece_counts(totals, shard_counts)
+            del shard_counts
         piece_data, piece_offsets, counts = totals
         if len(counts):
             yield pa.RecordBatch.from_arrays(
@@ -306,15 +356,15 @@ def count_pieces_partition(lm_broadcast, settings: bp.TrainSettings, shard_bytes
     return run
 
 
-def reduce_pieces(documents, lm, settings: bp.TrainSettings,
-                  shard_bytes: int = SHARD_BYTES) -> tuple[list[bytes], np.ndarray]:
+def reduce_pieces(documents, lm, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
+                  threads: int = 1) -> tuple[list[bytes], np.ndarray]:
     """Segment every document with the broadcast n-gram model and return the summed piece counts (sorted)."""
     from pyspark.sql import functions as F
 
     spark = documents.sparkSession
     lm_broadcast = spark.sparkContext.broadcast(lm)
     try:
-        counted = documents.mapInArrow(count_pieces_partition(lm_broadcast, settings, shard_bytes),
+        counted = documents.mapInArrow(count_pieces_partition(lm_broadcast, settings, shard_bytes, threads),
                                        "piece binary, count long")
         table = counted.groupBy("piece").agg(F.sum("count").alias("count")).toArrow()
     finally:
@@ -326,18 +376,23 @@ def reduce_pieces(documents, lm, settings: bp.TrainSettings,
 
 
 # ---------------------------------------------------------------------------------------------- EM refinement
-def em_partition(model_broadcast, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES) -> Callable:
+def em_partition(model_broadcast, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
+                 threads: int = 1) -> Callable:
     """``mapInArrow`` function of one EM E-step: one row per partition holding its
-    :class:`~tokenizer.trainers.bytepiece.EStepStatistics` (piece statistics and adjacent-pair counts) as bytes."""
+    :class:`~tokenizer.trainers.bytepiece.EStepStatistics` (piece statistics and adjacent-pair counts) as bytes
+    (``threads`` shards at once, see :func:`map_shards`; statistics summed in shard order)."""
 
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
         pieces, counts = model_broadcast.value
+
+        def shard_statistics(shard: tuple[np.ndarray, np.ndarray]):
+            chunk_data, chunk_offsets = bp.chunk_texts(shard[0], shard[1], settings)
+            return bp.em_e_step(pieces, counts, chunk_data, chunk_offsets, settings, with_pairs=True)
+
         total = None
-        for data, offsets in iter_shards(batches, shard_bytes):
-            chunk_data, chunk_offsets = bp.chunk_texts(data, offsets, settings)
-            stats = bp.em_e_step(pieces, counts, chunk_data, chunk_offsets, settings, with_pairs=True)
+        for stats in map_shards(shard_statistics, iter_shards(batches, shard_bytes), threads):
             total = stats if total is None else total + stats
         if total is not None:
             yield pa.RecordBatch.from_arrays([pa.array([total.to_bytes()], pa.binary())], names=["stats"])
@@ -346,7 +401,8 @@ def em_partition(model_broadcast, settings: bp.TrainSettings, shard_bytes: int =
 
 
 def refine_em_spark(documents, pieces: list[bytes], counts: np.ndarray, settings: bp.TrainSettings,
-                    capacity: int | None = None, shard_bytes: int = SHARD_BYTES) -> tuple[list[bytes], np.ndarray]:
+                    capacity: int | None = None, shard_bytes: int = SHARD_BYTES,
+                    threads: int = 1) -> tuple[list[bytes], np.ndarray]:
     """``settings.refine_em_rounds`` EM rounds, the distributed twin of
     :func:`tokenizer.trainers.bytepiece.refine_em`: E-step per partition, statistics summed on the driver, M-step
     (every round but the last also fills free slots up to ``capacity`` pieces with frequent adjacent pairs).
@@ -361,7 +417,8 @@ def refine_em_spark(documents, pieces: list[bytes], counts: np.ndarray, settings
     for r in range(rounds):
         model_broadcast = spark.sparkContext.broadcast((pieces, counts))
         try:
-            rows = documents.mapInArrow(em_partition(model_broadcast, settings, shard_bytes), "stats binary").collect()
+            rows = documents.mapInArrow(em_partition(model_broadcast, settings, shard_bytes, threads),
+                                        "stats binary").collect()
         finally:
             model_broadcast.unpersist()
         if not rows:
@@ -411,14 +468,19 @@ class TrainResult:
 
 def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict | None = None,
                     progress: Callable[[str], None] = lambda message: None,
-                    shard_bytes: int = SHARD_BYTES, workdir=None) -> TrainResult:
+                    shard_bytes: int = SHARD_BYTES, workdir=None, threads: int | None = None) -> TrainResult:
     """Train BytePiece models (one per ``settings.vocab_sizes``) on a DataFrame of documents (``text: binary``).
 
     ``progress`` receives one line per stage. Raises :class:`InputError` for a corpus without text.
     ``workdir`` (a :class:`pipelines.workdir.WorkDir`) persists every stage's output and loads the stages a
     previous run with the same key finished (ngrams, ngram_model, pieces, prune, refine_em_SIZE, models).
+    ``threads``: shards each task counts at once; by default the session's ``spark.task.cpus`` (the small local
+    driver runs one task at a time over all cores; other sessions give 1). The models do not depend on it.
     """
+    from pipelines.session import task_threads
     from pipelines.workdir import NoWorkDir
+
+    threads = task_threads(documents.sparkSession) if threads is None else max(1, int(threads))
 
     settings.validate()
     work = workdir if workdir is not None else NoWorkDir()
@@ -432,7 +494,8 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
 
     started = time.perf_counter()
     progress("[ngrams] counting byte n-grams (order %d) per partition, then reducing" % settings.order)
-    ngrams, resumed = work.run("ngrams", lambda: reduce_ngrams(documents, settings, shard_bytes), "ngram_table")
+    ngrams, resumed = work.run("ngrams", lambda: reduce_ngrams(documents, settings, shard_bytes, threads),
+                                 "ngram_table")
     if ngrams.chunk_bytes == 0:
         raise InputError("the corpus has no text (every document is empty): check --input and --text-column")
     stage("ngrams", started, resumed, documents=ngrams.documents, chunks=ngrams.chunks, bytes=ngrams.chunk_bytes,
@@ -446,8 +509,8 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
 
     started = time.perf_counter()
     progress("[pieces] segmenting every chunk with the broadcast n-gram model")
-    (pieces, counts), resumed = work.run("pieces", lambda: reduce_pieces(documents, lm, settings, shard_bytes),
-                                         "pieces")
+    (pieces, counts), resumed = work.run(
+        "pieces", lambda: reduce_pieces(documents, lm, settings, shard_bytes, threads), "pieces")
     stage("pieces", started, resumed, distinct_pieces=len(pieces), tokens=int(counts.sum()))
     release_memory()
 
@@ -462,7 +525,7 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
 
             def refine(kept=kept, kept_counts=kept_counts):
                 return refine_em_spark(documents, kept, kept_counts, settings,
-                                       vocab_size - len(settings.special_tokens), shard_bytes)
+                                       vocab_size - len(settings.special_tokens), shard_bytes, threads)
 
             (kept, kept_counts), resumed = work.run(f"refine_em_{vocab_size}", refine, "pieces")
             stage(f"refine_em_{vocab_size}", started, resumed, pieces=len(kept))

@@ -16,7 +16,9 @@
   grows only as far as the live data needs), capped code cache, direct (off-heap) memory and thread
   stacks, and glibc limited to two malloc arenas (``MALLOC_ARENA_MAX``) and a fixed 1 MB mmap threshold
   (``MALLOC_MMAP_THRESHOLD_``: freed large arrays go back to the system) in the JVM and its Python workers;
-  Python workers that exit after each task, and smaller tasks (4 MB input splits, ~16 MB reduce partitions).
+  Python workers that exit after each task, and smaller tasks (4 MB input splits, ~16 MB reduce partitions);
+  ``spark.task.cpus`` equal to the local core count, so one task (one Python worker, whose imports and kernels
+  cost ~200 MB) runs at a time and uses every core through threads (see :func:`task_threads`).
   Cluster masters (and ``local-cluster[...]``) keep Spark's own settings.
 
 Example::
@@ -47,6 +49,18 @@ SMALL_DRIVER_JAVA_OPTIONS = (
     "-XX:MaxDirectMemorySize=256m -Xss512k -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
 )
 _LOCAL_MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?")
+
+
+def local_cores(master: str) -> int:
+    """Task slots of a local master: ``local`` -> 1, ``local[4]`` / ``local[4,2]`` -> 4, ``local[*]`` -> the
+    machine's cores. Raises ValueError for other masters (check :func:`is_local_master` first)."""
+    match = _LOCAL_MASTER.fullmatch(master.strip())
+    if not match:
+        raise ValueError(f"{master!r} is not a local master (local, local[N], local[*], local[N,F])")
+    cores = match.group(2)
+    if cores is None:
+        return 1
+    return max(1, os.cpu_count() or 1) if cores == "*" else max(1, int(cores))
 
 
 def is_local_master(master: str) -> bool:
@@ -152,6 +166,9 @@ def session_config(
         # as several partitions; two run at a time) and reduce partitions of about 16 MB after adaptive merging.
         conf["spark.sql.files.maxPartitionBytes"] = str(SMALL_DRIVER_SPLIT_BYTES)
         conf["spark.sql.adaptive.advisoryPartitionSizeInBytes"] = str(SMALL_DRIVER_REDUCE_BYTES)
+        # One task at a time over all cores: one Python worker instead of one per core; the bytepiece steps run
+        # that many threads (task_threads) over their shards, whose kernels release the GIL.
+        conf["spark.task.cpus"] = str(local_cores(master))
     if driver_host:  # executors on other hosts advertise their own address
         del conf["spark.executorEnv.SPARK_LOCAL_IP"]
     if shuffle_partitions is not None:
@@ -232,6 +249,15 @@ def task_error_message(exc: BaseException) -> str | None:
             return f"{name}: {message.strip()}"
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
+
+
+def task_threads(spark) -> int:
+    """Cores each task may use: the session's ``spark.task.cpus`` (the small local driver sets it to the local
+    core count, e.g. 2 for ``local[2]``; Spark's default and cluster masters give 1)."""
+    try:
+        return max(1, int(spark.sparkContext.getConf().get("spark.task.cpus", "1")))
+    except ValueError:
+        return 1
 
 
 def default_parallelism(spark) -> int:

@@ -11,10 +11,12 @@ import pytest
 from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from pipelines.bytepiece import (
-    _KEY_DISTINCT, binary_array, binary_buffers, iter_shards, merge_tables, multiset_fingerprint,
-    reduce_ngram_buckets_partition, split_by_bucket, train_bytepiece,
+    _KEY_DISTINCT, binary_array, binary_buffers, count_ngrams_partition, count_pieces_partition, em_partition,
+    iter_shards, map_shards, merge_tables, multiset_fingerprint, reduce_ngram_buckets_partition, split_by_bucket,
+    train_bytepiece,
 )
 from tokenizer.errors import InputError
+from tokenizer.trainers import bytepiece as bp
 from tokenizer.trainers.bytepiece import TrainSettings, train_bytepiece_local
 
 
@@ -84,9 +86,85 @@ def test_merge_tables_of_nothing_is_empty():
     assert len(keys) == 0 and len(counts) == 0
 
 
-def spark_models(spark, lines: list[bytes], settings: TrainSettings, partitions: int):
+def spark_models(spark, lines: list[bytes], settings: TrainSettings, partitions: int, threads: int | None = None):
     frame = spark.createDataFrame([(line,) for line in lines], "text binary").repartition(partitions)
-    return train_bytepiece(frame, settings, shard_bytes=4096)
+    return train_bytepiece(frame, settings, shard_bytes=4096, threads=threads)
+
+
+class Broadcast:
+    """Stands in for a Spark broadcast in the closures' direct calls."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def text_batches(lines: list[bytes], rows: int = 50) -> list[pa.RecordBatch]:
+    return [pa.RecordBatch.from_arrays([pa.array(lines[i:i + rows], pa.binary())], names=["text"])
+            for i in range(0, len(lines), rows)]
+
+
+def table_rows(batches) -> list[tuple]:
+    return [tuple(row.values()) for batch in batches for row in batch.to_pylist()]
+
+
+def test_map_shards_keeps_order_and_at_most_threads_shards_in_flight():
+    import threading
+
+    taken, done, lock = [], [], threading.Lock()
+
+    def shards():
+        for i in range(20):
+            with lock:
+                assert len(taken) - len(done) <= 2  # shards handed out but whose result the caller has not got
+            taken.append(i)
+            yield i
+
+    def square(i):
+        return i * i
+
+    results = []
+    for result in map_shards(square, shards(), threads=2):
+        with lock:
+            done.append(result)
+        results.append(result)
+    assert results == [i * i for i in range(20)]
+    assert list(map_shards(square, iter(range(5)), threads=1)) == [0, 1, 4, 9, 16]
+    assert list(map_shards(square, iter([]), threads=3)) == []
+
+
+def test_map_shards_passes_a_shard_error_to_the_caller():
+    def fail_on_three(i):
+        if i == 3:
+            raise InputError("shard 3 is bad")
+        return i
+
+    with pytest.raises(InputError, match="shard 3"):
+        list(map_shards(fail_on_three, iter(range(8)), threads=2))
+
+
+@pytest.mark.parametrize("settings", [
+    TrainSettings(order=4, min_count=3, vocab_sizes=(300,)),
+    TrainSettings(order=6, min_count=2, isolate_digits=True, normalization="nfc", vocab_sizes=(300,)),
+], ids=["identity", "nfc-digits"])
+def test_threads_count_exactly_what_one_thread_counts(settings):
+    lines = [line for line in sample_corpus(600, seed=11)
+             if b"\xff" not in line or settings.normalization == "identity"]
+    shard_bytes = 512  # many shards per partition, so the threads overlap
+    ngrams = {threads: table_rows(count_ngrams_partition(settings, shard_bytes, 3, threads)(iter(text_batches(lines))))
+              for threads in (1, 2, 3)}
+    assert len(ngrams[1]) == 3 and ngrams[2] == ngrams[1] and ngrams[3] == ngrams[1]
+
+    keys, counts = bp.count_ngrams(*bp.chunk_texts(*bp.pack_texts(lines), settings), settings.order)
+    lm = bp.build_ngram_model(keys, counts, settings)
+    pieces = {threads: table_rows(count_pieces_partition(Broadcast(lm), settings, shard_bytes, threads)(
+        iter(text_batches(lines)))) for threads in (1, 2)}
+    assert len(pieces[1]) > 256 and pieces[2] == pieces[1]
+
+    piece_list = sorted({row[0] for row in pieces[1]} | {bytes([b]) for b in range(256)})
+    piece_counts = np.ones(len(piece_list), np.int64)
+    em = {threads: table_rows(em_partition(Broadcast((piece_list, piece_counts)), settings, shard_bytes, threads)(
+        iter(text_batches(lines)))) for threads in (1, 2)}
+    assert len(em[1]) == 1 and em[2] == em[1]
 
 
 def test_multiset_fingerprint_ignores_order_but_not_content():
@@ -128,6 +206,7 @@ def test_models_identical_for_any_partitioning_and_equal_to_local(spark, setting
     lines = sample_corpus()
     local = train_bytepiece_local(lines, settings, provenance={"corpus_fingerprint": multiset_fingerprint(lines)})
     results = {n: spark_models(spark, lines, settings, n) for n in (1, 3, 8)}
+    results["3 partitions, 2 threads"] = spark_models(spark, lines, settings, 3, threads=2)
     for partitions, result in results.items():
         assert sorted(result.models) == sorted(settings.vocab_sizes)
         for size, model in result.models.items():
@@ -137,6 +216,7 @@ def test_models_identical_for_any_partitioning_and_equal_to_local(spark, setting
     first = results[1]
     assert first.documents == len(lines)
     assert [s.counts for s in first.stages] == [s.counts for s in results[8].stages]
+    assert [s.counts for s in first.stages] == [s.counts for s in results["3 partitions, 2 threads"].stages]
 
 
 @pytest.mark.spark

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.session import SMALL_DRIVER_JAVA_OPTIONS, SMALL_DRIVER_MEMORY, is_local_master, session_config
+import os
+
+from pipelines.session import (
+    SMALL_DRIVER_JAVA_OPTIONS, SMALL_DRIVER_MEMORY, is_local_master, local_cores, session_config,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -43,11 +47,26 @@ def test_cluster_masters_keep_their_settings(master):
     assert "spark.sql.execution.arrow.maxBytesPerBatch" not in small
     assert "spark.sql.files.maxPartitionBytes" not in small
     assert small["spark.python.worker.reuse"] == "true"
+    assert small["spark.task.cpus"] == "1"
+
+
+@pytest.mark.parametrize("master, cores", [
+    ("local", 1), ("local[2]", 2), ("local[4,2]", 4), ("local[*]", max(1, os.cpu_count() or 1)),
+])
+def test_small_local_driver_runs_one_task_over_all_cores(master, cores):
+    assert local_cores(master) == cores
+    assert session_config(master, small_driver=True)["spark.task.cpus"] == str(cores)
+
+
+def test_local_cores_of_a_cluster_master_is_an_error():
+    with pytest.raises(ValueError, match="not a local master"):
+        local_cores("local-cluster[2,1,1024]")
 
 
 def test_without_small_driver_a_local_master_is_unchanged():
     conf = session_config("local[2]")
     assert conf["spark.driver.memory"] == "4g"
+    assert conf["spark.task.cpus"] == "1"
     assert "UseSerialGC" not in conf["spark.driver.extraJavaOptions"]
 
 
