@@ -176,11 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     same_ids = sum(a == b for a, b in zip(ours, processor.encode(sample)))
     print(f"identical ids to sentencepiece on {same_ids}/{len(sample)} sample rows", flush=True)
 
-    # small_driver: serial GC and C1-only JIT for the driver JVM, which on the Parquet read path only schedules
-    # tasks. Its one-task Python workers are not for this job: each new worker pays the imports, the model parse
-    # and the Numba cache load (seconds of CPU per task), so the workers are reused, as in the job's own session.
-    spark = build_session("local[2]", app_name="shardpiece-bench-tokenize", driver_memory="2g", small_driver=True,
-                          extra={"spark.python.worker.reuse": "true"})
+    # The job's own session (jobs/tokenize.py): small_driver (serial GC and C1-only JIT for the driver JVM, which on
+    # the Parquet read path only schedules tasks), a 4g heap ceiling, one reused Python worker per core.
+    spark = build_session("local[2]", app_name="shardpiece-bench-tokenize", driver_memory="4g", small_driver=True)
     out_root = os.path.join(args.work, "tokenize-out")
     warm = os.path.join(args.work, "tokenize-warmup.parquet")
     parquet_lake(lines[:20_000], warm, 2)
@@ -259,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         "corpus": args.corpus, "rows": len(lines), "bytes": total_bytes, "tokens": tokens,
         "model": os.path.basename(model_path), "identical_ids_sample": [same_ids, len(sample)],
         "one_thread_s": one_thread_s, "sentencepiece_loop_s": spm_s, "cpu_seconds": cpu, "spark": spark_runs,
-        "load_before": load_before, "session": "local[2], small_driver (serial GC, C1 only), driver memory 2g, Python workers reused",
+        "load_before": load_before, "session": "local[2], small_driver (serial GC, C1 only), driver memory 4g, Python workers reused",
         "targets": targets, "table": table, "load_after": common.load_average(),
     })
     print(f"wrote {path}")

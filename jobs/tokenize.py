@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import fields
 
@@ -128,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     from pipelines.tokenize import run_tokenize
 
     owned = SparkSession.getActiveSession() is None
-    spark = build_session(master, app_name="shardpiece-tokenize")
+    # A small driver JVM (serial GC, C1 only: on the Parquet path it only schedules tasks) with a 4g heap ceiling
+    # for the Spark-reader inputs (text, JSONL), and one reused Python worker per core.
+    spark = build_session(master, app_name="shardpiece-tokenize", small_driver=True,
+                          driver_memory=os.environ.get("SHARDPIECE_DRIVER_MEMORY") or "4g")
     try:
         summary = run_tokenize(spark, config, versions=versions(spark))
     except ShardpieceError as exc:

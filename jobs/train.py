@@ -173,7 +173,8 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
     started = time.perf_counter()
     spark = build_session(options.get("master"), app_name="shardpiece-train",
                           driver_memory=options.get("driver_memory"), extra=options.get("spark"),
-                          shuffle_partitions=options.get("partitions"), small_driver=True)
+                          shuffle_partitions=options.get("partitions"), small_driver=True,
+                          single_worker=True)
     master = spark.sparkContext.master
     progress(f"[spark] session on {master} in {time.perf_counter() - started:.1f} s")
 

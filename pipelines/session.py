@@ -13,12 +13,14 @@
 * logs only errors (the log4j2 configuration is written to a temporary file and passed to the driver JVM);
 * with ``small_driver=True`` and a local master (``local``, ``local[N]``, ``local[*]``: every task runs inside the
   driver JVM), starts that JVM small: a 512m heap unless a driver memory is given, the serial collector (the heap
-  grows only as far as the live data needs), capped code cache, direct (off-heap) memory and thread
-  stacks, and glibc limited to two malloc arenas (``MALLOC_ARENA_MAX``) and a fixed 1 MB mmap threshold
+  grows only as far as the live data needs), the C1 compiler only, capped code cache, direct (off-heap) memory and
+  thread stacks, and glibc limited to two malloc arenas (``MALLOC_ARENA_MAX``) and a fixed 1 MB mmap threshold
   (``MALLOC_MMAP_THRESHOLD_``: freed large arrays go back to the system) in the JVM and its Python workers;
-  Python workers that exit after each task, and smaller tasks (4 MB input splits, ~16 MB reduce partitions);
-  ``spark.task.cpus`` equal to the local core count, so one task (one Python worker, whose imports and kernels
-  cost ~200 MB) runs at a time and uses every core through threads (see :func:`task_threads`).
+* with ``single_worker=True`` and a local master, runs one lean Python worker at a time: ``spark.task.cpus`` equal
+  to the local core count, so one task (one Python worker, whose imports and kernels cost ~200 MB) runs at a time
+  and uses every core through threads (see :func:`task_threads`); workers that exit after each task; smaller tasks
+  (4 MB input splits, ~16 MB reduce partitions, 32 MB Arrow batches). The BytePiece trainer uses both; the tokenize
+  job uses ``small_driver`` only (its tasks want one warm worker per core).
   Cluster masters (and ``local-cluster[...]``) keep Spark's own settings.
 
 Example::
@@ -116,17 +118,20 @@ def session_config(
     log_level: str = "ERROR",
     extra: Mapping[str, Any] | None = None,
     small_driver: bool = False,
+    single_worker: bool = False,
 ) -> dict[str, str]:
     """The Spark configuration :func:`build_session` applies, as a plain dict (handy for tests and manifests).
 
     ``driver_memory`` defaults to ``$SHARDPIECE_DRIVER_MEMORY``, else to ``SMALL_DRIVER_MEMORY`` (512m) when
     ``small_driver`` is set and the master is local, else ``"4g"``: the driver holds the pruned n-gram table and
     the piece table, which for a 60 MB corpus at min_count 8 is a few hundred MB. ``small_driver`` with a local
-    master also adds ``SMALL_DRIVER_JAVA_OPTIONS`` to the driver JVM. ``extra`` entries (any ``spark.*`` key)
-    override the defaults.
+    master also adds ``SMALL_DRIVER_JAVA_OPTIONS`` to the driver JVM; ``single_worker`` with a local master runs one
+    task (one Python worker) at a time over all local cores (see the module docstring). ``extra`` entries (any
+    ``spark.*`` key) override the defaults.
     """
     master = master or os.environ.get("SHARDPIECE_MASTER") or "local[*]"
     small = small_driver and is_local_master(master)
+    single = single_worker and is_local_master(master)
     log4j = _log4j_file(log_level)
     java_opts = f"-Dlog4j.configurationFile=file:{log4j} -Dlog4j2.configurationFile=file:{log4j}"
     driver_java_opts = f"{SMALL_DRIVER_JAVA_OPTIONS} {java_opts}" if small else java_opts
@@ -156,14 +161,14 @@ def session_config(
         "spark.executorEnv.PYSPARK_PYTHON": python,
         "spark.python.worker.reuse": "true",
     }
-    if small:
+    if single:
         # Arrow batches of large binary rows (the n-gram tables) stay a bounded size in the JVM.
         conf["spark.sql.execution.arrow.maxBytesPerBatch"] = str(SMALL_DRIVER_ARROW_BATCH_BYTES)
         # A Python worker exits after its task instead of idling with its arrays and kernels in memory while the
         # driver works (pruning, building models); a new task pays one fork and the imports (~1 s).
         conf["spark.python.worker.reuse"] = "false"
-        # Smaller tasks, so each Python worker holds less at once: input splits of at most 4 MB (files are read
-        # as several partitions; two run at a time) and reduce partitions of about 16 MB after adaptive merging.
+        # Smaller tasks, so the Python worker holds less at once: input splits of at most 4 MB (files are read
+        # as several partitions) and reduce partitions of about 16 MB after adaptive merging.
         conf["spark.sql.files.maxPartitionBytes"] = str(SMALL_DRIVER_SPLIT_BYTES)
         conf["spark.sql.adaptive.advisoryPartitionSizeInBytes"] = str(SMALL_DRIVER_REDUCE_BYTES)
         # One task at a time over all cores: one Python worker instead of one per core; the bytepiece steps run
@@ -188,6 +193,7 @@ def build_session(
     log_level: str = "ERROR",
     extra: Mapping[str, Any] | None = None,
     small_driver: bool = False,
+    single_worker: bool = False,
 ):
     """Start a loopback-bound SparkSession (or return the running one, with the SQL options updated).
 
@@ -209,6 +215,7 @@ def build_session(
     conf = session_config(
         master, app_name=app_name, shuffle_partitions=shuffle_partitions, driver_memory=driver_memory,
         threads_per_task=threads_per_task, log_level=log_level, extra=extra, small_driver=small_driver,
+        single_worker=single_worker,
     )
     if small_driver and is_local_master(conf["spark.master"]):
         # glibc's default of 8 malloc arenas per core lets native memory of many threads (the JVM's, the Python
@@ -237,6 +244,10 @@ def task_error_message(exc: BaseException) -> str | None:
     if not module.startswith(("pyspark", "py4j")):
         return None
     text = str(exc)
+    if "java.lang.OutOfMemoryError" in text:
+        return ("the Spark driver JVM ran out of memory (java.lang.OutOfMemoryError): raise --driver-memory (or "
+                "$SHARDPIECE_DRIVER_MEMORY; local training defaults to 512m), or use more partitions or a higher "
+                "--min-count so that less is collected at once")
     unreadable = re.search(r"Encountered error while reading file (\S+?)\.?\s", text)
     if unreadable:  # Spark's FAILED_READ_FILE: a corrupt, truncated or mislabelled input file
         causes = re.findall(r"^Caused by: (?:[\w.$]+\.)?(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
@@ -252,8 +263,8 @@ def task_error_message(exc: BaseException) -> str | None:
 
 
 def task_threads(spark) -> int:
-    """Cores each task may use: the session's ``spark.task.cpus`` (the small local driver sets it to the local
-    core count, e.g. 2 for ``local[2]``; Spark's default and cluster masters give 1)."""
+    """Cores each task may use: the session's ``spark.task.cpus`` (``single_worker`` on a local master sets it to
+    the local core count, e.g. 2 for ``local[2]``; Spark's default and cluster masters give 1)."""
     try:
         return max(1, int(spark.sparkContext.getConf().get("spark.task.cpus", "1")))
     except ValueError:
