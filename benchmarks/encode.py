@@ -3,12 +3,13 @@
     .venv/bin/python benchmarks/encode.py                       # en, zh, ja; models cached in /tmp/shardpiece-bench
     .venv/bin/python benchmarks/encode.py --corpus zh --repeats 9
     .venv/bin/python benchmarks/encode.py --corpus zh --test-bytes 300000 --bytepiece-train-bytes 400000  # quick
+    .venv/bin/python benchmarks/encode.py --corpus zh --lines-from train --test-bytes 8000000   # longer timings
 
 For each corpus it trains (or reuses from ``--work``) a SentencePiece unigram model at 32k in two variants —
 ``identity`` (identity normalizer, byte_fallback, no whitespace rewriting: lossless) and ``nmt_nfkc``
 (sentencepiece's defaults) — on NAME.train.txt (2 threads), and a BytePiece model (order 6, min_count 8, 32k, NFC)
 on NAME.train.txt's first ``--bytepiece-train-bytes`` bytes (2 workers). Then, on the lines of
-NAME.test400k.txt (each without its newline), it times, interleaved, best of ``--repeats``:
+NAME.test400k.txt (or ``--lines-from``; each without its newline), it times, interleaved, best of ``--repeats``:
 
 * shardpiece on each model (loaded with ``Tokenizer.load``): ``encode_batch(list, num_threads=1)``,
   ``encode_batch(pyarrow array, num_threads=1)``, ``encode`` per line, and both batch forms with 2 threads;
@@ -141,7 +142,7 @@ def bench_corpus(name: str, args, results: dict) -> dict:
     record["bytepiece_train_bytes"] = bp_train_bytes
 
     # ---- test lines
-    lines = common.read_lines(common.corpus_path(args.corpora, name, "test400k"))
+    lines = common.read_lines(common.corpus_path(args.corpora, name, args.lines_from))
     if args.test_bytes:
         kept, size = [], 0
         for line in lines:
@@ -154,6 +155,7 @@ def bench_corpus(name: str, args, results: dict) -> dict:
     arrow = pa.array(lines, type=pa.string())
     record["test_lines"] = len(lines)
     record["test_bytes"] = nbytes
+    record["lines_from"] = args.lines_from
 
     systems = {}
     checks = {}
@@ -297,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="train bytepiece on this many bytes of NAME.train.txt (default %(default)s)")
     parser.add_argument("--skip-bytepiece", action="store_true", help="no bytepiece model (nor its training)")
     parser.add_argument("--test-bytes", type=int, default=0, help="use only the first N bytes of the test lines")
+    parser.add_argument("--lines-from", choices=("test400k", "test", "train"), default="test400k",
+                        help="which split's lines are encoded (default test400k; 'train' with --test-bytes gives a "
+                             "longer run, steadier for the two-thread ratio)")
     parser.add_argument("--no-compile", dest="compile", action="store_false",
                         help="skip the Numba compile-time measurement")
     parser.add_argument("--output", default="encode", help="results/NAME.json (default %(default)s)")
