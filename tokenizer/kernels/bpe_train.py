@@ -57,6 +57,15 @@ def _span_hash(data, start, end):
 
 
 @kernel
+def _same_bytes(data, a, b, length):
+    """Whether ``data[a:a + length] == data[b:b + length]`` (uint8 array, int64 positions)."""
+    for k in range(length):
+        if data[a + k] != data[b + k]:
+            return False
+    return True
+
+
+@kernel
 def count_spans(data, starts, ends, weights):
     """Distinct byte spans ``data[starts[i]:ends[i]]`` with summed ``weights`` (int64).
 
@@ -91,16 +100,10 @@ def count_spans(data, starts, ends, weights):
                 counts[distinct] = weights[i]
                 distinct += 1
                 break
-            if slot_hash[j] == h and ends[other] - starts[other] == e - s:
-                os_ = starts[other]
-                same = True
-                for k in range(e - s):
-                    if data[os_ + k] != data[s + k]:
-                        same = False
-                        break
-                if same:
-                    counts[slot_rank[j]] += weights[i]
-                    break
+            if slot_hash[j] == h and ends[other] - starts[other] == e - s and _same_bytes(data, starts[other], s,
+                                                                                             e - s):
+                counts[slot_rank[j]] += weights[i]
+                break
             j = (j + 1) & mask
     return first[:distinct].copy(), counts[:distinct].copy()
 
@@ -142,15 +145,9 @@ def count_chunk_table(mode, char_class, script, data, offsets):
                 k = slots[j]
                 if k == -1:
                     break
-                if entry_hash[k] == h and entry_end[k] - entry_start[k] == stop - pos:
-                    other = entry_start[k]
-                    same = True
-                    for q in range(stop - pos):
-                        if data[other + q] != data[pos + q]:
-                            same = False
-                            break
-                    if same:
-                        break
+                if (entry_hash[k] == h and entry_end[k] - entry_start[k] == stop - pos
+                        and _same_bytes(data, entry_start[k], pos, stop - pos)):
+                    break
                 j = (j + 1) & mask
             if k >= 0:
                 counts[k] += 1
