@@ -208,6 +208,40 @@ def test_training_is_deterministic_and_shard_independent():
     assert tok.decode(tok.encode("the cat sat")) == "the cat sat"
 
 
+def test_chunk_blocks_cut_by_bytes():
+    assert ug.chunk_blocks(np.array([0, 3, 6, 9]), 4).tolist() == [0, 2, 3]
+    assert ug.chunk_blocks(np.array([0, 3, 6, 9]), 100).tolist() == [0, 3]
+    offsets = np.cumsum([0] + [random.Random(k).randint(1, 9) for k in range(500)])
+    blocks = ug.chunk_blocks(offsets, 50)
+    assert blocks[0] == 0 and blocks[-1] == 500 and np.all(np.diff(blocks) > 0)
+
+
+def test_threads_give_identical_results_and_model_bytes():
+    s = ug.UnigramSettings(vocab_size=60)
+    splitter = ug.ChunkSplitter(s)
+    counts, _ = splitter.split(t.encode() for t in corpus())
+    chunks, chunk_counts = ug.chunk_table(counts)
+    runners = {t: ug.local_runner(chunks, chunk_counts, threads=t, block_bytes=64) for t in (1, 2, 3)}
+    pieces = sorted({c[i:i + n] for c in chunks for n in (1, 2, 3) for i in range(len(c) - n + 1)})
+    trie = ug.PieceTrie(pieces, False)
+    scores = np.log(np.linspace(1.0, 2.0, len(pieces)) / len(pieces))
+    e1, objective1 = runners[1].e_step(trie, scores)
+    v1, tokens1 = runners[1].viterbi(trie, scores)
+    whole, whole_objective = ug.e_step(trie, scores, *ug.pack(chunks), chunk_counts)
+    assert np.array_equal(e1, whole) and math.isclose(objective1, whole_objective, rel_tol=1e-12)
+    assert e1.sum() > 0 and tokens1 > 0
+    for t in (2, 3):
+        e, objective = runners[t].e_step(trie, scores)
+        v, tokens = runners[t].viterbi(trie, scores)
+        assert np.array_equal(e, e1) and objective == objective1  # the same float sum, not just close
+        assert np.array_equal(v, v1) and tokens == tokens1
+    models = [ug.train_from_chunks(chunks, chunk_counts, s, runner=runners[t]).to_bytes() for t in (1, 2, 3)]
+    assert models[0] == models[1] == models[2]
+    assert models[0] == ug.train_from_chunks(chunks, chunk_counts, s, threads=2).to_bytes()
+    with pytest.raises(ConfigError, match="threads"):
+        ug.local_runner(chunks, chunk_counts, threads=0)
+
+
 def test_meta_pieces_byte_fallback_and_symbols():
     s = ug.UnigramSettings(vocab_size=400, byte_fallback=True, user_defined_symbols=("<mask>",),
                            control_symbols=("<cls>",), pad_id=3)

@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Sequence
 
@@ -48,6 +50,7 @@ E_STEP_SCALE = float(1 << 24)  # expected counts in units of 2**-24: exact sums 
 UNK_PENALTY = 10.0
 MIN_EXPECTED = 0.5
 MIN_SCORE_PENALTY_DELTA = 0.0001
+LOCAL_BLOCK_BYTES = 1 << 18  # chunk bytes per block of the local E-step (fixed: results never depend on threads)
 VARIANTS = ("sentencepiece", "byte")
 
 
@@ -625,11 +628,72 @@ class EStepRunner:
     viterbi: Callable[[PieceTrie, np.ndarray], tuple[np.ndarray, int]]
 
 
-def local_runner(chunks: Sequence[bytes], counts: np.ndarray) -> EStepRunner:
+def chunk_blocks(offsets: np.ndarray, block_bytes: int = LOCAL_BLOCK_BYTES) -> np.ndarray:
+    """Boundaries (int64 chunk indices, first 0, last n) of contiguous blocks of about ``block_bytes`` bytes each.
+
+    They depend only on the chunk table, never on the number of threads, so per-block float partials summed in
+    block order give the same value for any thread count. Example: offsets [0, 3, 6, 9], 4 -> [0, 2, 3]."""
+    n = len(offsets) - 1
+    total = int(offsets[-1] - offsets[0]) if n > 0 else 0
+    if n <= 0 or total <= block_bytes:
+        return np.array([0, max(n, 0)], np.int64)
+    targets = offsets[0] + np.arange(1, -(-total // block_bytes)) * block_bytes
+    inner = np.searchsorted(offsets, targets, side="left")
+    return np.unique(np.concatenate(([0], np.clip(inner, 1, n), [n]))).astype(np.int64)
+
+
+def local_runner(chunks: Sequence[bytes], counts: np.ndarray, threads: int = 1,
+                 block_bytes: int | None = None) -> EStepRunner:
+    """The E-step and Viterbi counts over packed chunks in this process, on ``threads`` threads (the kernels
+    release the GIL). The chunks are cut into fixed blocks (:func:`chunk_blocks`); the int64 counts add up exactly
+    and the float objective is summed in block order, so every thread count gives the same results."""
+    if threads < 1:
+        raise ConfigError(f"threads={threads}: use 1 or more")
     data, offsets = pack(chunks)
     weights = np.asarray(counts, np.int64)
-    return EStepRunner(e_step=lambda trie, scores: e_step(trie, scores, data, offsets, weights),
-                       viterbi=lambda trie, scores: viterbi_step(trie, scores, data, offsets, weights))
+    blocks = chunk_blocks(offsets, block_bytes or LOCAL_BLOCK_BYTES)
+    ranges = [(int(a), int(b)) for a, b in zip(blocks[:-1], blocks[1:])]
+
+    def over_blocks(kernel_name: str, trie: PieceTrie, scores: np.ndarray):
+        active = scores[np.isfinite(scores)]
+        unk = float(active.min()) - UNK_PENALTY if len(active) else -UNK_PENALTY
+        per_block = np.zeros(len(ranges), np.float64)
+        n_workers = max(1, min(threads, len(ranges)))
+        totals = [np.zeros(len(trie.pieces), np.int64) for _ in range(n_workers)]
+        next_block = [0]
+        lock = threading.Lock()
+        arrays = trie.arrays()
+
+        def work(total: np.ndarray) -> None:
+            while True:
+                with lock:
+                    k = next_block[0]
+                    next_block[0] += 1
+                if k >= len(ranges):
+                    return
+                a, b = ranges[k]
+                if kernel_name == "e":
+                    per_block[k] = kt.expected_counts(*arrays, scores, unk, trie.max_bytes, trie.byte_mode, data,
+                                                      offsets[a:b + 1], weights[a:b], E_STEP_SCALE, total)
+                else:
+                    per_block[k] = kt.viterbi_counts(*arrays, scores, unk, trie.max_bytes, trie.byte_mode, data,
+                                                     offsets[a:b + 1], weights[a:b], total)
+
+        if n_workers == 1:
+            work(totals[0])
+        else:
+            with ThreadPoolExecutor(max_workers=n_workers) as pool:
+                for future in [pool.submit(work, total) for total in totals]:
+                    future.result()
+        for other in totals[1:]:
+            totals[0] += other  # int64: exact in any order
+        extra = 0.0
+        for value in per_block.tolist():  # block order: the same float sum for every thread count
+            extra += value
+        return totals[0], extra
+
+    return EStepRunner(e_step=lambda trie, scores: over_blocks("e", trie, scores),
+                       viterbi=lambda trie, scores: (lambda r: (r[0], int(r[1])))(over_blocks("v", trie, scores)))
 
 
 @dataclass
@@ -662,8 +726,12 @@ def run_em(pieces: list[bytes], scores: np.ndarray, runner: EStepRunner, setting
                      f"{-objective / max(sentence_total, 1):.4f}, {time.perf_counter() - started:.1f} s")
         if len(order) <= desired:
             break
+        started = time.perf_counter()
         freq, _ = runner.viterbi(trie, scores)
+        viterbi_seconds = time.perf_counter() - started
         scores, order = prune(trie, scores, order, freq, sentence_total, desired, settings.shrinking_factor)
+        progress(f"[prune] {len(order):,} pieces kept: Viterbi counts {viterbi_seconds:.1f} s, pruning "
+                 f"{time.perf_counter() - started - viterbi_seconds:.1f} s")
         if 4 * len(order) < len(trie.pieces):  # rebuild a smaller trie (faster lookups)
             kept = [trie.pieces[k] for k in order]
             kept_scores = scores[order]
@@ -777,8 +845,9 @@ def build_model(final: list[tuple[bytes, float]], settings: UnigramSettings, pro
 def train_from_chunks(chunks: list[bytes], counts: np.ndarray, settings: UnigramSettings,
                       runner: EStepRunner | None = None, provenance: dict | None = None,
                       progress: Callable[[str], None] = lambda m: None,
-                      report: TrainReport | None = None) -> Model:
-    """Train from a chunk table (sorted chunks, int64 counts); ``runner`` defaults to the local E-step."""
+                      report: TrainReport | None = None, threads: int = 1) -> Model:
+    """Train from a chunk table (sorted chunks, int64 counts); ``runner`` defaults to the local E-step on
+    ``threads`` threads (the model's bytes do not depend on ``threads``)."""
     settings.validate()
     if not chunks:
         raise InputError("the corpus has no text to train on (every sentence is empty or was skipped)")
@@ -803,18 +872,22 @@ def train_from_chunks(chunks: list[bytes], counts: np.ndarray, settings: Unigram
     report.seed_pieces = len(pieces)
     progress(f"[seed] {len(pieces):,} seed pieces ({len(required):,} characters) in "
              f"{time.perf_counter() - started:.1f} s")
-    runner = runner or local_runner(chunks, counts)
+    runner = runner or local_runner(chunks, counts, threads)
     sentence_total = int(counts.sum())
     kept, kept_scores = run_em(pieces, scores, runner, settings, sentence_total, progress, report)
+    started = time.perf_counter()
     final = finalize(kept, kept_scores, required, settings)
-    return build_model(final, settings, provenance)
+    model = build_model(final, settings, provenance)
+    progress(f"[final] {model.vocab_size:,} pieces finalized and the model built in {time.perf_counter() - started:.1f} s")
+    return model
 
 
 def train_unigram_local(texts: Iterable[bytes | str], settings: UnigramSettings, provenance: dict | None = None,
-                        progress: Callable[[str], None] = lambda m: None) -> Model:
-    """Train on one machine from an iterable of sentences (str or bytes)."""
+                        progress: Callable[[str], None] = lambda m: None, threads: int = 1) -> Model:
+    """Train on one machine from an iterable of sentences (str or bytes); E-steps on ``threads`` threads."""
     settings.validate()
     splitter = ChunkSplitter(settings)
     counts, _ = splitter.split(t.encode() if isinstance(t, str) else bytes(t) for t in texts)
     chunks, chunk_counts = chunk_table(counts)
-    return train_from_chunks(chunks, chunk_counts, settings, provenance=provenance, progress=progress)
+    return train_from_chunks(chunks, chunk_counts, settings, provenance=provenance, progress=progress,
+                             threads=threads)
