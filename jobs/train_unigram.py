@@ -22,6 +22,7 @@ import time
 from typing import Any, Callable
 
 from jobs.training import algorithm_job_main, evaluation_sample, model_paths, split_holdout
+from tokenizer.errors import ConfigError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--pad-id", dest="pad_id", type=int, default=-1)
     add("--estep", choices=["auto", "driver", "spark"], default="auto",
         help="where E-steps run: driver (collected chunk table), spark, auto (driver up to 512 MiB of chunks)")
+    add("--threads", type=int, metavar="N",
+        help="threads of driver E-steps (default: the local master's cores, 1 on a cluster); same model bytes")
     add("--input-format", dest="input_format", choices=["text", "jsonl", "parquet"])
     add("--text-column", dest="text_column", default="text")
     add("--partitions", type=int)
@@ -100,6 +103,8 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     from pipelines.unigram import train_unigram
     from tokenizer.model import write_atomic
 
+    if args.threads is not None and args.threads < 1:
+        raise ConfigError(f"--threads {args.threads}: use 1 or more")
     sizes = [int(v) for v in args.vocab_size]
     all_settings = {size: settings_from(args, size) for size in sizes}  # fail before Spark starts
     paths, manifest_path = model_paths(args.output, sizes, "unigram")
@@ -116,10 +121,14 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
         result = train_unigram(training, all_settings[size], estep=args.estep, partitions=args.partitions,
                                provenance={"vocab_size_requested": size,
                                            "holdout_fraction": args.holdout_fraction},
-                               progress=progress)
+                               threads=args.threads, progress=progress)
+        started = time.perf_counter()
         write_atomic(paths[size], result.model.to_bytes())
+        progress(f"[write] {paths[size]} in {time.perf_counter() - started:.1f} s")
         results[size] = result
+    started = time.perf_counter()
     texts, sample_kind = evaluation_sample(training, held_out, args.eval_documents)
+    progress(f"[eval] {len(texts):,} evaluation documents sampled in {time.perf_counter() - started:.1f} s")
     manifest = {
         "command": "shardpiece train --algorithm unigram",
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -137,6 +137,14 @@ def spark_runner(table) -> ug.EStepRunner:
                           viterbi=lambda trie, scores: (lambda r: (r[0], int(r[1])))(run("v", trie, scores)))
 
 
+def driver_threads(master: str) -> int:
+    """Threads of driver-side E-steps: the local master's cores (``local[2]`` -> 2), 1 on a cluster master
+    (its driver machine's cores are not the job's). Example: ``driver_threads("local[*]")`` -> the CPU count."""
+    from pipelines.session import is_local_master, local_cores
+
+    return local_cores(master) if is_local_master(master) else 1
+
+
 @dataclass
 class UnigramResult:
     model: object  # tokenizer.model.Model
@@ -148,12 +156,13 @@ class UnigramResult:
 
 
 def train_unigram(documents, settings: ug.UnigramSettings, *, estep: str = "auto", partitions: int | None = None,
-                  provenance: dict | None = None,
+                  provenance: dict | None = None, threads: int | None = None,
                   progress: Callable[[str], None] = lambda message: None) -> UnigramResult:
     """Train one unigram model on a DataFrame of documents (``text: binary``, one sentence per row).
 
     ``estep``: ``driver`` (collect the chunk table, E-steps in this process), ``spark`` (E-steps as Spark jobs
     over the partitioned table), ``auto`` (driver when the table holds at most ``DRIVER_ESTEP_MAX_BYTES``).
+    ``threads``: threads of driver E-steps (default :func:`driver_threads`); the model's bytes never depend on it.
     """
     from pyspark import StorageLevel
 
@@ -177,9 +186,13 @@ def train_unigram(documents, settings: ug.UnigramSettings, *, estep: str = "auto
         if mode == "auto":
             mode = "driver" if chunk_bytes <= DRIVER_ESTEP_MAX_BYTES else "spark"
         runner = spark_runner(table.where("length(chunk) > 0")) if mode == "spark" else None
+        if threads is None:
+            threads = driver_threads(table.sparkSession.sparkContext.master)
+        if mode == "driver":
+            progress(f"[em] E-steps on the driver with {threads} thread{'s' if threads != 1 else ''}")
         started = time.perf_counter()
         model = ug.train_from_chunks(chunks, counts, settings, runner=runner, provenance=provenance,
-                                     progress=progress)
+                                     progress=progress, threads=threads)
         stages.append(StageReport("em", time.perf_counter() - started, {"pieces": model.vocab_size}))
     finally:
         table.unpersist()

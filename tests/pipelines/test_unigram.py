@@ -30,8 +30,10 @@ def test_models_identical_across_partitions_and_estep_modes(spark):
     one = train_unigram(frame.repartition(1), settings, estep="spark", partitions=1)
     three = train_unigram(frame.repartition(3), settings, estep="spark", partitions=3)
     driver = train_unigram(frame.repartition(3), settings, estep="driver")
+    driver_two_threads = train_unigram(frame.repartition(2), settings, estep="driver", threads=2)
     assert one.estep_mode == "spark" and driver.estep_mode == "driver"
     assert one.model.to_bytes() == three.model.to_bytes() == driver.model.to_bytes() == local.to_bytes()
+    assert driver_two_threads.model.to_bytes() == local.to_bytes()
     assert one.sentences > 0 and one.chunks > 0
 
 
@@ -44,7 +46,8 @@ def test_train_job_writes_a_model_and_manifest(spark, tmp_path):
     corpus.write_bytes(b"\n".join(sentences(3, 200)) + b"\n")
     output = tmp_path / "u.model"
     code = main(["train", "--algorithm", "unigram", "--input", str(corpus), "--vocab-size", "100", "--output",
-                 str(output), "--partitions", "3", "--holdout-fraction", "0", "--quiet", "--master", "local[2]"])
+                 str(output), "--partitions", "3", "--holdout-fraction", "0", "--quiet", "--master", "local[2]",
+                 "--threads", "2"])
     assert code == 0
     tok = Tokenizer.load(str(output))
     assert 20 < tok.vocab_size <= 100  # the tiny corpus has fewer candidates than asked for
@@ -52,3 +55,12 @@ def test_train_job_writes_a_model_and_manifest(spark, tmp_path):
     assert tok.decode(tok.encode(line)) == line
     manifest = json.loads((tmp_path / "u.model.manifest.json").read_text())
     assert manifest["models"]["100"]["evaluation"]["bytes_per_token"] > 1.0
+    assert main(["train", "--algorithm", "unigram", "--input", str(corpus), "--vocab-size", "100", "--output",
+                 str(tmp_path / "bad.model"), "--threads", "0", "--quiet", "--master", "local[2]"]) == 2
+
+
+def test_driver_threads_of_masters():
+    from pipelines.unigram import driver_threads
+
+    assert driver_threads("local[2]") == 2 and driver_threads("local") == 1
+    assert driver_threads("spark://127.0.0.1:7077") == 1
