@@ -208,6 +208,34 @@ def test_training_is_deterministic_and_shard_independent():
     assert tok.decode(tok.encode("the cat sat")) == "the cat sat"
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 50), st.sampled_from([0, 1, 2]),
+                          st.lists(st.integers(-1, 9), min_size=1, max_size=6)), min_size=1, max_size=10),
+       st.integers(1, 1000))
+def test_pruning_losses_kernel_matches_twin(rows, sentence_total):
+    freq = np.array([row[0] for row in rows] + [0] * 10, np.float64)[:max(10, len(rows))]
+    order = np.arange(len(rows), dtype=np.int64)
+    status = np.array([row[1] for row in rows], np.int8)
+    alt_offsets = np.cumsum([0] + [len(row[2]) for row in rows]).astype(np.int64)
+    alt_ids = np.array([a for row in rows for a in row[2]], np.int64)
+    total = float(freq[order].sum()) + 1.0
+    losses = np.empty(len(rows), np.float64)
+    kt.pruning_losses(order, freq, status, alt_offsets, alt_ids, float(sentence_total), total, math.log(total),
+                      losses)
+    expected = ref.ref_pruning_losses(order, freq, status, alt_offsets, alt_ids, sentence_total, total,
+                                      math.log(total))
+    for got, want in zip(losses.tolist(), expected):
+        assert (math.isnan(got) and want is None) or got == want
+
+
+def test_pruning_losses_example():
+    losses = np.empty(1)
+    kt.pruning_losses(np.array([0]), np.array([2.0, 3.0, 4.0]), np.array([2], np.int8), np.array([0, 2]),
+                      np.array([1, 2]), 5.0, 10.0, math.log(10.0), losses)
+    expected = 0.4 * (math.log(2) - math.log(10) - (math.log(5) - math.log(12)) - (math.log(6) - math.log(12)))
+    assert math.isclose(losses[0], expected, rel_tol=1e-12)
+
+
 def test_chunk_blocks_cut_by_bytes():
     assert ug.chunk_blocks(np.array([0, 3, 6, 9]), 4).tolist() == [0, 2, 3]
     assert ug.chunk_blocks(np.array([0, 3, 6, 9]), 100).tolist() == [0, 3]

@@ -106,3 +106,20 @@ def ref_valid_piece(symbols: list[str], split_by_whitespace=True, treat_whitespa
             return False
         prev = script
     return True
+
+
+def ref_pruning_losses(order, freq, status, alt_offsets, alt_ids, sentence_total, total, log_total) -> list:
+    """Twin of ``pruning_losses``: the loss per position of ``order``, None where the kernel writes NaN."""
+    out = []
+    for i, k in enumerate(order):
+        f = float(freq[k])
+        if f == 0.0 or status[i] != 2:
+            out.append(None)
+            continue
+        alternatives = list(alt_ids[alt_offsets[i]:alt_offsets[i + 1]])
+        logsum_alt = math.log(total + f * (len(alternatives) - 1))
+        logprob_alt = 0.0
+        for a in alternatives:
+            logprob_alt += math.log((float(freq[a]) if a >= 0 else 0.0) + f) - logsum_alt
+        out.append((f / sentence_total) * ((math.log(f) - log_total) - logprob_alt))
+    return out

@@ -287,6 +287,32 @@ def piece_alternatives(table_keys, table_child, node_value, piece_score, unk_sco
     return written
 
 
+@kernel
+def pruning_losses(order, freq, status, alt_offsets, alt_ids, sentence_total, total, log_total, loss_out):
+    """SentencePiece's pruning loss of each piece (``PruneSentencePieces``): for position ``i`` of ``order``
+    (int64 piece ids) with ``status[i] == 2`` (int8, from :func:`piece_alternatives`) and ``freq[order[i]] > 0``
+    (float64 Viterbi frequencies), ``loss_out[i]`` (float64) = ``f / sentence_total * (log f - log_total -
+    sum(log(freq[a] + f) - log(total + f * (n - 1))))`` over its ``n`` alternatives ``a`` (-1: frequency 0);
+    other positions get NaN. The alternatives are summed left to right, as the Python twin does.
+    Example: f = 2, total = 10, alternatives with frequencies 3 and 4, sentence_total 5 -> 0.4 * (log 2 - log 10
+    - (log 5 - log 12) - (log 6 - log 12))."""
+    for i in range(len(order)):
+        f = freq[order[i]]
+        if f == 0.0 or status[i] != 2:
+            loss_out[i] = np.nan
+            continue
+        start = alt_offsets[i]
+        stop = alt_offsets[i + 1]
+        logsum_alt = math.log(total + f * ((stop - start) - 1))
+        logprob_alt = 0.0
+        for j in range(start, stop):
+            a = alt_ids[j]
+            alt_freq = freq[a] if a >= 0 else 0.0
+            logprob_alt += math.log(alt_freq + f) - logsum_alt
+        loss_out[i] = (f / sentence_total) * ((math.log(f) - log_total) - logprob_alt)
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------------- seeds
 @kernel
 def clipped_lcp(text, suffixes, limit, lcp_out):

@@ -588,30 +588,16 @@ def prune(trie: PieceTrie, scores: np.ndarray, order: np.ndarray, freq: np.ndarr
     freq_f = freq.astype(np.float64)
     total = float(freq_f[order].sum())
     log_total = math.log(total) if total > 0 else 0.0
-    kept: list[int] = []
-    candidates: list[tuple[float, int]] = []
-    for position, k in enumerate(order.tolist()):
-        if freq[k] == 0 or status[position] == 1:
-            continue
-        if status[position] == 0:
-            kept.append(k)
-            continue
-        alternatives = alt_ids[alt_offsets[position]:alt_offsets[position + 1]]
-        f = freq_f[k]
-        share = f / sentence_total
-        logprob_sp = math.log(f) - log_total
-        logsum_alt = math.log(total + f * (len(alternatives) - 1))
-        logprob_alt = 0.0
-        for a in alternatives.tolist():
-            alt_freq = freq_f[a] if a >= 0 else 0.0
-            logprob_alt += math.log(alt_freq + f) - logsum_alt
-        candidates.append((share * (logprob_sp - logprob_alt), k))
+    losses = np.empty(len(order), np.float64)
+    kt.pruning_losses(order.astype(np.int64), freq_f, status, alt_offsets, alt_ids, float(sentence_total), total,
+                      log_total, losses)
+    used = freq[order] != 0
+    kept = order[used & (status == 0)].tolist()
+    candidate_positions = np.flatnonzero(used & (status == 2))
+    candidate_ids = order[candidate_positions]
+    ranked = candidate_ids[np.lexsort((candidate_ids, -losses[candidate_positions]))]  # loss desc, then id
     target = max(desired, int(shrinking_factor * len(order)))
-    candidates.sort(key=lambda item: (-item[0], item[1]))
-    for _, k in candidates:
-        if len(kept) >= target:
-            break
-        kept.append(k)
+    kept.extend(ranked[:max(0, target - len(kept))].tolist())
     new_scores = np.full(len(scores), -np.inf)
     kept_array = np.asarray(kept, np.int64)
     new_scores[kept_array] = scores[kept_array]
