@@ -77,7 +77,8 @@ def read_text_lines(inputs: list[str]) -> tuple[np.ndarray, np.ndarray, list[str
     """``(data uint8, offsets int64, files)``: every line of local text files (plain, ``.gz``, ``.zst``; globs and
     directories expanded, sorted), split at ``\\n`` as Spark's text source does, without the newlines."""
     import glob
-    import gzip
+
+    from pipelines.readers import read_local_text_file
 
     files: list[str] = []
     for pattern in inputs:
@@ -85,7 +86,7 @@ def read_text_lines(inputs: list[str]) -> tuple[np.ndarray, np.ndarray, list[str
             raise ConfigError(f"--input {pattern}: --master none reads local files only; run with Spark "
                               "(--master local[*] or a cluster URL) for other filesystems")
         path = pattern[len("file://"):] if pattern.startswith("file://") else pattern
-        found = sorted(glob.glob(path)) if glob.has_magic(path) else [path]
+        found = sorted(glob.glob(path)) if glob.has_magic(path) else [path] if os.path.exists(path) else []
         for item in found:
             if os.path.isdir(item):
                 files.extend(sorted(os.path.join(item, f) for f in os.listdir(item)
@@ -98,20 +99,7 @@ def read_text_lines(inputs: list[str]) -> tuple[np.ndarray, np.ndarray, list[str
         if path.endswith((".jsonl", ".json", ".parquet")):
             raise ConfigError(f"--input {path}: --master none reads text files only (one document per line); "
                               "run with Spark for JSONL or Parquet")
-    parts = []
-    for path in files:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rb") as handle:
-                parts.append(handle.read())
-        elif path.endswith(".zst"):
-            import zstandard
-
-            with open(path, "rb") as handle, zstandard.ZstdDecompressor().stream_reader(
-                    handle, read_across_frames=True) as reader:
-                parts.append(reader.read())
-        else:
-            with open(path, "rb") as handle:
-                parts.append(handle.read())
+    parts = [read_local_text_file(path) for path in files]
     datas, offset_parts, base = [], [np.zeros(1, np.int64)], 0
     for blob in parts:
         raw = np.frombuffer(blob, np.uint8)

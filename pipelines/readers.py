@@ -295,27 +295,56 @@ def split_lines(data: bytes) -> list[bytes]:
     return lines
 
 
-def zstd_lines(batches: Iterator) -> Iterator:
-    """``mapInArrow`` step: (path, content) rows of ``.zst`` files -> ``line: binary`` rows, in batches."""
+def decompress_zstd(blob: bytes, path: str) -> bytes:
+    """The content of a ``.zst`` file (every frame); an invalid one is an :class:`InputError` naming ``path``."""
     import io
 
-    import pyarrow as pa
     import zstandard
+
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(blob), read_across_frames=True) as reader:
+            return reader.read()
+    except zstandard.ZstdError as exc:
+        raise InputError(
+            f"{path}: not a valid zstd file ({exc}); re-create or remove it, or rename it if it is not compressed"
+        ) from None
+
+
+def read_local_text_file(path: str) -> bytes:
+    """The decompressed bytes of one local text file (plain, ``.gz`` or ``.zst``), for the readers that run without
+    Spark. An unreadable, corrupt or truncated file is an :class:`InputError` naming it and the fix, as on the
+    Spark path."""
+    import gzip
+    import zlib
+
+    try:
+        with open(path, "rb") as handle:
+            blob = handle.read()
+    except OSError as exc:
+        raise InputError(
+            f"cannot read input file {path}: {exc.strerror or exc}; fix its permissions or remove it from --input"
+        ) from None
+    if path.endswith(".zst"):
+        return decompress_zstd(blob, path)
+    if path.endswith(".gz"):
+        try:
+            return gzip.decompress(blob)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(f"cannot read input file {path} ({type(exc).__name__}: {exc}): it is corrupt, truncated "
+                             "or not in the format its name says; re-create it, or remove it from --input") from None
+    return blob
+
+
+def zstd_lines(batches: Iterator) -> Iterator:
+    """``mapInArrow`` step: (path, content) rows of ``.zst`` files -> ``line: binary`` rows, in batches."""
+    import pyarrow as pa
 
     schema = pa.schema([("line", pa.binary())])
     for batch in batches:
         paths = batch.column("path").to_pylist()
         contents = batch.column("content")
         for i, path in enumerate(paths):
-            blob = contents[i].as_py() or b""
-            try:
-                with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(blob), read_across_frames=True) as reader:
-                    data = reader.read()
-            except zstandard.ZstdError as exc:
-                raise InputError(
-                    f"{path}: not a valid zstd file ({exc}); re-create or remove it, or rename it if it is not "
-                    "compressed"
-                ) from None
+            data = decompress_zstd(contents[i].as_py() or b"", path)
             lines = split_lines(data)
             del data
             for start in range(0, len(lines), _LINES_PER_BATCH):

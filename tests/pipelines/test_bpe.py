@@ -79,3 +79,32 @@ def test_train_job_without_spark_refuses_what_needs_spark(tmp_path, capsys):
     (tmp_path / "d.jsonl").write_text('{"text": "a"}\n')
     assert cli(base[:4] + [str(tmp_path / "d.jsonl")] + base[5:] + ["--holdout-fraction", "0"]) == 2
     assert "text files only" in capsys.readouterr().err
+
+
+def test_train_job_without_spark_reads_compressed_files_and_names_bad_ones(tmp_path, capsys):
+    import gzip
+
+    import zstandard
+
+    from jobs.cli import main as cli
+    from jobs.train_bpe import read_text_lines
+
+    text = b"a b c\nd e\n\nf\n"
+    (tmp_path / "plain.txt").write_bytes(text)
+    (tmp_path / "z.gz").write_bytes(gzip.compress(text))
+    (tmp_path / "z.zst").write_bytes(zstandard.ZstdCompressor().compress(text))
+    plain = read_text_lines([str(tmp_path / "plain.txt")])
+    for name in ("z.gz", "z.zst"):
+        data, offsets, _ = read_text_lines([str(tmp_path / name)])
+        assert data.tobytes() == plain[0].tobytes() and offsets.tolist() == plain[1].tolist() == [0, 5, 8, 8, 9]
+
+    (tmp_path / "bad.gz").write_bytes(gzip.compress(text)[:12])
+    (tmp_path / "bad.zst").write_bytes(b"not zstd at all")
+    base = ["train", "--algorithm", "bpe", "--vocab-size", "300", "--output", str(tmp_path / "m.model"),
+            "--master", "none", "--holdout-fraction", "0", "--quiet", "--input"]
+    for name, message in (("bad.gz", "it is corrupt, truncated"), ("bad.zst", "not a valid zstd file"),
+                          ("missing.txt", "no such file")):
+        assert cli(base + [str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert message in err and name in err
+    assert not (tmp_path / "m.model").exists()
