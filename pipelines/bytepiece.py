@@ -261,7 +261,7 @@ def reduce_ngram_buckets_partition(min_count: int) -> Callable:
                                np.frombuffer(count_column[i].as_py(), np.int64)))
         keys, counts = merge_tables(tables)
         del tables
-        kept = (keys < 0) | ((keys & 7) == 1) | (counts >= min_count)
+        kept = (keys < 0) | bp.kept_ngrams(keys, counts, min_count)  # side counts, then the model's rule
         distinct = int(np.count_nonzero(keys >= 0))
         keys = np.concatenate([keys[kept], np.asarray([_KEY_DISTINCT], np.int64)])
         counts = np.concatenate([counts[kept], np.asarray([distinct], np.int64)])

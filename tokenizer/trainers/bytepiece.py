@@ -297,6 +297,14 @@ class NgramModel:
         return float(self.log_probs[i]) if i < len(self.keys) and self.keys[i] == K.pack_ngram(gram) else -math.inf
 
 
+def kept_ngrams(keys: np.ndarray, counts: np.ndarray, min_count: int) -> np.ndarray:
+    """bool mask of the packed n-grams the model keeps: every single byte, and longer n-grams with
+    ``count >= min_count``. The same rule prunes the merged counts on the driver (:func:`build_ngram_model`) and
+    in Spark's reduce tasks, so only what the model needs is collected.
+    Example: keys of ``a``, ``ab``, ``abc`` with counts 1, 5, 2 and min_count 3 -> ``[True, True, False]``."""
+    return ((keys & 7) == 1) | (counts >= min_count)
+
+
 def build_ngram_model(keys, counts, settings: TrainSettings) -> NgramModel:
     """Prune the merged n-gram counts and turn them into BytePiece's conditional log probabilities (driver).
 
@@ -317,7 +325,7 @@ def build_ngram_model(keys, counts, settings: TrainSettings) -> NgramModel:
     present = np.isin(byte_keys, keys[lengths == 1])
     missing = byte_keys[~present]
     total += len(missing)
-    keep = (lengths == 1) | (counts >= settings.min_count)
+    keep = kept_ngrams(keys, counts, settings.min_count)
     keys = np.concatenate([keys[keep], missing])
     counts = np.concatenate([counts[keep], np.ones(len(missing), dtype=np.int64)])
     order = np.argsort(keys, kind="stable")
