@@ -59,8 +59,10 @@ MALFORMED = "__malformed"
 BAD_ROW_POLICIES = ("error", "skip", "keep")
 BAD_ROW_KINDS = ("null", "malformed", "invalid_utf8", "too_large")
 READERS = ("auto", "arrow", "spark")
-RESULT_SCHEMA = "partition int, attempt long, stem string, documents long, tokens long, bytes long, " \
-                "file_sizes string, stats string"
+#: One row of counts per task (both read paths); the Spark path's ``mapInArrow`` gets it as a Spark schema.
+RESULT_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int64()), ("stem", pa.string()),
+                           ("documents", pa.int64()), ("tokens", pa.int64()), ("bytes", pa.int64()),
+                           ("file_sizes", pa.string()), ("stats", pa.string())])
 
 
 @dataclass
@@ -257,7 +259,7 @@ def encode_partition(
     partition, attempt = _task_identity()
     result = encode_task(batches, partition=partition, attempt=attempt, model=model, model_sha256=model_sha256,
                          output=output, run_id=run_id, config=config, empty_schema=empty_schema)
-    yield pa.RecordBatch.from_pylist([result], schema=_RESULT_ARROW_SCHEMA)
+    yield pa.RecordBatch.from_pylist([result], schema=RESULT_SCHEMA)
 
 
 def encode_units(
@@ -283,11 +285,6 @@ def _task_identity() -> tuple[int, int]:
 
     context = TaskContext.get()
     return (context.partitionId(), context.taskAttemptId()) if context else (0, 0)
-
-
-_RESULT_ARROW_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int64()), ("stem", pa.string()),
-                                  ("documents", pa.int64()), ("tokens", pa.int64()), ("bytes", pa.int64()),
-                                  ("file_sizes", pa.string()), ("stats", pa.string())])
 
 
 def encode_task(
@@ -483,7 +480,7 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     The summary records the resolved options (``config``: every field of ``config`` after the config file and the
     command line were merged, defaults included, and the session's Spark master) and ``versions`` as given (the
     ``shardpiece tokenize`` job passes :func:`jobs.manifest.versions`; ``None`` records none)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
     config.validate()
     started = time.perf_counter()
@@ -548,7 +545,7 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
         progress.start()
         try:
             if plan is None:
-                rows = frame.mapInArrow(step, RESULT_SCHEMA).collect()
+                rows = frame.mapInArrow(step, from_arrow_schema(RESULT_SCHEMA)).collect()
             else:
                 from pipelines.arrow_read import assign_units, default_tasks
                 from pipelines.session import default_parallelism
