@@ -161,20 +161,12 @@ def escape_spaces(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np
 @functools.lru_cache(maxsize=1)
 def sentencepiece_script_table() -> np.ndarray:
     """int16 of shape ``(0x110000,)``: each code point's script as SentencePiece's piece rule compares it
-    (``IsValidSentencePiece``): Hiragana, Katakana and U+30FC count as Han, Inherited is ``SCRIPT_ANY`` (it takes
-    its neighbour's script), code points without a script are Common. Digits are Common (split_by_number).
-    ``SCRIPT_NAMES[sentencepiece_script_table()[ord("a")]] == "LATIN"``."""
-    from tokenizer.trainers.unicode_scripts import SCRIPT_NAMES, script_table
+    (:func:`~tokenizer.trainers.unicode_scripts.sentencepiece_scripts`), Inherited as ``SCRIPT_ANY`` (it takes its
+    neighbour's script). Digits are Common (split_by_number). ``SCRIPT_NAMES[sentencepiece_script_table()[ord("a")]]
+    == "LATIN"``."""
+    from tokenizer.trainers.unicode_scripts import sentencepiece_scripts
 
-    names = {name: i for i, name in enumerate(SCRIPT_NAMES)}
-    table = np.asarray(script_table()).astype(np.int16)
-    table[(table == names["HIRAGANA"]) | (table == names["KATAKANA"]) | (table == names["KATAKANAORHIRAGANA"])] = \
-        names["HANI"]
-    table[0x30FC] = names["HANI"]
-    table[table == names["UNKNOWN"]] = names["COMMON"]
-    table[table == names["INHERITED"]] = P.SCRIPT_ANY
-    table.flags.writeable = False
-    return table
+    return sentencepiece_scripts(P.SCRIPT_ANY)
 
 
 def chunk_spans(data, offsets, settings: BpeSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -84,3 +84,21 @@ def script_table() -> np.ndarray:
     table = np.repeat(pairs[:, 1].astype(np.int16), lengths)
     table.flags.writeable = False
     return table
+
+
+@functools.lru_cache(maxsize=2)
+def sentencepiece_scripts(inherited: int) -> np.ndarray:
+    """int16 of shape ``(0x110000,)``: each code point's script as SentencePiece's trainers compare it
+    (``IsValidSentencePiece``): Hiragana, Katakana and U+30FC count as Han, code points without a script are
+    Common, and Inherited ones get the caller's marker ``inherited`` (a negative value: they take their
+    neighbour's script). Read-only; one table per marker. Example: ``SCRIPT_NAMES[sentencepiece_scripts(-1)[0x3042]]``
+    (HIRAGANA LETTER A) is ``"HANI"``."""
+    names = {name: i for i, name in enumerate(SCRIPT_NAMES)}
+    table = np.array(script_table(), dtype=np.int16)
+    table[(table == names["HIRAGANA"]) | (table == names["KATAKANA"]) | (table == names["KATAKANAORHIRAGANA"])] = \
+        names["HANI"]
+    table[0x30FC] = names["HANI"]
+    table[table == names["UNKNOWN"]] = names["COMMON"]
+    table[table == names["INHERITED"]] = inherited
+    table.flags.writeable = False
+    return table

@@ -356,7 +356,7 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
         symbol_script = np.full(258, -1, np.int32)
         unit_offsets = offsets
     else:
-        from tokenizer.trainers.unicode_scripts import SCRIPT_NAMES, script_table
+        from tokenizer.trainers.unicode_scripts import sentencepiece_scripts
 
         code_points = np.frombuffer(data.tobytes().decode("utf-8").encode("utf-32-le"), dtype="<u4").astype(np.int64)
         starts = np.flatnonzero((data & 0xC0) != 0x80)
@@ -375,13 +375,7 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
         symbol_class = np.zeros(unk_id + 1, np.uint8)
         symbol_script = np.full(unk_id + 1, -1, np.int32)
         symbol_class[0] = symbol_class[unk_id] = 2
-        table = script_table()
-        names = {name: i for i, name in enumerate(SCRIPT_NAMES)}
-        han = names.get("HAN", names.get("HANI"))
-        merged = {names.get(n) for n in ("HIRAGANA", "HIRA", "KATAKANA", "KANA") if n in names}
-        inherited = {names.get(n) for n in ("INHERITED", "ZINH", "QAAI") if n in names}
-        unknown = {names.get(n) for n in ("UNKNOWN", "ZZZZ") if n in names} | {0}
-        common = names.get("COMMON", names.get("ZYYY"))
+        table = sentencepiece_scripts(-2)  # -2: Inherited, valid_pieces' marker for "the previous symbol's script"
         for k, c in enumerate(alphabet.tolist(), start=1):
             if c == 0x2581:
                 symbol_class[k] = 1
@@ -389,14 +383,7 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
                 symbol_class[k] = 2
             elif 0x30 <= c <= 0x39 or 0xFF10 <= c <= 0xFF19:
                 symbol_class[k] = 3
-            script = int(table[c])
-            if script in merged or c == 0x30FC:
-                script = han
-            elif script in inherited:
-                script = -2
-            elif script in unknown:
-                script = common
-            symbol_script[k] = script
+            symbol_script[k] = table[c]
     total_units = len(sym)
     text = np.zeros(total_units + n_chunks + 1, np.int32)
     # chunk i's units go to [unit_offsets[i] + i + 1, unit_offsets[i+1] + i + 1): a separator before each chunk
