@@ -11,7 +11,7 @@ from tokenizer.errors import ConfigError
 from tokenizer.kernels import bpe_train as K
 from tokenizer.kernels.bpe_train import count_spans, learn_merges
 from tokenizer.kernels.reference_bpe_train import (ref_chars_to_symbols, ref_count_chunk_table, ref_count_spans,
-                                                   ref_learn_merges, ref_weighted_char_counts)
+                                                   ref_learn_merges, ref_split_before, ref_weighted_char_counts)
 from tokenizer.trainers import bpe
 
 words_strategy = st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=9), min_size=1, max_size=6)
@@ -105,6 +105,26 @@ def test_piece_rules_hand_example():
     merges = run_kernel(words, [1], [1, 1, 1, 1], 10, 1, 16, attributes)
     # allowed: ▁▁ (all spaces), ▁a (leading ▁), aa; never a, (scripts), ▁▁a, or anything with the tab
     assert merges == [(0, 0, 1), (2, 2, 1)]
+
+
+@pytest.mark.parametrize("mode,delimiter", [(K.MODE_BEFORE_SPACE_SYMBOL, "\u2581".encode()),
+                                            (K.MODE_BEFORE_SPACE, b" "), (K.MODE_WHOLE_DOCUMENT, None)])
+@settings(max_examples=80, deadline=None)
+@given(texts=st.lists(st.text(alphabet="ab \u2581\u2585\u2580é中", max_size=10), max_size=6),
+       junk=st.lists(st.binary(max_size=5) | st.sampled_from([b"\xe2\x96", b"\x96\x81", b"\xe2"]), max_size=3))
+def test_split_before_modes_match_twin(mode, delimiter, texts, junk):
+    docs = [t.encode() for t in texts] + junk  # cut "▁" bytes at document ends never delimit
+    data, offsets = bpe.pack_texts(docs)
+    starts, ends, counts = K.count_chunk_table(mode, np.zeros(1, np.uint8), np.zeros(1, np.int16), data, offsets)
+    got = [data[a:b].tobytes() for a, b in zip(starts, ends)]
+    assert (got, counts.tolist()) == tuple(ref_count_chunk_table([ref_split_before(d, delimiter) for d in docs]))
+
+
+def test_split_before_example():
+    data = np.frombuffer(b"ab c", np.uint8)
+    assert K.split_before_end(K.MODE_BEFORE_SPACE, data, 0, 4) == 2
+    assert K.split_before_end(K.MODE_BEFORE_SPACE, data, 2, 4) == 4
+    assert ref_split_before(b"a b  c", b" ") == [b"a", b" b", b" ", b" c"]
 
 
 @settings(max_examples=100, deadline=None)

@@ -336,3 +336,44 @@ def test_close_to_sentencepiece_on_generated_text(tmp_path):
     sp_pieces = {sp.id_to_piece(i) for i in range(sp.get_piece_size())}
     our_pieces = {ours.id_to_piece(i).decode() for i in range(ours.vocab_size)}
     assert len(sp_pieces & our_pieces) / len(sp_pieces) > 0.8
+
+
+SPLIT_ALPHABET = ["a", "b", " ", "  ", "\u2581", "\u2585", "\u00e9", "\u4e2d", "\t", "<s>", "</s>", "<unk>", "<", "s>",
+                  "<u", "xy", "\ufb01"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(SPLIT_ALPHABET), max_size=8).map("".join).map(str.encode)
+                      | st.binary(max_size=6), max_size=8),
+       variant=st.sampled_from(ug.VARIANTS), split_ws=st.booleans(), suffix=st.booleans(), ws_only=st.booleans(),
+       dummy=st.booleans(), remove_extra=st.booleans(), max_length=st.sampled_from([0, 6, 4192]),
+       symbols=st.sampled_from([(), ("xy",), ("a", "<s")]), shard_cut=st.integers(0, 8))
+def test_chunk_count_kernel_path_matches_python_twin(texts, variant, split_ws, suffix, ws_only, dummy, remove_extra,
+                                                     max_length, symbols, shard_cut):
+    from tokenizer.trainers import bpe
+    from tokenizer.trainers.bytepiece import pack_texts
+
+    s = ug.UnigramSettings(vocab_size=400, variant=variant, split_by_whitespace=split_ws,
+                           treat_whitespace_as_suffix=suffix, allow_whitespace_only_pieces=ws_only,
+                           add_dummy_prefix=dummy, remove_extra_whitespaces=remove_extra,
+                           max_sentence_length=max_length, user_defined_symbols=symbols)
+    splitter = ug.ChunkSplitter(s)
+    want, want_skipped = splitter.split_python(texts)
+    got, skipped = splitter.split(texts)
+    assert (dict(got), skipped) == (dict(want), want_skipped)
+    # offsets that do not start at 0, and two shards merged, give the same table
+    data, offsets = pack_texts([b"zz"] + texts)
+    first = splitter.count(data, offsets[1:shard_cut + 2 if shard_cut < len(texts) else None])
+    second = splitter.count(data, offsets[min(shard_cut, len(texts)) + 1:])
+    merged = bpe.merge_chunk_counts(first[:3], second[:3])
+    blob = merged[0].tobytes()
+    table = {blob[a:b]: c for a, b, c in zip(merged[1][:-1].tolist(), merged[1][1:].tolist(), merged[2].tolist())}
+    assert table == dict(want)
+    assert first[3] + second[3] == want_skipped
+
+
+def test_chunk_count_example():
+    s = ug.UnigramSettings(vocab_size=100)
+    chunk_data, chunk_offsets, counts, skipped = ug.ChunkSplitter(s).count(*ug.pack([b"a b", b"a", "x\u2585".encode()]))
+    chunks = [chunk_data[a:b].tobytes().decode() for a, b in zip(chunk_offsets[:-1], chunk_offsets[1:])]
+    assert (chunks, counts.tolist(), skipped) == (["\u2581a", "\u2581b"], [2, 1], 1)

@@ -109,6 +109,31 @@ def count_spans(data, starts, ends, weights):
 
 
 MODE_SENTENCEPIECE = 3  # count_chunk_table's mode for SentencePiece-style chunks (1 and 2 are the regex patterns)
+MODE_BEFORE_SPACE_SYMBOL = 4  # a chunk starts at the document start and before each "▁" (E2 96 81)
+MODE_BEFORE_SPACE = 5  # a chunk starts at the document start and before each space (0x20)
+MODE_WHOLE_DOCUMENT = 6  # each (non-empty) document is one chunk
+
+
+@kernel
+def split_before_end(mode, data, pos, end):
+    """End (exclusive) of the chunk at ``data[pos]`` (``pos < end``) when chunks start before each delimiter:
+    ``"▁"`` (bytes E2 96 81) for ``MODE_BEFORE_SPACE_SYMBOL``, the space for ``MODE_BEFORE_SPACE``; the whole rest
+    for ``MODE_WHOLE_DOCUMENT``. The chunk ends at the next delimiter that starts after ``pos`` and lies wholly
+    before ``end`` (neither delimiter overlaps itself, so this is ``bytes.split`` with the delimiter kept at the
+    front of each later part). Example (space): ``b"ab c"`` from 0 -> 2, from 2 -> 4."""
+    if mode == MODE_BEFORE_SPACE:
+        stop = pos + 1
+        while stop < end and data[stop] != 0x20:
+            stop += 1
+        return stop
+    if mode == MODE_BEFORE_SPACE_SYMBOL:
+        stop = pos + 1
+        while stop + 2 < end:
+            if data[stop] == 0xE2 and data[stop + 1] == 0x96 and data[stop + 2] == 0x81:
+                return stop
+            stop += 1
+        return end
+    return end
 
 
 @kernel
@@ -116,7 +141,8 @@ def count_chunk_table(mode, char_class, script, data, offsets):
     """Pre-tokenize the documents ``data[offsets[i]:offsets[i + 1]]`` and count the distinct chunks, in one pass.
 
     ``mode`` 1 or 2: the GPT-2 / Llama-3 regex (``next_pretoken_end`` with ``char_class``); 3: SentencePiece-style
-    chunks of space-escaped text (``sentencepiece_chunk_end`` with ``script``). The open-addressing table starts
+    chunks of space-escaped text (``sentencepiece_chunk_end`` with ``script``); 4, 5, 6: a chunk before each
+    ``"▁"``, before each space, or whole documents (``split_before_end``; the unigram trainer's words). The open-addressing table starts
     small and doubles (a table sized to the data stays in cache). Returns ``(starts, ends, counts)`` (int64), one
     entry per distinct chunk in order of first occurrence: ``data[starts[k]:ends[k]]`` and its count.
     Example (mode 1): documents ``b"a a"``, ``b"a"`` -> chunks ``a`` x2, `` a`` x1: starts ``[0, 1]``, ends
@@ -136,6 +162,8 @@ def count_chunk_table(mode, char_class, script, data, offsets):
         while pos < end:
             if mode == MODE_SENTENCEPIECE:
                 stop = sentencepiece_chunk_end(script, data, pos, end)
+            elif mode >= MODE_BEFORE_SPACE_SYMBOL:
+                stop = split_before_end(mode, data, pos, end)
             else:
                 stop = next_pretoken_end(char_class, mode, data, pos, end)
             h = _span_hash(data, pos, stop)

@@ -104,6 +104,18 @@ def ref_count_chunk_table(chunks_per_document: list[list[bytes]]) -> tuple[list[
     return list(counts), list(counts.values())
 
 
+def ref_split_before(document: bytes, delimiter: bytes | None) -> list[bytes]:
+    """Twin of ``split_before_end`` over a whole document: a chunk starts at the start and before each
+    ``delimiter`` (``None``: the document is one chunk); no empty chunks.
+    ``ref_split_before(b"a b  c", b" ")`` -> ``[b"a", b" b", b" ", b" c"]``."""
+    if not document:
+        return []
+    if delimiter is None:
+        return [document]
+    parts = document.split(delimiter)
+    return ([parts[0]] if parts[0] else []) + [delimiter + p for p in parts[1:]]
+
+
 def ref_weighted_char_counts(spans: list[bytes], weights: list[int]) -> tuple[dict[int, int], int]:
     """Twin of ``weighted_char_counts``: ``({code point: weighted count}, weighted invalid bytes)``."""
     out: dict[int, int] = {}
