@@ -391,16 +391,13 @@ def _special_id(tokenizer, name: str) -> int:
 
 # ---------------------------------------------------------------------------------------------- driver
 def list_inputs(spark, inputs: Sequence[str]) -> tuple[list[InputFile], list[InputFile], str | None]:
-    """(non-empty files, empty files, guessed format) with sizes and modification times from Hadoop."""
+    """(non-empty files, empty files, guessed format) with sizes and modification times (ms, as ns)."""
     from pipelines.readers import detect_format, list_input_files
 
     listed = list_input_files(spark, list(inputs))
-    conf = spark._jsc.hadoopConfiguration()
 
     def status(path: str) -> InputFile:
-        hadoop_path = spark._jvm.org.apache.hadoop.fs.Path(path)
-        info = hadoop_path.getFileSystem(conf).getFileStatus(hadoop_path)
-        return InputFile(path, int(info.getLen()), int(info.getModificationTime()) * 1_000_000)
+        return InputFile(path, listed.sizes[path], listed.modified_ms[path] * 1_000_000)
 
     guessed = detect_format(listed.files + listed.empty_files)
     return [status(p) for p in listed.files], [status(p) for p in listed.empty_files], guessed

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from pipelines.readers import detect_format, list_input_files, read_corpus, split_lines
+from pipelines.readers import _list_hadoop, detect_format, list_input_files, list_local_files, read_corpus, split_lines
 from tokenizer.errors import InputError
 
 pytestmark = pytest.mark.spark
@@ -64,6 +65,38 @@ def test_directories_recurse_and_skip_hidden_files(spark, tmp_path):
     listed = list_input_files(spark, [str(tmp_path)])
     assert [f.rsplit("/", 1)[1] for f in listed.files] == ["x.txt", "y.txt"]
     assert documents(read_corpus(spark, [f"file://{tmp_path}"])) == [b"one", b"two"]
+
+
+def test_local_listing_equals_hadoop_listing(spark, tmp_path):
+    """The in-process lister gives Hadoop's path strings, sizes and millisecond mtimes, for files, directories
+    (hidden and ``_`` names skipped inside them), globs (which keep hidden matches), relative paths and ``file:``
+    URIs; specs it does not take are left to Hadoop."""
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "d" / ".hid").mkdir()
+    (tmp_path / "d" / "sub" / "x.txt").write_bytes(b"one\n")
+    (tmp_path / "d" / ".hid" / "h.txt").write_bytes(b"h\n")
+    (tmp_path / "d" / "_temporary.txt").write_bytes(b"t\n")
+    (tmp_path / "d" / "empty.txt").write_bytes(b"")
+    (tmp_path / "a.parquet").write_bytes(b"12345")
+    (tmp_path / ".b.parquet").write_bytes(b"123")
+    (tmp_path / "c-1.txt").write_bytes(b"c")
+    specs = [str(tmp_path / "d"), f"file://{tmp_path}/d", f"file:{tmp_path}/a.parquet", str(tmp_path / "*.parquet"),
+             str(tmp_path / "c-?.txt"), os.path.relpath(tmp_path / "d" / "sub"), f"{tmp_path}/d/../a.parquet", str(tmp_path / "d" / ".hid" / "h.txt")]
+    for spec in specs:
+        ours = list_local_files(spec)
+        sizes, modified = {}, {}
+        _list_hadoop(spark, [spec], sizes, modified)
+        assert ours == {p: (sizes[p], modified[p]) for p in sizes}, spec
+    assert list_local_files(str(tmp_path / "nothing-*.txt")) == {}
+    for spec in ("hdfs://host/x", "s3a://bucket/x", str(tmp_path / "{a,b}.parquet"), str(tmp_path / "[ab].txt"),
+                 str(tmp_path / "with space.txt"), "file://host/x", f"{tmp_path}//a.parquet"):
+        assert list_local_files(spec) is None, spec
+    listed = list_input_files(spark, [str(tmp_path / "d"), str(tmp_path / "{a,c-1}.*")])
+    assert [f.rsplit("/", 1)[1] for f in listed.files] == ["a.parquet", "c-1.txt", "x.txt"]
+    assert [f.rsplit("/", 1)[1] for f in listed.empty_files] == ["empty.txt"]
+    assert listed.total_bytes == 4 + 5 + 1
+    with pytest.raises(InputError, match="matches no file"):
+        list_input_files(spark, [str(tmp_path / "missing.txt")])
 
 
 def test_invalid_utf8_bytes_are_kept_and_counted(spark, tmp_path):
