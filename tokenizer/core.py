@@ -34,6 +34,8 @@ UNK_PENALTY = np.float32(10.0)            # SentencePiece's kUnkPenalty
 FLOAT32_MAX = np.float32(np.finfo(np.float32).max)
 FLOAT32_TINY = np.float32(np.finfo(np.float32).tiny)  # SentencePiece starts max_score at FLT_MIN
 _MIN_BYTES_PER_THREAD = 1 << 16
+_MIN_BYTES_PER_RANGE = 1 << 14
+_RANGES_PER_THREAD = 8
 _MAX_CACHED_BUFFER = 1 << 20  # per-thread encode() buffers kept for texts up to this many bytes
 
 
@@ -49,6 +51,33 @@ def byte_piece_value(piece: bytes) -> int:
         except ValueError:
             pass
     raise ModelError(f"BYTE piece {piece!r} is not of the form <0xAB>")
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _thread_pool(workers: int) -> ThreadPoolExecutor:
+    """The process's encoding threads (at least ``workers``, by default one per core), started on first use and
+    kept, so a batch call pays no thread start-up. A forked child starts its own (the parent's threads do not
+    exist there)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL._max_workers < workers:
+            old = _POOL
+            _POOL = ThreadPoolExecutor(max_workers=max(workers, os.cpu_count() or 1),
+                                       thread_name_prefix="shardpiece-encode")
+            if old is not None:
+                old.shutdown(wait=False)
+        return _POOL
+
+
+def _forget_pool_after_fork() -> None:
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 class CompiledModel:
@@ -578,16 +607,27 @@ class Tokenizer:
         if threads == 1:
             ids, out_offsets = self._encode_documents(data, offsets, valid, 0, n, bos, eos)
         else:
-            targets = offsets[0] + np.arange(1, threads) * (total_bytes / threads)
+            # More ranges than threads, taken in turn by whichever thread is free (the calling thread included),
+            # so that uneven ranges do not leave a core idle at the end.
+            pieces = max(threads, min(threads * _RANGES_PER_THREAD, total_bytes // _MIN_BYTES_PER_RANGE + 1, n))
+            targets = offsets[0] + np.arange(1, pieces) * (total_bytes / pieces)
             cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets[:-1], targets), [n]]).astype(np.int64))
             ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+            parts: list = [None] * len(ranges)
+            next_range = iter(range(len(ranges)))  # shared; next() on it is atomic under the GIL
 
-            def encode(document_range):
-                return self._encode_documents(data, offsets, valid, *document_range, bos, eos)
+            def work() -> None:
+                for k in next_range:
+                    parts[k] = self._encode_documents(data, offsets, valid, *ranges[k], bos, eos)
 
-            with ThreadPoolExecutor(max_workers=max(1, len(ranges) - 1)) as pool:  # the caller takes range 0
-                others = [pool.submit(encode, r) for r in ranges[1:]]
-                parts = [encode(ranges[0])] + [future.result() for future in others]
+            helpers = min(threads, len(ranges)) - 1
+            pool = _thread_pool(helpers)
+            others = [pool.submit(work) for _ in range(helpers)]
+            try:
+                work()
+            finally:
+                for future in others:
+                    future.result()
             ids = np.concatenate([part_ids for part_ids, _ in parts])
             out_offsets = np.empty(n + 1, dtype=np.int64)
             out_offsets[0] = 0

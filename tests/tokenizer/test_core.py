@@ -98,6 +98,33 @@ def test_loads_sentencepiece_model_by_content(tmp_path):
     assert tok.encode("hello world") == sp.encode("hello world")
 
 
+def test_threaded_ranges_are_shared_and_stitched_in_order():
+    """Many ranges per thread, taken by whichever thread is free (more threads than cores too): the ids and
+    offsets equal one thread's, with nulls and empty texts among the documents."""
+    import pyarrow as pa
+
+    tok = Tokenizer(Model.byte_level([b"ab", b"abc", b"\xe4\xb8\xad"], [-1.0, -1.5, -0.5]))
+    texts = [("abcab" * (i % 11) + "中" * (i % 5)) if i % 13 else None for i in range(40000)] + [""]
+    array = pa.array(texts, pa.string())
+    expected = tok.encode_batch(array, num_threads=1)
+    for threads in (2, 3, 7):
+        assert tok.encode_batch(array, num_threads=threads).equals(expected)
+    assert tok.encode_batch([t or "" for t in texts], num_threads=3) == \
+        [tok.encode(t or "") for t in texts]
+
+
+def test_threads_work_in_a_forked_child():
+    """The encoding threads are per process: a child forked after the parent used them starts its own."""
+    import multiprocessing
+
+    tok = Tokenizer(Model.byte_level([b"ab", b"abc"], [-1.0, -1.5]))
+    texts = ["abcab" * 50] * 2000
+    expected = tok.encode_batch(texts, num_threads=2)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        result = pool.apply_async(tok.encode_batch, (texts,), {"num_threads": 2})
+        assert result.get(timeout=120) == expected
+
+
 def test_split_ids_cuts_flat_ids_into_lists_and_restores_the_collector():
     import gc
 
