@@ -438,14 +438,11 @@ class Tokenizer:
             data = self.normalizer.normalize(data)
         compiled = self.compiled
         splitter = self.added_token_splitter
-        if splitter is not None and splitter.needs_split(raw, data):
-            raise InputError("alpha=/dropout=/seed= sampling is not available for texts with added tokens")
-        if alpha is not None or dropout is not None:
-            ids = self._encode_sampled(compiled, data, alpha, dropout, seed)
-        else:
-            if seed is not None:
-                raise InputError("seed only matters with alpha= (unigram sampling) or dropout= (BPE-dropout)")
-            return compiled.encode_one(data, bos, eos)
+        if alpha is None and dropout is None:
+            raise InputError("seed only matters with alpha= (unigram sampling) or dropout= (BPE-dropout)")
+        # added tokens are kept as they are; each stretch between them is sampled on its own
+        parts = splitter.split(raw) if splitter is not None and splitter.needs_split(raw, data) else [data]
+        ids = self._encode_sampled(compiled, parts, alpha, dropout, seed)
         if bos >= 0:
             ids.insert(0, bos)
         if eos >= 0:
@@ -484,13 +481,11 @@ class Tokenizer:
         self._encode_plain = encode_plain
         return encode_plain
 
-    def _encode_sampled(self, compiled: CompiledModel, data: bytes, alpha, dropout, seed) -> list[int]:
+    def _encode_sampled(self, compiled: CompiledModel, parts: list, alpha, dropout, seed) -> list[int]:
+        """Sampled ids of ``parts``: normalized stretches (bytes), each sampled with one random stream, and the ids
+        of added tokens between them (int), kept."""
         from tokenizer.kernels.random import new_state
 
-        rng = new_state(seed)
-        array = np.frombuffer(data, dtype=np.uint8)
-        n = len(data)
-        out = np.empty(n + 1, dtype=np.int32)
         if compiled.byte_level is not None:
             raise InputError("alpha=/dropout= sampling is not available for byte_level (regex pre-split) models")
         if compiled.is_bpe:
@@ -501,10 +496,10 @@ class Tokenizer:
                 raise InputError(f"dropout={dropout!r} must be a probability in [0, 1]")
             from tokenizer.kernels.bpe import bpe_into
 
-            total = bpe_into(compiled.units, compiled.merge_score,
-                             compiled.is_user_defined, compiled.byte_to_id, compiled.byte_mode, compiled.unk_id,
-                             compiled.byte_fallback, compiled.has_user_defined, p, rng, array, 0, n,
-                             *compiled.work_buffers(n), out, 0)
+            def sample(array, n, rng, out):
+                return bpe_into(compiled.units, compiled.merge_score, compiled.is_user_defined, compiled.byte_to_id,
+                                compiled.byte_mode, compiled.unk_id, compiled.byte_fallback,
+                                compiled.has_user_defined, p, rng, array, 0, n, *compiled.work_buffers(n), out, 0)
         else:
             if dropout is not None:
                 raise InputError("dropout= applies to BPE models; this is a unigram model: use alpha=")
@@ -514,15 +509,28 @@ class Tokenizer:
             from tokenizer.kernels.unigram import sample_into
 
             width = compiled.max_piece_length + 1
-            total = sample_into(compiled.units, compiled.piece_score,
-                                compiled.byte_to_id, compiled.byte_mode, compiled.split_after_newlines,
-                                compiled.unk_id, compiled.byte_fallback, compiled.unk_score, a, rng, array, 0, n,
-                                np.empty(n + 1, np.float64), np.empty(n + 1, np.int32), np.empty(width, np.int32),
-                                np.empty(width, np.int32), np.empty(width, np.float64), out, 0)
-        if total < 0:
-            raise InputError("the text contains characters the model cannot represent (no <unk> piece and no "
-                             "byte fallback): use a byte-level or byte_fallback model, or remove them")
-        return out[:total].tolist()
+
+            def sample(array, n, rng, out):
+                return sample_into(compiled.units, compiled.piece_score, compiled.byte_to_id, compiled.byte_mode,
+                                   compiled.split_after_newlines, compiled.unk_id, compiled.byte_fallback,
+                                   compiled.unk_score, a, rng, array, 0, n, np.empty(n + 1, np.float64),
+                                   np.empty(n + 1, np.int32), np.empty(width, np.int32), np.empty(width, np.int32),
+                                   np.empty(width, np.float64), out, 0)
+
+        rng = new_state(seed)
+        ids: list[int] = []
+        for part in parts:
+            if isinstance(part, int):
+                ids.append(part)
+                continue
+            n = len(part)
+            out = np.empty(n + 1, dtype=np.int32)
+            total = sample(np.frombuffer(part, dtype=np.uint8), n, rng, out)
+            if total < 0:
+                raise InputError("the text contains characters the model cannot represent (no <unk> piece and no "
+                                 "byte fallback): use a byte-level or byte_fallback model, or remove them")
+            ids.extend(out[:total].tolist())
+        return ids
 
     def encode_batch(self, texts, *, num_threads: int | None = None, add_bos: bool = False,
                      add_eos: bool = False):

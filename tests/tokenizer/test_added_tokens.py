@@ -80,6 +80,34 @@ def test_encode_decode_and_model_file_keep_added_tokens(tmp_path):
     assert loaded.encode("ab<s>[X]  ab") == [256, 257, 258, 256]
 
 
+@settings(max_examples=60, deadline=None)
+@given(text=texts_with(["<s>", "[X]"]), seed=st.integers(0, 2**32), alpha=st.sampled_from([0.0, 0.5, 2.0]))
+def test_sampling_keeps_added_tokens_and_samples_the_stretches(text, seed, alpha):
+    """alpha= sampling on a text with added tokens: the tokens' ids stay where the deterministic encoding puts
+    them, each stretch between them is a sampled segmentation that decodes to that stretch, and a seed repeats."""
+    tokens = [AddedToken(257, "<s>", special=True, normalized=False, lstrip=True),
+              AddedToken(258, "[X]", normalized=False, rstrip=True)]
+    tok = Tokenizer(model_with_added(tokens, [b"<s>", b"[X]"]))
+    sampled = tok.encode(text, alpha=alpha, seed=seed)
+    assert sampled == tok.encode(text, alpha=alpha, seed=seed)
+    assert tok.decode(sampled) == tok.decode(tok.encode(text))
+    best = tok.encode(text)
+    assert [i for i in sampled if i in (257, 258)] == [i for i in best if i in (257, 258)]
+    stretches = AddedTokenSplitter(tokens, Identity()).split(text.encode("utf-8", "surrogatepass"))
+    start = 0
+    for part in stretches:  # each stretch decodes on its own: no sampled piece crosses an added token
+        if isinstance(part, int):
+            assert sampled[start] == part
+            start += 1
+            continue
+        end = start
+        while end < len(sampled) and sampled[end] not in (257, 258):
+            end += 1
+        assert tok.decode_bytes(sampled[start:end]) == part
+        start = end
+    assert start == len(sampled)
+
+
 def test_malformed_added_token_lists_are_refused():
     with pytest.raises(ModelError, match="outside the vocabulary"):
         Model([b"a", b"<s>"], np.zeros(2), [1, 3], pretokenizer={"name": "none",
