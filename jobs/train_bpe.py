@@ -189,6 +189,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     from pipelines.bpe import train_bpe_spark
     from pipelines.readers import read_corpus
     from pipelines.session import build_session
+    from pipelines.unigram import counting_session_options
     from tokenizer.model import write_atomic
 
     settings = settings_from(args)  # fail before Spark starts
@@ -197,8 +198,11 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     if args.partitions is not None and args.partitions < 1:
         raise ConfigError(f"--partitions {args.partitions}: use 1 or more")
     wall = time.perf_counter()
+    # a lean local driver JVM and one Python worker at a time counting its shards on every local core (threads,
+    # pipelines.session.task_threads), kept for all tasks (see counting_session_options)
     spark = build_session(args.master, app_name="shardpiece-train-bpe", driver_memory=args.driver_memory,
-                          shuffle_partitions=args.partitions)
+                          shuffle_partitions=args.partitions, small_driver=True, single_worker=True,
+                          extra=counting_session_options(args.master))
     progress(f"[spark] session on {spark.sparkContext.master} in {time.perf_counter() - wall:.1f} s")
     corpus = read_corpus(spark, args.input, input_format=args.input_format, text_column=args.text_column,
                          partitions=args.partitions)

@@ -100,6 +100,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     from jobs.evaluate import bytes_per_token
     from pipelines.readers import read_corpus
     from pipelines.session import build_session
+    from pipelines.unigram import counting_session_options
     from pipelines.unigram import train_unigram
     from tokenizer.model import write_atomic
 
@@ -109,8 +110,11 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     all_settings = {size: settings_from(args, size) for size in sizes}  # fail before Spark starts
     paths, manifest_path = model_paths(args.output, sizes, "unigram")
     wall = time.perf_counter()
+    # a lean local driver JVM and one Python worker at a time counting its shards on every local core (threads,
+    # pipelines.session.task_threads), kept for all tasks (see counting_session_options)
     spark = build_session(args.master, app_name="shardpiece-train-unigram", driver_memory=args.driver_memory,
-                          shuffle_partitions=args.partitions)
+                          shuffle_partitions=args.partitions, small_driver=True, single_worker=True,
+                          extra=counting_session_options(args.master))
     progress(f"[spark] session on {spark.sparkContext.master} in {time.perf_counter() - wall:.1f} s")
     corpus = read_corpus(spark, args.input, input_format=args.input_format, text_column=args.text_column,
                          partitions=args.partitions)

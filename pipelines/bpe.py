@@ -1,8 +1,8 @@
 """BPE training as Spark steps around :mod:`tokenizer.trainers.bpe`::
 
     documents (text: binary)
-      -> mapInArrow: count_chunks per ~8 MB shard (one Numba pass: pre-tokenize + hash count -> chunk bytes and
-         counts as arrays), merge_chunk_counts over the partition's shards
+      -> mapInArrow: count_chunks per ~2 MB shard (one Numba pass: pre-tokenize + hash count -> chunk bytes and
+         counts as arrays), the task's threads counting shards at once, merge_chunk_counts over the partition
          -> rows (chunk: binary, count: long), once per partition
       -> groupBy(chunk).sum(count)                  exact integer reduce, spillable
       -> collect the chunk count table, sorted by bytes (the driver's memory bound: every distinct chunk)
@@ -28,23 +28,31 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from pipelines.bytepiece import SHARD_BYTES, StageReport, TrainResult, binary_array, iter_shards
+from pipelines.bytepiece import (SHARD_BYTES, StageReport, TrainResult, binary_array, binary_buffers, iter_shards,
+                                map_shards)
 from tokenizer.errors import InputError
 from tokenizer.trainers import bpe
 
 
-def count_chunks_partition(settings: bpe.BpeSettings, shard_bytes: int = SHARD_BYTES) -> Callable:
+def count_chunks_partition(settings: bpe.BpeSettings, shard_bytes: int = SHARD_BYTES, threads: int = 1) -> Callable:
     """The ``mapInArrow`` function: ``(chunk: binary, count: long)`` rows of one partition, plus one row with a
-    null chunk holding the partition's document count."""
+    null chunk holding the partition's document count. ``threads`` shards are counted at once
+    (:func:`~pipelines.bytepiece.map_shards`; the kernels release the GIL) and summed in shard order."""
 
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
+        bpe.P.char_class_table(), bpe.sentencepiece_script_table()  # cached tables, built before the threads
         total = bpe.empty_chunk_counts()
         documents = 0
-        for data, offsets in iter_shards(batches, shard_bytes):
-            documents += len(offsets) - 1
-            total = bpe.merge_chunk_counts(total, bpe.count_chunks(data, offsets, settings))
+
+        def count(shard):
+            data, offsets = shard
+            return len(offsets) - 1, bpe.count_chunks(data, offsets, settings)
+
+        for shard_documents, table in map_shards(count, iter_shards(batches, shard_bytes), threads):
+            documents += shard_documents
+            total = bpe.merge_chunk_counts(total, table)
         chunk_data, chunk_offsets, counts = total
         if len(counts):
             yield pa.RecordBatch.from_arrays(
@@ -56,26 +64,34 @@ def count_chunks_partition(settings: bpe.BpeSettings, shard_bytes: int = SHARD_B
     return run
 
 
-def reduce_chunks(documents, settings: bpe.BpeSettings,
-                  shard_bytes: int = SHARD_BYTES) -> tuple[list[bytes], np.ndarray, int]:
-    """``(chunks sorted by bytes, counts, documents)`` over a DataFrame of documents (``text: binary``)."""
+def reduce_chunks(documents, settings: bpe.BpeSettings, shard_bytes: int = SHARD_BYTES,
+                  threads: int | None = None) -> tuple[list[bytes], np.ndarray, int]:
+    """``(chunks sorted by bytes, counts, documents)`` over a DataFrame of documents (``text: binary``);
+    ``threads`` counting threads per task (default: the session's :func:`~pipelines.session.task_threads`)."""
+    import pyarrow.compute as pc
     from pyspark.sql import functions as F
 
-    counted = documents.mapInArrow(count_chunks_partition(settings, shard_bytes), "chunk binary, count long")
+    from pipelines.session import task_threads
+
+    threads = task_threads(documents.sparkSession) if threads is None else max(1, int(threads))
+    counted = documents.mapInArrow(count_chunks_partition(settings, shard_bytes, threads), "chunk binary, count long")
     table = counted.groupBy("chunk").agg(F.sum("count").alias("count")).toArrow()
-    chunks = table.column("chunk").to_pylist()
     counts = table.column("count").to_numpy().astype(np.int64)
-    n_documents = int(sum(int(c) for p, c in zip(chunks, counts.tolist()) if p is None))
-    keep = [i for i, p in enumerate(chunks) if p is not None]
-    pieces = [bytes(chunks[i]) for i in keep]
-    order = sorted(range(len(pieces)), key=pieces.__getitem__)
-    return [pieces[i] for i in order], counts[keep][order], n_documents
+    column = table.column("chunk").combine_chunks()
+    is_null = column.is_null().to_numpy(zero_copy_only=False)
+    n_documents = int(counts[is_null].sum())
+    kept = column.filter(pc.invert(column.is_null()))
+    data, offsets = binary_buffers(kept)
+    chunk_data, chunk_offsets = bpe.K.gather_spans(np.ascontiguousarray(data, np.uint8), offsets[:-1], offsets[1:])
+    chunks, sorted_counts = bpe.sort_chunks(chunk_data, chunk_offsets, counts[~is_null])
+    return chunks, sorted_counts, n_documents
 
 
 def train_bpe_spark(documents, settings: bpe.BpeSettings, *, provenance: dict | None = None,
                     progress: Callable[[str], None] = lambda message: None,
-                    shard_bytes: int = SHARD_BYTES) -> TrainResult:
-    """Train BPE models (one per ``settings.vocab_sizes``) on a DataFrame of documents (``text: binary``)."""
+                    shard_bytes: int = SHARD_BYTES, threads: int | None = None) -> TrainResult:
+    """Train BPE models (one per ``settings.vocab_sizes``) on a DataFrame of documents (``text: binary``);
+    ``threads``: counting threads per task (default: the session's task cores); same models for any value."""
     settings.validate()
     stages: list[StageReport] = []
 
@@ -87,7 +103,7 @@ def train_bpe_spark(documents, settings: bpe.BpeSettings, *, provenance: dict | 
 
     started = time.perf_counter()
     progress(f"[chunks] pre-tokenizing ({settings.pretokenizer}) and counting chunks per partition, then reducing")
-    chunks, counts, n_documents = reduce_chunks(documents, settings, shard_bytes)
+    chunks, counts, n_documents = reduce_chunks(documents, settings, shard_bytes, threads)
     if not chunks:
         raise InputError("the corpus has no text (every document is empty): check --input and --text-column")
     stage("chunks", started, documents=n_documents, distinct_chunks=len(chunks), chunks=int(counts.sum()))

@@ -1,7 +1,8 @@
 """SentencePiece-style unigram training as Spark steps around :mod:`tokenizer.trainers.unigram`::
 
     documents (text: binary)
-      -> mapInArrow: ChunkSplitter (normalize, meta pieces -> boundary, split at "▁") per partition
+      -> mapInArrow: ChunkSplitter.count (normalize, meta pieces -> boundary, split at "▁", hash count: Numba)
+         per ~2 MB shard on the task's threads, the shards' tables summed per partition
          -> rows (chunk: binary, count: long)
       -> groupBy(chunk).sum(count)                        exact integer reduce
       -> the chunk table: collected and sorted on the driver (seeds, M-step and pruning run there)
@@ -27,66 +28,88 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from pipelines.bytepiece import StageReport, binary_array, binary_buffers
+from pipelines.bytepiece import SHARD_BYTES, StageReport, binary_array, binary_buffers, iter_shards, map_shards
+from tokenizer.trainers import bpe
 from tokenizer.trainers import unigram as ug
 
 DRIVER_ESTEP_MAX_BYTES = 512 << 20
 ESTEP_MODES = ("auto", "driver", "spark")
 
 
-def split_partition(settings: ug.UnigramSettings) -> Callable:
-    """The ``mapInArrow`` function of the chunk count: (chunk: binary, count: long) rows, plus one row with an
-    empty chunk whose count is the number of skipped sentences negated (empty chunks never occur otherwise)."""
+COUNT_SPLIT_BYTES = 32 << 20  # input split of a local single-worker session (its default, 4 MB, suits BytePiece)
+
+
+def counting_session_options(master: str | None) -> dict[str, str]:
+    """Spark options (``build_session(extra=...)``) of the unigram and BPE jobs' lean local session
+    (``small_driver``, ``single_worker``): one Python worker kept for every task (``spark.python.worker.reuse``;
+    a new worker per task costs ~1 s of imports and kernel loading, serially) and input splits of up to 32 MB
+    (counting chunks holds a few bytes per text byte, not BytePiece's ~30, so fewer, larger tasks are safe).
+    Nothing for cluster masters. Example: ``counting_session_options("local[2]")["spark.python.worker.reuse"]``
+    -> ``"true"``."""
+    from pipelines.session import is_local_master, session_config
+
+    if not is_local_master(session_config(master)["spark.master"]):
+        return {}
+    return {"spark.python.worker.reuse": "true", "spark.sql.files.maxPartitionBytes": str(COUNT_SPLIT_BYTES)}
+
+
+def split_partition(settings: ug.UnigramSettings, threads: int = 1, shard_bytes: int = SHARD_BYTES) -> Callable:
+    """The ``mapInArrow`` function of the chunk count: the partition's ~``shard_bytes`` shards counted by
+    ``threads`` threads at once (:meth:`~tokenizer.trainers.unigram.ChunkSplitter.count`, Numba, nogil), the
+    tables summed (``merge_chunk_counts``); yields (chunk: binary, count: long) rows, plus one row with an empty
+    chunk whose count is the number of skipped sentences negated (empty chunks never occur otherwise)."""
 
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
         splitter = ug.ChunkSplitter(settings)
-        total = None
+        splitter.normalizer, splitter.meta_pattern  # built once, before the threads share them
+        total = bpe.empty_chunk_counts()
         skipped = 0
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            data, offsets = binary_buffers(batch.column(0))
-            blob = data.tobytes()
-            texts = [blob[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]
-            counts, dropped = splitter.split(texts)
+        for chunk_data, chunk_offsets, counts, dropped in map_shards(lambda shard: splitter.count(*shard),
+                                                                     iter_shards(batches, shard_bytes), threads):
             skipped += dropped
-            if total is None:
-                total = counts
-            else:
-                total.update(counts)
-        chunks = sorted(total) if total else []
-        values = [total[c] for c in chunks] + [-skipped]
-        chunks.append(b"")
-        data, offsets = ug.pack(chunks)
-        yield pa.RecordBatch.from_arrays([binary_array(data, offsets), pa.array(values, pa.int64())],
+            total = bpe.merge_chunk_counts(total, (chunk_data, chunk_offsets, counts))
+        chunk_data, chunk_offsets, counts = total
+        if len(counts):
+            yield pa.RecordBatch.from_arrays(
+                [binary_array(chunk_data, chunk_offsets), pa.array(np.asarray(counts, np.int64), pa.int64())],
+                names=["chunk", "count"])
+        yield pa.RecordBatch.from_arrays([pa.array([b""], pa.binary()), pa.array([-skipped], pa.int64())],
                                          names=["chunk", "count"])
 
     return run
 
 
-def count_chunks(documents, settings: ug.UnigramSettings):
-    """The reduced chunk table as a DataFrame (chunk, count) and the number of skipped sentences."""
+def count_chunks(documents, settings: ug.UnigramSettings, threads: int | None = None,
+                 shard_bytes: int = SHARD_BYTES):
+    """The reduced chunk table as a DataFrame (chunk, count); the empty chunk's count is minus the number of
+    skipped sentences. ``threads``: counting threads per task (default: the session's
+    :func:`~pipelines.session.task_threads`)."""
     from pyspark.sql import functions as F
 
-    counted = documents.select("text").mapInArrow(split_partition(settings), "chunk binary, count long")
+    from pipelines.session import task_threads
+
+    threads = task_threads(documents.sparkSession) if threads is None else max(1, int(threads))
+    counted = documents.select("text").mapInArrow(split_partition(settings, threads, shard_bytes),
+                                                   "chunk binary, count long")
     return counted.groupBy("chunk").agg(F.sum("count").alias("count"))
 
 
 def collect_table(table) -> tuple[list[bytes], np.ndarray, int]:
+    """``(chunks sorted by bytes, int64 counts, skipped sentences)`` of the reduced table."""
     arrow = table.toArrow()
-    chunks = [bytes(c) for c in arrow.column("chunk").to_pylist()]
+    column = arrow.column("chunk").combine_chunks()
     counts = arrow.column("count").to_numpy().astype(np.int64)
-    skipped = 0
-    kept = {}
-    for chunk, count in zip(chunks, counts.tolist()):
-        if chunk:
-            kept[chunk] = count
-        else:
-            skipped = -count
-    sorted_chunks, sorted_counts = ug.chunk_table(kept)
-    return sorted_chunks, sorted_counts, skipped
+    data, offsets = binary_buffers(column)
+    lengths = np.diff(offsets)
+    empty = lengths == 0
+    skipped = -int(counts[empty].sum())
+    keep = ~empty
+    starts, ends = offsets[:-1][keep], offsets[1:][keep]
+    chunks, sorted_counts = bpe.sort_chunks(*bpe.K.gather_spans(np.ascontiguousarray(data, np.uint8), starts, ends),
+                                            counts[keep])
+    return chunks, sorted_counts, skipped
 
 
 def _stats_partition(state_broadcast, kind: str) -> Callable:
@@ -156,13 +179,16 @@ class UnigramResult:
 
 
 def train_unigram(documents, settings: ug.UnigramSettings, *, estep: str = "auto", partitions: int | None = None,
-                  provenance: dict | None = None, threads: int | None = None,
+                  provenance: dict | None = None, threads: int | None = None, count_threads: int | None = None,
+                  shard_bytes: int = SHARD_BYTES,
                   progress: Callable[[str], None] = lambda message: None) -> UnigramResult:
     """Train one unigram model on a DataFrame of documents (``text: binary``, one sentence per row).
 
     ``estep``: ``driver`` (collect the chunk table, E-steps in this process), ``spark`` (E-steps as Spark jobs
     over the partitioned table), ``auto`` (driver when the table holds at most ``DRIVER_ESTEP_MAX_BYTES``).
-    ``threads``: threads of driver E-steps (default :func:`driver_threads`); the model's bytes never depend on it.
+    ``threads``: threads of driver E-steps (default :func:`driver_threads`); ``count_threads``: threads per task
+    of the chunk count over ~``shard_bytes`` shards (default: the session's task cores). The model's bytes never
+    depend on them.
     """
     from pyspark import StorageLevel
 
@@ -171,7 +197,7 @@ def train_unigram(documents, settings: ug.UnigramSettings, *, estep: str = "auto
     settings.validate()
     stages: list[StageReport] = []
     started = time.perf_counter()
-    table = count_chunks(documents, settings)
+    table = count_chunks(documents, settings, count_threads, shard_bytes)
     if partitions:
         table = table.repartition(partitions, "chunk")
     table = table.persist(StorageLevel.MEMORY_AND_DISK)

@@ -34,12 +34,12 @@ def test_models_identical_across_partitions_and_local(spark, pretokenizer):
     lines = sample_corpus()
     settings = bpe.BpeSettings(vocab_sizes=(300, 330), pretokenizer=pretokenizer)
     models = []
-    for partitions in (1, 3):
+    for partitions, threads, shard_bytes in ((1, 1, 1 << 20), (3, 1, 1 << 20), (2, 2, 300)):
         frame = spark.createDataFrame([(line,) for line in lines], "text binary").repartition(partitions)
-        result = train_bpe_spark(frame, settings)
+        result = train_bpe_spark(frame, settings, threads=threads, shard_bytes=shard_bytes)
         assert result.documents == len(lines)
         models.append(result.models)
-    assert all(models[0][v].to_bytes() == models[1][v].to_bytes() for v in (300, 330))
+    assert all(m[v].to_bytes() == models[0][v].to_bytes() for m in models[1:] for v in (300, 330))
     chunks, counts = bpe.sort_chunks(*bpe.count_chunks(*bpe.pack_texts(lines), settings))
     local = bpe.train_bpe_local(lines, settings, {"chunk_table_fingerprint": bpe_table_fingerprint(chunks, counts)})
     assert local[330].to_bytes() == models[0][330].to_bytes()

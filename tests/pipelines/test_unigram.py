@@ -35,6 +35,21 @@ def test_models_identical_across_partitions_and_estep_modes(spark):
     assert one.model.to_bytes() == three.model.to_bytes() == driver.model.to_bytes() == local.to_bytes()
     assert driver_two_threads.model.to_bytes() == local.to_bytes()
     assert one.sentences > 0 and one.chunks > 0
+    # several small shards per partition, counted on two threads per task: the same model bytes
+    threaded = train_unigram(frame.repartition(2), settings, estep="driver", count_threads=2, shard_bytes=300)
+    assert threaded.model.to_bytes() == local.to_bytes()
+
+
+def test_threaded_chunk_count_is_the_local_table(spark):
+    from pipelines.unigram import collect_table, count_chunks
+
+    texts = sentences(seed=11) + ["x\u2585y".encode(), b"<s> ka </s>", b"", b"y" * 5000]
+    settings = ug.UnigramSettings(vocab_size=120)
+    frame = spark.createDataFrame([(t,) for t in texts], "text binary").repartition(3)
+    chunks, counts, skipped = collect_table(count_chunks(frame, settings, threads=2, shard_bytes=200))
+    want, want_skipped = ug.ChunkSplitter(settings).split_python(texts)
+    assert dict(zip(chunks, counts.tolist())) == dict(want) and chunks == sorted(chunks)
+    assert skipped == want_skipped == 2
 
 
 def test_train_job_writes_a_model_and_manifest(spark, tmp_path):
@@ -64,3 +79,12 @@ def test_driver_threads_of_masters():
 
     assert driver_threads("local[2]") == 2 and driver_threads("local") == 1
     assert driver_threads("spark://127.0.0.1:7077") == 1
+
+
+def test_counting_session_options_only_for_local_masters():
+    from pipelines.unigram import COUNT_SPLIT_BYTES, counting_session_options
+
+    local = counting_session_options("local[2]")
+    assert local == {"spark.python.worker.reuse": "true", "spark.sql.files.maxPartitionBytes": str(COUNT_SPLIT_BYTES)}
+    assert counting_session_options("spark://127.0.0.1:7077") == {}
+    assert counting_session_options("local-cluster[2,1,1024]") == {}

@@ -193,11 +193,11 @@ class ChunkSplitter:
     def meta_pattern(self):
         if self._meta is None:
             pieces = sorted({p.encode() for p, _ in self.settings.meta_pieces().values()}, key=lambda p: (-len(p), p))
-            self._meta = re.compile(b"|".join(re.escape(p) for p in pieces)) if pieces else False
             first = np.zeros(256, bool)
             for p in pieces:
                 first[p[0]] = True
-            self._meta_first = first
+            self._meta_first = first  # set before _meta: a thread that sees _meta sees this too
+            self._meta = re.compile(b"|".join(re.escape(p) for p in pieces)) if pieces else False
         return self._meta
 
     @property
