@@ -552,8 +552,7 @@ class Tokenizer:
             raise TypeError(f"encode_batch accepts a list of str/bytes or a pyarrow string/binary array, not "
                             f"{type(texts).__name__}; for one text use encode()")
         data, offsets = _pack_texts(texts, self._to_bytes)
-        ids, out_offsets = self._encode_packed(data, offsets, _ALL_VALID, num_threads, bos, eos)
-        return _split_ids(ids, out_offsets)
+        return self._encode_packed(data, offsets, _ALL_VALID, num_threads, bos, eos, as_lists=True)
 
     def _encode_arrow(self, pa, array, num_threads, bos, eos):
         kind = array.type
@@ -583,15 +582,17 @@ class Tokenizer:
             return pa.ListArray.from_arrays(pa.array(out_offsets), values, mask=mask)
         return pa.LargeListArray.from_arrays(pa.array(out_offsets), values, mask=mask)
 
-    def _encode_packed(self, data, offsets, valid, num_threads, bos, eos):
-        """Encode packed texts; returns ``(ids int32, offsets int32 or int64)``, offsets starting at 0.
+    def _encode_packed(self, data, offsets, valid, num_threads, bos, eos, as_lists=False):
+        """Encode packed texts; returns ``(ids int32, offsets int32 or int64)``, offsets starting at 0, or with
+        ``as_lists`` one Python list of ids per text.
 
-        With several threads, each takes a contiguous range of documents of about equal byte size and both
-        normalizes and encodes it (the Numba kernels release the GIL); the ranges' ids are then concatenated.
+        With several threads, the documents are cut into ranges of about equal byte size that the threads take in
+        turn, each normalizing and encoding its range (the Numba kernels release the GIL); the ranges' ids are
+        then concatenated (or, ``as_lists``, turned into lists by the calling thread while the others encode).
         """
         n = len(offsets) - 1
         if n == 0:
-            return np.zeros(0, np.int32), np.zeros(1, np.int32)
+            return [] if as_lists else (np.zeros(0, np.int32), np.zeros(1, np.int32))
         self.compiled  # build the arrays once, before any thread needs them
         splitter = self.added_token_splitter
         if splitter is not None:
@@ -604,16 +605,19 @@ class Tokenizer:
                 ids, out_offsets = self._encode_packed_plain(data, offsets, skip, num_threads, bos, eos)
                 replacements = [_encode_split(self.compiled, splitter, bytes(data[offsets[d]:offsets[d + 1]]), bos, eos)
                                 for d in split_docs.tolist()]
-                return _splice_documents(ids, out_offsets, split_docs, replacements)
-        return self._encode_packed_plain(data, offsets, valid, num_threads, bos, eos)
+                spliced = _splice_documents(ids, out_offsets, split_docs, replacements)
+                return _split_ids(*spliced) if as_lists else spliced
+        return self._encode_packed_plain(data, offsets, valid, num_threads, bos, eos, as_lists)
 
-    def _encode_packed_plain(self, data, offsets, valid, num_threads, bos, eos):
+    def _encode_packed_plain(self, data, offsets, valid, num_threads, bos, eos, as_lists=False):
         n = len(offsets) - 1
         total_bytes = int(offsets[-1]) - int(offsets[0])
         threads = num_threads or os.cpu_count() or 1
         threads = max(1, min(threads, n, total_bytes // _MIN_BYTES_PER_THREAD + 1))
         if threads == 1:
             ids, out_offsets = self._encode_documents(data, offsets, valid, 0, n, bos, eos)
+            if as_lists:
+                return _split_ids(ids, out_offsets)
         else:
             # More ranges than threads, taken in turn by whichever thread is free (the calling thread included),
             # so that uneven ranges do not leave a core idle at the end.
@@ -622,20 +626,34 @@ class Tokenizer:
             cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets[:-1], targets), [n]]).astype(np.int64))
             ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
             parts: list = [None] * len(ranges)
+            lists: list = [None] * len(ranges)
             next_range = iter(range(len(ranges)))  # shared; next() on it is atomic under the GIL
 
-            def work() -> None:
+            def convert_finished() -> None:  # the calling thread only: Python lists need the GIL anyway
+                for k, part in enumerate(parts):
+                    if part is not None and lists[k] is None:
+                        lists[k] = _split_ids(*part)
+
+            def work(convert: bool = False) -> None:
                 for k in next_range:
                     parts[k] = self._encode_documents(data, offsets, valid, *ranges[k], bos, eos)
+                    if convert:
+                        convert_finished()
 
             helpers = min(threads, len(ranges)) - 1
             pool = _thread_pool(helpers)
             others = [pool.submit(work) for _ in range(helpers)]
             try:
-                work()
+                work(convert=as_lists)
             finally:
                 for future in others:
                     future.result()
+            if as_lists:
+                convert_finished()
+                result: list = []
+                for part_lists in lists:
+                    result.extend(part_lists)
+                return result
             ids = np.concatenate([part_ids for part_ids, _ in parts])
             out_offsets = np.empty(n + 1, dtype=np.int64)
             out_offsets[0] = 0
