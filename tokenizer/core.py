@@ -64,11 +64,10 @@ def _thread_pool(workers: int) -> ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None or _POOL._max_workers < workers:
-            old = _POOL
+            # a smaller pool is dropped, not shut down: a call still holding it finishes there, and its idle
+            # threads exit once it is garbage
             _POOL = ThreadPoolExecutor(max_workers=max(workers, os.cpu_count() or 1),
                                        thread_name_prefix="shardpiece-encode")
-            if old is not None:
-                old.shutdown(wait=False)
         return _POOL
 
 
