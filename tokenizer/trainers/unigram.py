@@ -440,6 +440,20 @@ class SymbolTable:
     symbols: list[bytes]      # bytes of each symbol id (b"" for 0 and the unknown id)
     symbol_class: np.ndarray  # uint8, see kt.valid_pieces
     symbol_script: np.ndarray  # int32
+    blob: bytes = b""         # the chunks' bytes, packed
+    unit_bytes: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # byte offset of each unit, + end
+    chunk_text_start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # text position of chunks
+
+    def piece_bytes(self, positions: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+        """Bytes of the pieces ``text[p:p + n]`` (within one chunk, no unknown symbol): their units' bytes are
+        contiguous in ``blob`` (each covered symbol's bytes are the character's own UTF-8, or the byte)."""
+        positions = np.asarray(positions, np.int64)
+        chunk = np.searchsorted(self.chunk_text_start, positions, side="right") - 1
+        unit = positions - chunk - 1
+        starts = self.unit_bytes[unit].tolist()
+        ends = self.unit_bytes[unit + np.asarray(lengths, np.int64)].tolist()
+        blob = self.blob
+        return [blob[a:b] for a, b in zip(starts, ends)]
 
 
 def required_characters(chunks: Sequence[bytes], counts: np.ndarray,
@@ -448,14 +462,16 @@ def required_characters(chunks: Sequence[bytes], counts: np.ndarray,
 
     Characters are counted with their chunks' counts; the tab (a meta-piece boundary) is never required.
     """
+    from tokenizer.kernels.bpe_train import weighted_char_counts
+
     data, offsets = pack(chunks)
-    code_points = np.frombuffer(data.tobytes().decode("utf-8").encode("utf-32-le"), dtype="<u4")
-    starts = np.flatnonzero((data & 0xC0) != 0x80)
-    chunk_of_char = np.searchsorted(offsets, starts, side="right") - 1
-    char_weights = counts[chunk_of_char]
-    unique, inverse = np.unique(code_points, return_inverse=True)
-    totals = np.zeros(len(unique), np.int64)
-    np.add.at(totals, inverse, char_weights)
+    per_code_point = np.zeros(0x110000, np.int64)
+    invalid = weighted_char_counts(data, offsets, np.asarray(counts, np.int64), per_code_point)
+    if invalid:
+        raise InputError("the chunk table holds invalid UTF-8: normalized text must be valid UTF-8 (use the byte "
+                         "variant for raw bytes)")
+    unique = np.flatnonzero(per_code_point)
+    totals = per_code_point[unique]
     keep = (unique != 0) & (unique != 0x20)
     unique, totals = unique[keep], totals[keep]
     all_count = int(totals.sum())
@@ -524,7 +540,13 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
     to_end = np.zeros(len(text), np.int32)
     unit_index = np.arange(total_units)
     to_end[unit_index + shift] = (np.asarray(unit_offsets)[unit_chunk + 1] - unit_index).astype(np.int32)
-    return SymbolTable(text, weights, to_end, symbols, symbol_class, symbol_script)
+    if settings.variant == "byte":
+        unit_bytes = np.arange(len(data) + 1, dtype=np.int64)
+    else:
+        unit_bytes = np.append(starts, len(data)).astype(np.int64)
+    chunk_text_start = np.asarray(unit_offsets[:-1], np.int64) + np.arange(n_chunks, dtype=np.int64) + 1
+    return SymbolTable(text, weights, to_end, symbols, symbol_class, symbol_script, data.tobytes(), unit_bytes,
+                       chunk_text_start)
 
 
 def suffix_array_prefix(text: np.ndarray, depth: int) -> np.ndarray:
@@ -595,14 +617,9 @@ def seed_pieces(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramSe
         at = np.flatnonzero(scores == threshold)
     else:
         above, at = np.arange(len(scores)), np.zeros(0, np.int64)
-    symbols = table.symbols
-
-    def piece(k: int) -> bytes:
-        return b"".join(symbols[x] for x in text[starts[k]:starts[k] + lengths[k]])
-
-    chosen = [(-int(scores[k]), piece(k)) for k in above]
+    chosen = list(zip((-scores[above]).tolist(), table.piece_bytes(starts[above], lengths[above])))
     if len(at):
-        ties = sorted(piece(k) for k in at)[:limit - len(chosen)]
+        ties = sorted(table.piece_bytes(starts[at], lengths[at]))[:limit - len(chosen)]
         chosen += [(-int(threshold), p) for p in ties]
     chosen.sort()
     if s.variant == "byte":
