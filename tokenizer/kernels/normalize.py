@@ -235,6 +235,19 @@ def _source_byte(source, index, text, replacements):
 
 
 @kernel(inline="always")
+def _emit_space(out, o, escape):
+    """Write one (already capacity-checked) space at ``out[o]``: U+2581 when ``escape``, else a plain space;
+    returns the new ``o``."""
+    if escape:
+        out[o] = 0xE2
+        out[o + 1] = 0x96
+        out[o + 2] = 0x81
+        return o + 3
+    out[o] = 32
+    return o + 1
+
+
+@kernel(inline="always")
 def _emit_span(source, start, length, out, o, escape, is_prev_space):
     """Append ``source[start:start + length]`` to ``out`` at ``o`` as the normalizer does with one prefix's
     output: leading spaces dropped while ``is_prev_space``, spaces escaped to U+2581 when ``escape``. Returns
@@ -249,11 +262,8 @@ def _emit_span(source, start, length, out, o, escape, is_prev_space):
         return -1, is_prev_space
     for k in range(start + first, start + length):
         byte = source[k]
-        if escape and byte == 32:
-            out[o] = 0xE2
-            out[o + 1] = 0x96
-            out[o + 2] = 0x81
-            o += 3
+        if byte == 32:
+            o = _emit_space(out, o, escape)
         else:
             out[o] = byte
             o += 1
@@ -296,14 +306,7 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, plai
     if add_dummy and not suffix:
         if o + 3 > capacity:
             return -1
-        if escape:
-            out[o] = 0xE2
-            out[o + 1] = 0x96
-            out[o + 2] = 0x81
-            o += 3
-        else:
-            out[o] = 32
-            o += 1
+        o = _emit_space(out, o, escape)
     is_prev_space = remove_extra
     has_symbols = uds_edge_start.shape[0] > 2
     has_trie = trie.shape[0] > 0
@@ -326,14 +329,7 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, plai
                     is_prev_space = False
                 else:
                     if not is_prev_space:
-                        if escape:
-                            out[o] = 0xE2
-                            out[o + 1] = 0x96
-                            out[o + 2] = 0x81
-                            o += 3
-                        else:
-                            out[o] = 32
-                            o += 1
+                        o = _emit_space(out, o, escape)
                     is_prev_space = remove_extra
                 position += 1
             elif (c & 0xF0) == 0xE0 and position + 2 < end:
@@ -423,14 +419,7 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, plai
             if not is_prev_space:
                 if o + 3 > capacity:
                     return -1
-                if escape:
-                    out[o] = 0xE2
-                    out[o + 1] = 0x96
-                    out[o + 2] = 0x81
-                    o += 3
-                else:
-                    out[o] = 32
-                    o += 1
+                o = _emit_space(out, o, escape)
                 is_prev_space = True
             position += 1
         else:
@@ -454,14 +443,7 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, plai
     if add_dummy and suffix:
         if o + 3 > capacity:
             return -1
-        if escape:
-            out[o] = 0xE2
-            out[o + 1] = 0x96
-            out[o + 2] = 0x81
-            o += 3
-        else:
-            out[o] = 32
-            o += 1
+        o = _emit_space(out, o, escape)
     return o
 
 
