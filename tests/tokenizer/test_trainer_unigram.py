@@ -377,3 +377,16 @@ def test_chunk_count_example():
     chunk_data, chunk_offsets, counts, skipped = ug.ChunkSplitter(s).count(*ug.pack([b"a b", b"a", "x\u2585".encode()]))
     chunks = [chunk_data[a:b].tobytes().decode() for a, b in zip(chunk_offsets[:-1], chunk_offsets[1:])]
     assert (chunks, counts.tolist(), skipped) == (["\u2581a", "\u2581b"], [2, 1], 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.floats(0.5, 1e12, allow_nan=False) | st.integers(1, 10 ** 9).map(float), min_size=1,
+                       max_size=20))
+def test_digamma_kernel_is_the_python_digamma_exactly(values):
+    expected = np.array(values, np.float64)
+    keep = expected >= 0.75
+    out = np.empty(len(expected))
+    kt.bayesian_scores(expected, keep, ug.digamma(123.25), out)
+    want = [ug.digamma(v) - ug.digamma(123.25) if k else -math.inf for v, k in zip(values, keep.tolist())]
+    assert out.tolist() == want
+    assert all(kt.digamma(v) == ug.digamma(v) for v in values)

@@ -124,16 +124,24 @@ def expected_counts(table_keys, table_child, node_value, piece_score, unk_score,
     """Add each chunk's expected piece counts, ``round(weight * P(node) * scale)`` per lattice node, to
     ``expected_out`` (int64, one slot per piece id); returns ``sum(weight * log Z)`` (float64) over the chunks.
 
-    ``piece_score`` float64 log-probabilities (``-inf``: inactive). See the module docstring for the example.
+    ``piece_score`` float64 log-probabilities (``-inf``: inactive). The forward pass keeps each position's edges
+    (trie lookups are the costly part), the backward pass reuses them in the same order, so the sums are those of
+    looking them up twice. See the module docstring for the example.
     """
     longest = 0
     for i in range(len(offsets) - 1):
         longest = max(longest, offsets[i + 1] - offsets[i])
     alpha = np.empty(longest + 1, np.float64)
     beta = np.empty(longest + 1, np.float64)
-    edge_end = np.empty(max_bytes + 2, np.int64)
-    edge_id = np.empty(max_bytes + 2, np.int64)
-    edge_score = np.empty(max_bytes + 2, np.float64)
+    width = max_bytes + 2
+    edge_end = np.empty(width, np.int64)
+    edge_id = np.empty(width, np.int64)
+    edge_score = np.empty(width, np.float64)
+    # edges of position s: slots [s * width, s * width + edge_count[s])
+    all_end = np.empty((longest + 1) * width, np.int64)
+    all_id = np.empty((longest + 1) * width, np.int64)
+    all_score = np.empty((longest + 1) * width, np.float64)
+    edge_count = np.zeros(longest + 1, np.int64)
     objective = 0.0
     for i in range(len(offsets) - 1):
         start = offsets[i]
@@ -151,7 +159,12 @@ def expected_counts(table_keys, table_child, node_value, piece_score, unk_score,
             if alpha[s] != NEG_INF:
                 n = _edges_from(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode,
                                 chunk, s, length, edge_end, edge_id, edge_score)
+                base = s * width
+                edge_count[s] = n
                 for e in range(n):
+                    all_end[base + e] = edge_end[e]
+                    all_id[base + e] = edge_id[e]
+                    all_score[base + e] = edge_score[e]
                     alpha[edge_end[e]] = log_add(alpha[edge_end[e]], alpha[s] + edge_score[e])
             s += 1
         log_z = alpha[length]
@@ -160,22 +173,47 @@ def expected_counts(table_keys, table_child, node_value, piece_score, unk_score,
         for s in range(length - 1, -1, -1):
             if alpha[s] == NEG_INF:
                 continue
-            n = _edges_from(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode,
-                            chunk, s, length, edge_end, edge_id, edge_score)
+            base = s * width
             total = NEG_INF
-            for e in range(n):
-                b = beta[edge_end[e]]
+            for e in range(edge_count[s]):
+                b = beta[all_end[base + e]]
                 if b == NEG_INF:
                     continue
-                path = edge_score[e] + b
+                path = all_score[base + e] + b
                 total = log_add(total, path)
-                pid = edge_id[e]
+                pid = all_id[base + e]
                 if pid >= 0:
                     marginal = math.exp(alpha[s] + path - log_z)
                     expected_out[pid] += np.int64(round(weight * marginal * scale))
             beta[s] = total
         objective += weight * log_z
     return objective
+
+
+# ---------------------------------------------------------------------------------------------------- M-step
+@kernel
+def digamma(x):
+    """Digamma by recurrence to x >= 7 and the asymptotic series (SentencePiece's formula; the same float
+    operations, in the same order, as the driver's ``tokenizer.trainers.unigram.digamma``). ``digamma(1.0)`` ->
+    ``-0.5772156649...`` (minus the Euler-Mascheroni constant)."""
+    result = 0.0
+    while x < 7:
+        result -= 1 / x
+        x += 1
+    x -= 0.5
+    xx = 1.0 / x
+    xx2 = xx * xx
+    xx4 = xx2 * xx2
+    return result + math.log(x) + xx2 / 24 - 7 * xx4 / 960 + 31 * xx4 * xx2 / 8064 - 127 * xx4 * xx4 / 30720
+
+
+@kernel
+def bayesian_scores(expected, keep, log_total, out):
+    """``out[k] = digamma(expected[k]) - log_total`` where ``keep[k]``, ``-inf`` elsewhere (float64 arrays, bool
+    mask): SentencePiece's Bayesian M-step. ``expected [3.0], keep [True], log_total digamma(4.6)`` ->
+    ``[digamma(3) - digamma(4.6)]``."""
+    for k in range(len(expected)):
+        out[k] = digamma(expected[k]) - log_total if keep[k] else -np.inf
 
 
 # ---------------------------------------------------------------------------------------------------- Viterbi

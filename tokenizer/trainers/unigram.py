@@ -686,11 +686,9 @@ def m_step(active: np.ndarray, expected_fixed: np.ndarray) -> np.ndarray:
     fewer than 0.5 times go; the others get ``digamma(count) - digamma(total)`` (SentencePiece's Bayesian EM)."""
     expected = expected_fixed.astype(np.float64) / E_STEP_SCALE
     keep = active & (expected >= MIN_EXPECTED)
-    scores = np.full(len(expected), -np.inf)
+    scores = np.empty(len(expected), np.float64)
     total = float(expected[keep].sum())
-    log_total = digamma(total)
-    for k in np.flatnonzero(keep):
-        scores[k] = digamma(float(expected[k])) - log_total
+    kt.bayesian_scores(expected, keep, digamma(total), scores)
     return scores
 
 
