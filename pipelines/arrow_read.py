@@ -256,3 +256,191 @@ def _falses(count: int):
     import numpy as np
 
     return np.zeros(count, dtype=bool)
+
+
+# ---------------------------------------------------------------------------------------------- text files
+#: Bytes of an uncompressed text file per work unit: a larger file is read by several tasks, each taking the lines
+#: that start in its byte range.
+TEXT_UNIT_BYTES = 32 << 20
+#: Bytes read (or decompressed) at a time.
+TEXT_READ_BYTES = 8 << 20
+#: Compressed text this module decompresses itself (whole-file units); other codecs go to Spark's reader.
+TEXT_CODECS = (".gz", ".zst")
+_SPARK_CODECS = (".bz2", ".deflate", ".lz4", ".snappy", ".br", ".xz", ".zlib")
+#: A compressed file's weight for balancing tasks: its size times this (text compresses about this well).
+_COMPRESSED_WEIGHT = 4
+
+
+@dataclass(frozen=True)
+class TextUnit:
+    """The lines of the text file ``path`` (a Hadoop path string as listed) whose first byte lies in
+    ``[start, stop)`` of its content; a compressed file is one unit, ``stop`` = -1 (every line). ``weight``
+    estimates the unit's bytes (for balancing tasks). Lines end at ``\\n`` (a ``\\r`` before it stays in the line),
+    as Spark's text source reads them with ``lineSep='\\n'``."""
+
+    path: str
+    start: int
+    stop: int
+    weight: int
+
+
+@dataclass
+class TextPlan:
+    """Work units of text files in input order (their line count is known only once read)."""
+
+    units: list[TextUnit]
+    rows: None = None
+
+
+def plan_text(files: Sequence[tuple[str, int]], tasks: int | None,
+              unit_bytes: int = TEXT_UNIT_BYTES) -> tuple[list[TextUnit] | None, str]:
+    """``(units in input order, "")`` for text files given as ``(path, size)`` pairs, or ``(None, reason)`` when the
+    run must go through Spark's reader (a filesystem pyarrow cannot open, a codec other than gzip and zstd).
+    With ``tasks`` set, uncompressed files are cut finer until there are about ``tasks`` units.
+
+    >>> [(u.start, u.stop) for u in plan_text([("/x.txt", 10)], None, unit_bytes=4)[0]]
+    [(0, 4), (4, 8), (8, 10)]
+    """
+    plain_total = 0
+    for path, size in files:
+        name = path.lower()
+        if name.endswith(_SPARK_CODECS):
+            return None, f"{path} is compressed with a codec only Spark's reader decompresses"
+        opened = arrow_filesystem(path)
+        if opened is None:
+            return None, f"pyarrow cannot open {path}"
+        filesystem, inner = opened
+        try:
+            info = filesystem.get_file_info(inner)
+        except (pa.ArrowException, OSError) as exc:
+            return None, f"pyarrow cannot open {path} ({exc})"
+        if info.size != size:
+            return None, f"pyarrow sees {path} as {info.size} bytes, Hadoop as {size}"
+        if not name.endswith(TEXT_CODECS):
+            plain_total += size
+    if tasks:
+        unit_bytes = max(1, min(unit_bytes, math.ceil(plain_total / tasks)))
+    units: list[TextUnit] = []
+    for path, size in files:
+        if path.lower().endswith(TEXT_CODECS):
+            units.append(TextUnit(path, 0, -1, max(1, size * _COMPRESSED_WEIGHT)))
+            continue
+        for start in range(0, size, unit_bytes):
+            units.append(TextUnit(path, start, min(size, start + unit_bytes), min(size, start + unit_bytes) - start))
+    return units, ""
+
+
+def read_text_units(units: Sequence[TextUnit], text_name: str, malformed_name: str,
+                    read_bytes: int = TEXT_READ_BYTES) -> Iterator[pa.RecordBatch]:
+    """Batches (at most ``BATCH_ROWS`` lines) of ``text_name`` (each line's bytes, binary) and ``malformed_name``
+    (all false) for ``units`` in order: together, every line of every unit's file exactly once, in file order, the
+    lines Spark's text source gives (:func:`pipelines.readers.split_lines`). A corrupt compressed file raises
+    :class:`~tokenizer.errors.InputError` naming it."""
+    for unit in units:
+        for data, offsets in _unit_line_blocks(unit, read_bytes):
+            for first in range(0, len(offsets) - 1, BATCH_ROWS):
+                last = min(first + BATCH_ROWS, len(offsets) - 1)
+                yield pa.RecordBatch.from_arrays(
+                    [_binary_array(data, offsets[first:last + 1]), pa.array(_falses(last - first))],
+                    [text_name, malformed_name])
+
+
+def _unit_line_blocks(unit: TextUnit, read_bytes: int):
+    filesystem, inner = arrow_filesystem(unit.path)
+    if unit.stop < 0:
+        with filesystem.open_input_stream(inner, compression=None) as raw:
+            yield from line_blocks(_decompressed_chunks(raw, unit.path, read_bytes), None)
+        return
+    with filesystem.open_input_file(inner) as handle:
+        position = unit.start
+        if position > 0:
+            handle.seek(position - 1)
+            if handle.read(1) != b"\n":  # the line at `position` began in the previous unit: skip its rest
+                while True:
+                    chunk = handle.read(read_bytes)
+                    if not chunk:
+                        return
+                    newline = chunk.find(b"\n")
+                    if newline >= 0:
+                        position += newline + 1
+                        break
+                    position += len(chunk)
+        if position >= unit.stop:
+            return
+        handle.seek(position)
+        yield from line_blocks(iter(lambda: handle.read(read_bytes), b""), unit.stop - position)
+
+
+def line_blocks(chunks, limit: int | None):
+    """Complete lines of a byte stream given as ``chunks``: ``(data uint8, offsets int64)`` blocks, newlines
+    removed, of the lines whose first byte is before ``limit`` (stream offsets; ``None``: all). A last line without
+    ``\\n`` counts when not empty. ``line_blocks([b"a\\nb", b"c\\n\\n"], None)`` -> lines ``a``, ``bc``, ````."""
+    import numpy as np
+
+    parts: list[bytes] = []  # the unfinished line (a huge line grows as a list: no quadratic copying)
+    base = 0                 # stream offset of parts' first byte
+    for chunk in chunks:
+        chunk = bytes(chunk)
+        last_newline = chunk.rfind(b"\n")
+        if last_newline < 0:
+            if chunk:
+                parts.append(chunk)
+            continue
+        parts.append(chunk[:last_newline + 1])
+        block = b"".join(parts)
+        parts = [chunk[last_newline + 1:]] if last_newline + 1 < len(chunk) else []
+        array = np.frombuffer(block, np.uint8)
+        ends = np.flatnonzero(array == 10)
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        count = len(ends) if limit is None else int(np.searchsorted(starts, limit - base, side="left"))
+        if count:
+            keep = np.ones(int(ends[count - 1]) + 1, dtype=bool)
+            keep[ends[:count]] = False
+            offsets = np.zeros(count + 1, np.int64)
+            np.cumsum(ends[:count] - starts[:count], out=offsets[1:])
+            yield array[:len(keep)][keep], offsets
+        base += len(block)
+        if limit is not None and (count < len(ends) or base >= limit):
+            return
+    tail = b"".join(parts)
+    if tail and (limit is None or base < limit):
+        yield np.frombuffer(tail, np.uint8), np.array([0, len(tail)], np.int64)
+
+
+def _decompressed_chunks(raw, path: str, read_bytes: int):
+    """Decompressed chunks of a ``.gz`` (every member) or ``.zst`` (every frame) stream; a corrupt or truncated
+    file raises :class:`~tokenizer.errors.InputError` naming it and the fix, as the other readers do."""
+    import gzip
+    import zlib
+
+    from tokenizer.errors import InputError
+
+    if path.lower().endswith(".zst"):
+        import zstandard
+
+        try:
+            with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as reader:
+                yield from iter(lambda: reader.read(read_bytes), b"")
+        except zstandard.ZstdError as exc:
+            raise InputError(f"{path}: not a valid zstd file ({exc}); re-create or remove it, or rename it if it "
+                             "is not compressed") from None
+        return
+    try:
+        with gzip.GzipFile(fileobj=raw, mode="rb") as reader:
+            yield from iter(lambda: reader.read(read_bytes), b"")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"cannot read input file {path} ({type(exc).__name__}: {exc}): it is corrupt, truncated "
+                         "or not in the format its name says; re-create it, or remove it from --input") from None
+
+
+def _binary_array(data, offsets):
+    """A ``binary`` (``large_binary`` past 2 GiB) Arrow array over ``data[offsets[0]:offsets[-1]]``."""
+    import numpy as np
+
+    start, stop = int(offsets[0]), int(offsets[-1])
+    rebased = np.asarray(offsets, np.int64) - start
+    values = pa.py_buffer(data[start:stop])
+    if stop - start < 2**31:
+        return pa.Array.from_buffers(pa.binary(), len(rebased) - 1, [None, pa.py_buffer(rebased.astype(np.int32)),
+                                                                      values])
+    return pa.Array.from_buffers(pa.large_binary(), len(rebased) - 1, [None, pa.py_buffer(rebased), values])

@@ -16,8 +16,12 @@ Steps (:func:`run_tokenize`):
      Units are cut in input order (sorted files, row groups, rows), so the shards in manifest order hold the
      documents in input order. ``--partitions N`` gives N tasks (row groups are split by rows when there are fewer);
      by default two tasks per task slot.
-   * Spark's reader (:func:`read_documents`, then ``mapInArrow``, :func:`encode_partition`): text and JSONL input,
-     ``reader: spark``, and Parquet that pyarrow cannot take (a filesystem it cannot open, such as ``s3a://``, an
+   * Text files (``reader: auto``): the same way, with byte-range units (a plain file over 32 MB is read by
+     several tasks, each taking the lines that start in its range; a ``.gz`` or ``.zst`` file is one unit,
+     decompressed as a stream). Lines end at ``\n``, as Spark's text source reads them with ``lineSep='\n'``.
+   * Spark's reader (:func:`read_documents`, then ``mapInArrow``, :func:`encode_partition`): JSONL input,
+     ``reader: spark``, text with ``--verify`` (Spark counts the input lines) or in a codec other than gzip and
+     zstd, and Parquet or text that pyarrow cannot take (a filesystem it cannot open, such as ``s3a://``, an
      unreadable footer, kept columns of types Spark converts, such as unsigned integers or timestamps).
 4. Per task (:func:`encode_task`): classify bad rows, encode with the Numba batch encoder (the model file is
    broadcast once as bytes and loaded once per Python worker), add BOS/EOS, stream the shard to
@@ -86,8 +90,8 @@ class TokenizeConfig:
     on_bad_row: str = "error"                 # error | skip | keep
     max_document_bytes: int = 64 << 20
     progress_seconds: float = 10.0
-    #: How Parquet inputs are read: ``auto`` (pyarrow in the Python tasks where it can open the files, else Spark's
-    #: reader), ``arrow`` (pyarrow or an error saying why not), ``spark`` (Spark's reader). Text and JSONL inputs
+    #: How Parquet and text inputs are read: ``auto`` (pyarrow in the Python tasks where it can open the files, else
+    #: Spark's reader), ``arrow`` (pyarrow or an error saying why not), ``spark`` (Spark's reader). JSONL inputs
     #: always go through Spark's reader.
     reader: str = "auto"
     #: Testing aid for the commit protocol: {"partition": P, "marker": PATH, "action": "fail" | "hang"}. The first
@@ -269,11 +273,14 @@ def encode_units(
     """RDD step of the direct read path: this partition's Parquet work units (one list per partition, see
     :mod:`pipelines.arrow_read`) are read with pyarrow in this Python task, encoded and written as its shard;
     yields one dict of counts (the ``RESULT_SCHEMA`` fields)."""
-    from pipelines.arrow_read import read_units
+    from pipelines.arrow_read import TextUnit, read_text_units, read_units
 
     partition, attempt = _task_identity()
     for units in groups:
-        batches = read_units(units, text_column, keep_schema, TEXT, MALFORMED)
+        if units and isinstance(units[0], TextUnit):
+            batches = read_text_units(units, TEXT, MALFORMED)
+        else:
+            batches = read_units(units, text_column, keep_schema, TEXT, MALFORMED)
         yield encode_task(batches, partition=partition, attempt=attempt, model=model, model_sha256=model_sha256,
                           output=output, run_id=run_id, config=config,
                           empty_schema=keep_schema if len(keep_schema) else None)
@@ -598,11 +605,25 @@ def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[Inpu
     """``(work units, kept columns' Arrow schema)`` for reading Parquet in the Python tasks
     (:mod:`pipelines.arrow_read`), or ``(None, None)`` for Spark's reader (text/JSONL input, ``reader: spark``, or
     files pyarrow cannot take, said on stderr). A missing column raises the Spark path's error."""
-    from pipelines.arrow_read import plan_parquet
+    from pipelines.arrow_read import TextPlan, plan_parquet, plan_text
 
-    if input_format != "parquet" or config.reader == "spark":
+    if config.reader == "spark":
+        return None, None
+    if input_format == "text":
+        units, reason = plan_text([(f.path, f.size) for f in files], config.partitions)
+        if units is not None and config.keep_columns:
+            raise ConfigError("--keep-columns: text input has no columns; use JSONL or Parquet input")
+        if units is not None and config.verify:
+            units, reason = None, "--verify counts the input rows with Spark's reader"
+        if units is None:
+            if config.reader == "arrow":
+                raise InputError(f"reader: arrow cannot read the input: {reason}; use reader: auto or spark")
+            print(f"tokenize: reading the input with Spark ({reason})", file=sys.stderr)
+            return None, None
+        return TextPlan(units), pa.schema([])
+    if input_format != "parquet":
         if config.reader == "arrow":
-            raise ConfigError(f"reader: arrow reads Parquet input only, not {input_format}; use reader: auto")
+            raise ConfigError(f"reader: arrow reads Parquet and text input, not {input_format}; use reader: auto")
         return None, None
     plan, keep_schema, reason = plan_parquet([(f.path, f.size) for f in files], config.text_column,
                                              config.keep_columns, config.partitions)

@@ -213,3 +213,90 @@ def test_parquet_files_without_rows_commit_no_shards(spark, tmp_path, model_path
     summary = run_tokenize_checked(spark, _config(model_path, [path], tmp_path / "o"), "arrow")
     assert summary["documents"] == 0 and summary["partitions"] == 0
     assert json.load(open(tmp_path / "o" / "_manifest.json"))["runs"][0]["shards"] == []
+
+
+# ---------------------------------------------------------------------------------------------- text files
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from pipelines.arrow_read import TextUnit, line_blocks, plan_text, read_text_units  # noqa: E402
+from pipelines.readers import split_lines  # noqa: E402
+
+
+def _lines_of(units) -> list[bytes]:
+    return [line for batch in read_text_units(units, "t", "m", read_bytes=7) for line in batch.column(0).to_pylist()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(content=st.lists(st.sampled_from([b"a", b"\n", b"\r", b"\r\n", b"\xc3\xa9", b"\xff", b"\x00", b"xyz"]),
+                        max_size=60).map(b"".join),
+       unit_bytes=st.integers(1, 40), read_bytes=st.integers(1, 16))
+def test_text_units_give_every_line_once_in_order(tmp_path_factory, content, unit_bytes, read_bytes):
+    """However a file is cut into byte ranges and read in chunks, the units' lines are Spark's lines of the file."""
+    path = str(tmp_path_factory.mktemp("t") / "f.txt")
+    with open(path, "wb") as handle:
+        handle.write(content)
+    units, reason = plan_text([(path, len(content))], None, unit_bytes=unit_bytes)
+    assert reason == "" and sum(u.stop - u.start for u in units) == len(content)
+    lines = [line for batch in read_text_units(units, "t", "m", read_bytes=read_bytes)
+             for line in batch.column(0).to_pylist()]
+    assert lines == split_lines(content)
+    blocks = list(line_blocks([content[i:i + read_bytes] for i in range(0, len(content), read_bytes)], None))
+    assert [bytes(d[o[k]:o[k + 1]]) for d, o in blocks for k in range(len(o) - 1)] == split_lines(content)
+
+
+def test_compressed_text_is_one_unit_read_as_a_stream(tmp_path):
+    import gzip
+
+    import zstandard
+
+    content = b"first\r\n\nsecond \xff\n" + b"long " * 5000 + b"\nlast"
+    gz, zst = tmp_path / "a.txt.gz", tmp_path / "b.txt.zst"
+    gz.write_bytes(gzip.compress(content[:20]) + gzip.compress(content[20:]))        # two gzip members
+    compressor = zstandard.ZstdCompressor()
+    zst.write_bytes(compressor.compress(content[:9]) + compressor.compress(content[9:]))  # two zstd frames
+    units, _ = plan_text([(str(gz), gz.stat().st_size), (str(zst), zst.stat().st_size)], 8, unit_bytes=4)
+    assert [(u.start, u.stop) for u in units] == [(0, -1), (0, -1)]
+    assert _lines_of(units) == split_lines(content) * 2
+    (tmp_path / "bad.txt.gz").write_bytes(gzip.compress(content)[:-9])
+    from tokenizer.errors import InputError
+
+    with pytest.raises(InputError, match="bad.txt.gz.*corrupt, truncated"):
+        _lines_of(plan_text([(str(tmp_path / "bad.txt.gz"), 10)], None)[0] or
+                  [TextUnit(str(tmp_path / "bad.txt.gz"), 0, -1, 1)])
+    assert plan_text([(str(tmp_path / "c.txt.bz2"), 3)], None)[0] is None
+
+
+@pytest.mark.spark
+def test_direct_text_read_writes_what_the_spark_reader_writes(spark, tmp_path, model_path, tok, monkeypatch):
+    """Text files (plain, cut into several units; gzip; zstd; an empty one) read by the tasks give the same
+    documents, in input order, as Spark's text source; --verify and other codecs go to Spark's reader."""
+    import gzip
+
+    import zstandard
+
+    import pipelines.arrow_read as arrow_read
+
+    monkeypatch.setattr(arrow_read, "TEXT_UNIT_BYTES", 1000)  # lines straddle unit boundaries
+    documents = [d if d is not None else "" for d in make_documents(900, seed=9)]
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (lake / "a.txt").write_bytes(("\n".join(documents[:400]) + "\n").encode())
+    (lake / "b.txt.gz").write_bytes(gzip.compress("\r\n".join(documents[400:600]).encode()))
+    (lake / "c.txt.zst").write_bytes(zstandard.ZstdCompressor().compress(("\n".join(documents[600:]) + "\n\n").encode()))
+    (lake / "d.txt").write_bytes(b"")
+    direct = run_tokenize_checked(spark, _config(model_path, [str(lake)], tmp_path / "a", on_bad_row="keep"),
+                                  "arrow")
+    through_spark = run_tokenize_checked(spark, _config(model_path, [str(lake)], tmp_path / "s", reader="spark",
+                                                        on_bad_row="keep"), "spark")
+    expected = [d.encode() for d in documents[:400]] + split_lines("\r\n".join(documents[400:600]).encode()) + \
+        [d.encode() for d in documents[600:]] + [b""]
+    assert decoded_documents(tok, str(tmp_path / "a"), strip_front=0) == expected
+    assert sorted(decoded_documents(tok, str(tmp_path / "s"), strip_front=0)) == sorted(expected)
+    assert direct["documents"] == through_spark["documents"] == len(expected)
+    assert direct["tokens"] == through_spark["tokens"] and direct["partitions"] > 2
+    run_tokenize_checked(spark, _config(model_path, [str(lake / "a.txt")], tmp_path / "v", verify=True), "spark")
+    from pipelines.tokenize import run_tokenize
+    from tokenizer.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="text input has no columns"):
+        run_tokenize(spark, _config(model_path, [str(lake / "a.txt")], tmp_path / "k", keep_columns=["id"]))
