@@ -111,7 +111,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     paths, manifest_path = model_paths(args.output, sizes, "unigram")
     wall = time.perf_counter()
     # a lean local driver JVM and one Python worker at a time counting its shards on every local core (threads,
-    # pipelines.session.task_threads), kept for all tasks (see counting_session_options)
+    # pipelines.session.task_threads), kept for all tasks; coalesced reduce partitions (counting_session_options)
     spark = build_session(args.master, app_name="shardpiece-train-unigram", driver_memory=args.driver_memory,
                           shuffle_partitions=args.partitions, small_driver=True, single_worker=True,
                           extra=counting_session_options(args.master))

@@ -40,17 +40,23 @@ COUNT_SPLIT_BYTES = 32 << 20  # input split of a local single-worker session (it
 
 
 def counting_session_options(master: str | None) -> dict[str, str]:
-    """Spark options (``build_session(extra=...)``) of the unigram and BPE jobs' lean local session
-    (``small_driver``, ``single_worker``): one Python worker kept for every task (``spark.python.worker.reuse``;
-    a new worker per task costs ~1 s of imports and kernel loading, serially) and input splits of up to 32 MB
-    (counting chunks holds a few bytes per text byte, not BytePiece's ~30, so fewer, larger tasks are safe).
-    Nothing for cluster masters. Example: ``counting_session_options("local[2]")["spark.python.worker.reuse"]``
+    """Spark options (``build_session(extra=...)``) of the unigram and BPE jobs' sessions.
+
+    Every master: adaptive execution may coalesce the reduce partitions of a persisted (cached) query
+    (``spark.sql.optimizer.canChangeCachedPlanOutputPartitioning``; Spark's default keeps the 200 shuffle
+    partitions of the cached chunk table, 200 tiny tasks that took ~5 s more on en here). A local master (the
+    lean ``small_driver`` + ``single_worker`` session) also keeps one Python worker for every task
+    (``spark.python.worker.reuse``: a new worker per task costs ~1 s of imports and kernel loading, serially) and
+    reads input splits of up to 32 MB (counting chunks holds a few bytes per text byte, not BytePiece's ~30, so
+    fewer, larger tasks are safe). Example: ``counting_session_options("local[2]")["spark.python.worker.reuse"]``
     -> ``"true"``."""
     from pipelines.session import is_local_master, session_config
 
-    if not is_local_master(session_config(master)["spark.master"]):
-        return {}
-    return {"spark.python.worker.reuse": "true", "spark.sql.files.maxPartitionBytes": str(COUNT_SPLIT_BYTES)}
+    options = {"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true"}
+    if is_local_master(session_config(master)["spark.master"]):
+        options.update({"spark.python.worker.reuse": "true",
+                        "spark.sql.files.maxPartitionBytes": str(COUNT_SPLIT_BYTES)})
+    return options
 
 
 def split_partition(settings: ug.UnigramSettings, threads: int = 1, shard_bytes: int = SHARD_BYTES) -> Callable:

@@ -81,10 +81,11 @@ def test_driver_threads_of_masters():
     assert driver_threads("spark://127.0.0.1:7077") == 1
 
 
-def test_counting_session_options_only_for_local_masters():
+def test_counting_session_options():
     from pipelines.unigram import COUNT_SPLIT_BYTES, counting_session_options
 
-    local = counting_session_options("local[2]")
-    assert local == {"spark.python.worker.reuse": "true", "spark.sql.files.maxPartitionBytes": str(COUNT_SPLIT_BYTES)}
-    assert counting_session_options("spark://127.0.0.1:7077") == {}
-    assert counting_session_options("local-cluster[2,1,1024]") == {}
+    cached = {"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true"}
+    assert counting_session_options("local[2]") == {
+        **cached, "spark.python.worker.reuse": "true", "spark.sql.files.maxPartitionBytes": str(COUNT_SPLIT_BYTES)}
+    assert counting_session_options("spark://127.0.0.1:7077") == cached
+    assert counting_session_options("local-cluster[2,1,1024]") == cached
