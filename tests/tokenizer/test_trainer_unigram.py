@@ -390,3 +390,34 @@ def test_digamma_kernel_is_the_python_digamma_exactly(values):
     want = [ug.digamma(v) - ug.digamma(123.25) if k else -math.inf for v, k in zip(values, keep.tolist())]
     assert out.tolist() == want
     assert all(kt.digamma(v) == ug.digamma(v) for v in values)
+
+
+@settings(max_examples=60, deadline=None)
+@given(words=st.lists(st.text(alphabet="abc\u4e2d", min_size=1, max_size=7), min_size=1, max_size=12),
+       data=st.data())
+def test_seeds_do_not_depend_on_the_order_of_equal_suffixes(words, data):
+    """The suffix array's order among suffixes with equal first ``depth`` symbols is unspecified (unstable sort):
+    seeds from suffix arrays whose ties are in position order and in reverse position order are the same."""
+    counts = np.array(data.draw(st.lists(st.integers(1, 6), min_size=len(words), max_size=len(words))), np.int64)
+    chunks, chunk_counts = ug.chunk_table({("\u2581" + w).encode(): int(c) for w, c in zip(words, counts)})
+    s = ug.UnigramSettings(vocab_size=60, max_sentencepiece_length=4, seed_sentencepiece_size=7)
+    required, _ = ug.required_characters(chunks, chunk_counts, 1.0)
+    original = ug.suffix_array_prefix
+
+    def ordered(direction):
+        def suffix_array(text, depth):
+            padded = [int(x) + 1 for x in text] + [0] * depth
+            key = [tuple(padded[i:i + depth]) for i in range(len(text))]
+            return np.array(sorted(range(len(text)), key=lambda i: (key[i], direction * i)), np.int64)
+        return suffix_array
+
+    try:
+        results = []
+        for direction in (1, -1):
+            ug.suffix_array_prefix = ordered(direction)
+            results.append(ug.seed_pieces(chunks, chunk_counts, s, required))
+    finally:
+        ug.suffix_array_prefix = original
+    fast = ug.seed_pieces(chunks, chunk_counts, s, required)
+    for pieces, scores in results:
+        assert pieces == fast[0] and scores.tolist() == fast[1].tolist()

@@ -551,7 +551,9 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
 
 def suffix_array_prefix(text: np.ndarray, depth: int) -> np.ndarray:
     """Suffix start positions of ``text`` (int32) sorted by their first ``depth`` symbols (prefix doubling with
-    numpy sorts; ties beyond ``depth`` in position order). Symbols past the end count as smaller than all."""
+    numpy's unstable sort, ~2x faster than a stable one here: suffixes whose first ``depth`` symbols are equal may
+    come in any order, which the seed step never looks at: it uses whole groups of equal prefixes, their summed
+    weights and any member's string). Symbols past the end count as smaller than all."""
     n = len(text)
     alphabet = int(text.max()) + 2 if n else 2
     bits = max(1, math.ceil(math.log2(alphabet)))
@@ -560,7 +562,7 @@ def suffix_array_prefix(text: np.ndarray, depth: int) -> np.ndarray:
     padded = np.concatenate([text.astype(np.int64) + 1, np.zeros(per_key, np.int64)])
     for k in range(per_key):
         key = (key << bits) | padded[k:k + n]
-    order = np.argsort(key, kind="stable")
+    order = np.argsort(key, kind="quicksort")
     sorted_keys = key[order]
     rank = np.empty(n, np.int64)
     rank[order] = np.concatenate([[0], np.cumsum(sorted_keys[1:] != sorted_keys[:-1])]) + 1
@@ -569,7 +571,7 @@ def suffix_array_prefix(text: np.ndarray, depth: int) -> np.ndarray:
         following = np.zeros(n, np.int64)
         following[:n - span] = rank[span:]
         key = rank * (n + 2) + following
-        order = np.argsort(key, kind="stable")
+        order = np.argsort(key, kind="quicksort")
         sorted_keys = key[order]
         rank = np.empty(n, np.int64)
         rank[order] = np.concatenate([[0], np.cumsum(sorted_keys[1:] != sorted_keys[:-1])]) + 1
