@@ -118,7 +118,15 @@ class CompiledModel:
         max_score = np.float32(max(FLOAT32_TINY, scores32[normal].max())) if normal.any() else FLOAT32_TINY
         self.is_user_defined = ((types == PieceType.USER_DEFINED) & matchable).astype(np.uint8)
         counts = (model.provenance or {}).get("log_count_scores")
-        if counts is not None:
+        exact = (model.provenance or {}).get("float64_scores") if counts is None else None
+        if exact is not None:
+            if len(exact) != model.vocab_size:
+                raise ModelError(f"float64_scores has {len(exact)} scores for {model.vocab_size} pieces")
+            self.piece_score = np.array(exact, dtype=np.float64)
+            self.score_dtype = np.float64
+            if normal.any():  # the unknown node's score from the same values (tokenizers: min score - 10)
+                min_score = self.piece_score[normal].min()
+        elif counts is not None:
             counts = counts["counts"]
             if len(counts) != model.vocab_size:
                 raise ModelError(f"log_count_scores has {len(counts)} counts for {model.vocab_size} pieces")
@@ -134,9 +142,11 @@ class CompiledModel:
         self.piece_score[user] = (lengths[user] * max_score).astype(np.float64) - 0.1
         self.piece_score[~matchable] = -np.inf
         if not np.all(np.isfinite(self.piece_score[matchable])):
-            raise ModelError("a matchable piece has count 0 in log_count_scores")
+            raise ModelError("a matchable piece has no finite score (count 0 in log_count_scores, or a non-finite "
+                             "float64_scores value)")
         self.piece_score = self.piece_score.astype(self.score_dtype)
-        self.unk_score = self.score_dtype(np.float32(min_score - UNK_PENALTY))
+        self.unk_score = self.score_dtype(min_score - UNK_PENALTY) if exact is not None else \
+            self.score_dtype(np.float32(min_score - UNK_PENALTY))
         self.merge_score = scores32
 
         single = np.full(256, -1, dtype=np.int32)
@@ -302,6 +312,7 @@ class Tokenizer:
         self._decode_table: list[bytes] | None = None
         self._splitter = False  # AddedTokenSplitter | None once built (False = not built yet)
         self._encode_plain = None  # built by _plain_encoder on first encode()
+        self._id_object_array: np.ndarray | None = None  # built by _id_objects on first use
 
     # ------------------------------------------------------------------ construction, pickling
     @classmethod
@@ -581,6 +592,12 @@ class Tokenizer:
             return pa.ListArray.from_arrays(pa.array(out_offsets), values, mask=mask)
         return pa.LargeListArray.from_arrays(pa.array(out_offsets), values, mask=mask)
 
+    def _id_objects(self) -> np.ndarray:
+        """Object array of the Python ints ``0 .. vocab_size - 1`` (built once): id lists share these objects."""
+        if self._id_object_array is None:
+            self._id_object_array = np.arange(self.model.vocab_size, dtype=np.int64).astype(object)
+        return self._id_object_array
+
     def _encode_packed(self, data, offsets, valid, num_threads, bos, eos, as_lists=False):
         """Encode packed texts; returns ``(ids int32, offsets int32 or int64)``, offsets starting at 0, or with
         ``as_lists`` one Python list of ids per text.
@@ -605,7 +622,7 @@ class Tokenizer:
                 replacements = [_encode_split(self.compiled, splitter, bytes(data[offsets[d]:offsets[d + 1]]), bos, eos)
                                 for d in split_docs.tolist()]
                 spliced = _splice_documents(ids, out_offsets, split_docs, replacements)
-                return _split_ids(*spliced) if as_lists else spliced
+                return _split_ids(*spliced, self._id_objects()) if as_lists else spliced
         return self._encode_packed_plain(data, offsets, valid, num_threads, bos, eos, as_lists)
 
     def _encode_packed_plain(self, data, offsets, valid, num_threads, bos, eos, as_lists=False):
@@ -616,7 +633,7 @@ class Tokenizer:
         if threads == 1:
             ids, out_offsets = self._encode_documents(data, offsets, valid, 0, n, bos, eos)
             if as_lists:
-                return _split_ids(ids, out_offsets)
+                return _split_ids(ids, out_offsets, self._id_objects())
         else:
             # More ranges than threads, taken in turn by whichever thread is free (the calling thread included),
             # so that uneven ranges do not leave a core idle at the end.
@@ -626,12 +643,13 @@ class Tokenizer:
             ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
             parts: list = [None] * len(ranges)
             lists: list = [None] * len(ranges)
+            id_objects = self._id_objects() if as_lists else None
             next_range = iter(range(len(ranges)))  # shared; next() on it is atomic under the GIL
 
             def convert_finished() -> None:  # the calling thread only: Python lists need the GIL anyway
                 for k, part in enumerate(parts):
                     if part is not None and lists[k] is None:
-                        lists[k] = _split_ids(*part)
+                        lists[k] = _split_ids(*part, id_objects)
 
             def work(convert: bool = False) -> None:
                 for k in next_range:
@@ -770,23 +788,29 @@ def _splice_documents(ids: np.ndarray, offsets: np.ndarray, documents: np.ndarra
     return new_ids, new_offsets
 
 
-def _split_ids(ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
+def _split_ids(ids: np.ndarray, offsets: np.ndarray, id_objects: np.ndarray | None = None) -> list[list[int]]:
     """Flat ids cut at ``offsets`` into Python lists: ``[1, 2, 3]``, ``[0, 2, 2, 3]`` -> ``[[1, 2], [], [3]]``.
 
-    pyarrow's C conversion builds the lists (faster than slicing one big list in Python), with the cyclic garbage
-    collector paused meanwhile: the thousands of new lists would otherwise set off full collections that cost
-    more than the conversion (lists of ints hold no cycles, so pausing it frees nothing later than it would).
+    With ``id_objects`` (an object array of the Python ints ``0 .. vocab_size - 1``, see
+    :meth:`Tokenizer._id_objects`) the lists share those int objects instead of creating one per id: the ids are
+    taken from it and listed in C, then sliced per text. Without, pyarrow's C conversion builds the lists. The
+    cyclic garbage collector is paused meanwhile: the thousands of new lists would otherwise set off full
+    collections that cost more than the conversion (lists of ints hold no cycles, so pausing it frees nothing later
+    than it would).
     """
     import gc
 
-    import pyarrow as pa
-
-    list_type = pa.ListArray if offsets.dtype == np.int32 else pa.LargeListArray
-    array = list_type.from_arrays(pa.array(offsets), pa.array(ids, type=pa.int32()))
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return array.to_pylist()
+        if id_objects is not None:
+            flat = id_objects[ids].tolist()
+            bounds = offsets.tolist()
+            return list(map(flat.__getitem__, map(slice, bounds[:-1], bounds[1:])))
+        import pyarrow as pa
+
+        list_type = pa.ListArray if offsets.dtype == np.int32 else pa.LargeListArray
+        return list_type.from_arrays(pa.array(offsets), pa.array(ids, type=pa.int32())).to_pylist()
     finally:
         if collecting:
             gc.enable()
