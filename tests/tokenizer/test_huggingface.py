@@ -97,6 +97,30 @@ def test_merge_replay_differs_from_concatenation_rule(tmp_path):
     assert Tokenizer.load(path).encode("abc") == [97, 256] == hf_ids(path, ["abc"])[0]
 
 
+def test_imported_unigram_keeps_float64_scores(tmp_path):
+    """Scores closer than float32 can tell apart: tokenizers sums them in f64 ("a" + "b" beats "ab" by 1e-12), and so
+    does the imported model; float32 copies would tie, and the tie keeps "ab"."""
+    table = bytes_to_unicode()
+    vocab = [[table[b], -30.0] for b in range(256)]
+    vocab[ord("a")][1] = vocab[ord("b")][1] = -1.0
+    vocab.append(["ab", -2.0 - 1e-12])
+    vocab.append(["cd", -2.0 + 1e-12])
+    vocab[ord("c")][1] = vocab[ord("d")][1] = -1.0
+    obj = {"version": "1.0", "added_tokens": [], "normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                             "use_regex": False},
+           "post_processor": None, "decoder": None,
+           "model": {"type": "Unigram", "unk_id": None, "vocab": vocab, "byte_fallback": False}}
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(obj))
+    texts = ["ab", "cd", "abcdab", "xaby"]
+    ours = Tokenizer.load(path)
+    assert [ours.encode(t) for t in texts] == hf_ids(path, texts)
+    assert ours.encode("ab") == [97, 98] and ours.encode("cd") == [257]
+    ours.save(tmp_path / "m.shardpiece")  # the exact scores travel in the model file
+    assert [Tokenizer.load(tmp_path / "m.shardpiece").encode(t) for t in texts] == hf_ids(path, texts)
+
+
 def test_unsupported_tokenizer_json_is_refused(tmp_path):
     obj = {"normalizer": None, "pre_tokenizer": {"type": "Whitespace"}, "model": {"type": "WordPiece"}}
     path = tmp_path / "tokenizer.json"

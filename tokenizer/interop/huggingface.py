@@ -24,8 +24,8 @@ USER_DEFINED pieces listed with their flags in ``pretokenizer["added_tokens"]``,
 normalization and pre-tokenization exactly as ``tokenizers`` does (:mod:`tokenizer.added_tokens`: ``normalized``,
 ``lstrip``, ``rstrip``, ``single_word``, leftmost-longest). They decode to their (normalized) content, special ones
 too; ``tokenizers``' ByteLevel decoder instead turns non-ASCII content into mojibake and skips special tokens by
-default. Limits: unigram scores are stored as float32, so a unigram model whose best segmentations differ by less
-than float32 precision may tie-break differently.
+default. Unigram scores are kept as the float64 values of the file (``provenance["float64_scores"]``) and summed
+in float64, as ``tokenizers`` does, so near-ties break the same way.
 
 Example::
 
@@ -280,7 +280,12 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
         _place_added_tokens(added_tokens, pieces, types, {i: text for i, (text, _) in enumerate(entries)})
         if body.get("unk_id") is not None:
             types[int(body["unk_id"])] = PieceType.UNKNOWN
-        provenance = {"imported_from": "tokenizer.json"}
+        # the scores as tokenizers holds them (f64): its lattice sums them in f64, and float32 copies could break
+        # near-ties differently
+        exact = [0.0] * size
+        for i, (_, score) in enumerate(entries):
+            exact[i] = float(score)
+        provenance = {"imported_from": "tokenizer.json", "float64_scores": exact}
         algorithm = "unigram"
     else:
         raise ModelFileError(source, f"model type {body.get('type')!r} is not supported (BPE or Unigram)")
