@@ -44,7 +44,9 @@ _ALPHABETIC_SYMBOLS = ((0x24B6, 0x24E9), (0x1F130, 0x1F149), (0x1F150, 0x1F169),
 
 def is_word_char(char: str) -> bool:
     """Unicode ``\\w`` as the Rust regex crate defines it: Alphabetic, Mark, Decimal_Number, Connector_Punctuation
-    or Join_Control. ``is_word_char("é") is True``, ``is_word_char("-") is False``."""
+    or Join_Control. ``is_word_char("é") is True``, ``is_word_char("-") is False``. Characters come from Python's
+    Unicode database (14.0 in Python 3.11): a code point assigned in a later Unicode version counts as no word
+    character here, where ``tokenizers`` (a newer version) may count it as one."""
     category = unicodedata.category(char)
     if category[0] in "LM" or category in ("Nd", "Nl", "Pc") or char in "\u200c\u200d":
         return True
