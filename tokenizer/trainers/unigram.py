@@ -423,7 +423,7 @@ def pack(chunks: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
     """``(data uint8, offsets int64)`` of byte strings."""
     offsets = np.zeros(len(chunks) + 1, np.int64)
     if chunks:
-        np.cumsum(np.fromiter((len(c) for c in chunks), np.int64, len(chunks)), out=offsets[1:])
+        np.cumsum(np.fromiter(map(len, chunks), np.int64, len(chunks)), out=offsets[1:])
     data = np.frombuffer(b"".join(chunks), np.uint8) if chunks else np.zeros(0, np.uint8)
     return data, offsets
 
@@ -493,7 +493,6 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
     n_chunks = len(chunks)
     if settings.variant == "byte":
         sym = data.astype(np.int32) + 1
-        unit_chunk = np.searchsorted(offsets, np.arange(len(data)), side="right") - 1
         symbols = [b""] + [bytes([b]) for b in range(256)]
         symbol_class = np.zeros(258, np.uint8)
         symbol_class[0] = 2
@@ -506,17 +505,13 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
 
         code_points = np.frombuffer(data.tobytes().decode("utf-8").encode("utf-32-le"), dtype="<u4").astype(np.int64)
         starts = np.flatnonzero((data & 0xC0) != 0x80)
-        unit_chunk = np.searchsorted(offsets, starts, side="right") - 1
         unit_offsets = np.searchsorted(starts, offsets)
         alphabet = np.array(sorted(ord(c) for c in required), dtype=np.int64)
         unk_id = len(alphabet) + 1
-        position = np.searchsorted(alphabet, code_points)
-        position_clipped = np.minimum(position, max(len(alphabet) - 1, 0))
-        if len(alphabet):
-            found = alphabet[position_clipped] == code_points
-        else:
-            found = np.zeros(len(code_points), bool)
-        sym = np.where(found, position_clipped + 1, unk_id).astype(np.int32)
+        symbol_of = np.full(int(code_points.max()) + 1 if len(code_points) else 1, unk_id, np.int32)
+        covered = alphabet[alphabet < len(symbol_of)]
+        symbol_of[covered] = np.searchsorted(alphabet, covered).astype(np.int32) + 1  # code-point order ids
+        sym = symbol_of[code_points]
         symbols = [b""] + [chr(int(c)).encode() for c in alphabet] + [b""]
         symbol_class = np.zeros(unk_id + 1, np.uint8)
         symbol_script = np.full(unk_id + 1, -1, np.int32)
@@ -531,15 +526,17 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
                 symbol_class[k] = 3
             symbol_script[k] = table[c]
     total_units = len(sym)
+    unit_offsets = np.asarray(unit_offsets, np.int64)
+    unit_chunk = np.repeat(np.arange(n_chunks, dtype=np.int64), np.diff(unit_offsets))
     text = np.zeros(total_units + n_chunks + 1, np.int32)
     # chunk i's units go to [unit_offsets[i] + i + 1, unit_offsets[i+1] + i + 1): a separator before each chunk
-    shift = unit_chunk + 1
-    text[np.arange(total_units) + shift] = sym
-    weights = np.zeros(len(text), np.int64)
-    weights[np.arange(total_units) + shift] = counts[unit_chunk]
-    to_end = np.zeros(len(text), np.int32)
     unit_index = np.arange(total_units)
-    to_end[unit_index + shift] = (np.asarray(unit_offsets)[unit_chunk + 1] - unit_index).astype(np.int32)
+    destination = unit_index + unit_chunk + 1
+    text[destination] = sym
+    weights = np.zeros(len(text), np.int64)
+    weights[destination] = counts[unit_chunk]
+    to_end = np.zeros(len(text), np.int32)
+    to_end[destination] = (unit_offsets[unit_chunk + 1] - unit_index).astype(np.int32)
     if settings.variant == "byte":
         unit_bytes = np.arange(len(data) + 1, dtype=np.int64)
     else:
