@@ -421,3 +421,24 @@ def test_seeds_do_not_depend_on_the_order_of_equal_suffixes(words, data):
     fast = ug.seed_pieces(chunks, chunk_counts, s, required)
     for pieces, scores in results:
         assert pieces == fast[0] and scores.tolist() == fast[1].tolist()
+
+
+def test_pruning_on_threads_is_the_same():
+    s = ug.UnigramSettings(vocab_size=60)
+    counts, _ = ug.ChunkSplitter(s).split(t.encode() for t in corpus())
+    chunks, chunk_counts = ug.chunk_table(counts)
+    required, _ = ug.required_characters(chunks, chunk_counts, s.character_coverage)
+    pieces, scores = ug.seed_pieces(chunks, chunk_counts, s, required)
+    trie = ug.PieceTrie(pieces, False)
+    runner = ug.local_runner(chunks, chunk_counts)
+    freq, _ = runner.viterbi(trie, scores)
+    order = np.arange(len(pieces), dtype=np.int64)[::-1].copy()
+    data, offsets = ug.pack([pieces[k] for k in order])
+    one = ug.piece_alternatives(trie, scores, order, data, offsets, threads=1)
+    for threads in (2, 3, len(order) + 5):
+        many = ug.piece_alternatives(trie, scores, order, data, offsets, threads=threads)
+        assert all(np.array_equal(a, b) for a, b in zip(many, one))
+        assert (many[0] == 2).any() and many[1][-1] == len(one[2]) - 1  # alternatives exist; the spare slot
+        new = ug.prune(trie, scores, order, freq, int(chunk_counts.sum()), 10, 0.75, threads=threads)
+        want = ug.prune(trie, scores, order, freq, int(chunk_counts.sum()), 10, 0.75)
+        assert np.array_equal(new[0], want[0]) and np.array_equal(new[1], want[1])

@@ -702,20 +702,17 @@ def viterbi_step(trie: PieceTrie, scores: np.ndarray, data, offsets, weights) ->
 
 
 def prune(trie: PieceTrie, scores: np.ndarray, order: np.ndarray, freq: np.ndarray, sentence_total: int,
-          desired: int, shrinking_factor: float) -> tuple[np.ndarray, np.ndarray]:
+          desired: int, shrinking_factor: float, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """SentencePiece's ``PruneSentencePieces``: keep pieces without a second-best segmentation, then those whose
     removal would lose the most likelihood, down to ``max(desired, shrinking_factor * size)`` pieces.
 
     ``order``: the active pieces' trie ids in SentencePiece's list order. Returns ``(new scores, new order)``.
+    ``threads``: the pieces' second-best segmentations are found on that many threads (each piece's alone: the
+    same result for any value).
     """
     pieces = [trie.pieces[k] for k in order]
     piece_data, piece_offsets = pack(pieces)
-    status = np.zeros(len(order), np.int8)
-    alt_offsets = np.zeros(len(order) + 1, np.int64)
-    alt_ids = np.zeros(max(1, len(piece_data)), np.int64)
-    unk = float(scores[order].min()) - UNK_PENALTY
-    kt.piece_alternatives(*trie.arrays(), scores, unk, trie.max_bytes, trie.byte_mode, piece_data, piece_offsets,
-                          order.astype(np.int64), status, alt_offsets, alt_ids)
+    status, alt_offsets, alt_ids = piece_alternatives(trie, scores, order, piece_data, piece_offsets, threads)
     freq_f = freq.astype(np.float64)
     total = float(freq_f[order].sum())
     log_total = math.log(total) if total > 0 else 0.0
@@ -733,6 +730,42 @@ def prune(trie: PieceTrie, scores: np.ndarray, order: np.ndarray, freq: np.ndarr
     kept_array = np.asarray(kept, np.int64)
     new_scores[kept_array] = scores[kept_array]
     return new_scores, kept_array
+
+
+def piece_alternatives(trie: PieceTrie, scores: np.ndarray, order: np.ndarray, piece_data: np.ndarray,
+                       piece_offsets: np.ndarray, threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``kt.piece_alternatives`` over the pieces ``order`` (packed as ``piece_data``/``piece_offsets``), the pieces
+    cut into ``threads`` contiguous parts run at once (the kernel releases the GIL; every piece is independent)
+    and the parts' ``(status int8, alternative offsets int64, alternative ids int64)`` joined in order."""
+    order = np.asarray(order, np.int64)
+    unk = float(scores[order].min()) - UNK_PENALTY
+    n = len(order)
+    cuts = np.unique(np.linspace(0, n, max(1, min(int(threads), n)) + 1).astype(np.int64))
+
+    def part(a: int, b: int):
+        data = piece_data[piece_offsets[a]:piece_offsets[b]]
+        offsets = piece_offsets[a:b + 1] - piece_offsets[a]
+        status = np.zeros(b - a, np.int8)
+        alt_offsets = np.zeros(b - a + 1, np.int64)
+        alt_ids = np.zeros(max(1, len(data)), np.int64)
+        written = kt.piece_alternatives(*trie.arrays(), scores, unk, trie.max_bytes, trie.byte_mode, data, offsets,
+                                        order[a:b], status, alt_offsets, alt_ids)
+        return status, alt_offsets, alt_ids[:written]
+
+    ranges = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+    if len(ranges) <= 1:
+        results = [part(0, n)]
+    else:
+        with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
+            results = list(pool.map(lambda r: part(*r), ranges))
+    status = np.concatenate([r[0] for r in results])
+    alt_offsets = np.zeros(n + 1, np.int64)
+    base = 0
+    for (a, b), r in zip(ranges, results):
+        alt_offsets[a + 1:b + 1] = r[1][1:] + base
+        base += len(r[2])
+    alt_ids = np.concatenate([r[2] for r in results] + [np.zeros(1, np.int64)])
+    return status, alt_offsets, alt_ids
 
 
 # ---------------------------------------------------------------------------------------------- driver loop
@@ -823,7 +856,7 @@ class TrainReport:
 
 def run_em(pieces: list[bytes], scores: np.ndarray, runner: EStepRunner, settings: UnigramSettings,
            sentence_total: int, progress: Callable[[str], None] = lambda m: None,
-           report: TrainReport | None = None) -> tuple[list[bytes], np.ndarray]:
+           report: TrainReport | None = None, threads: int = 1) -> tuple[list[bytes], np.ndarray]:
     """EM sub-iterations and pruning until at most ``1.1 * vocab_size`` pieces remain (SentencePiece's loop).
     Returns the surviving pieces in list order and their scores (float64)."""
     trie = PieceTrie(pieces, settings.variant == "byte")
@@ -846,7 +879,8 @@ def run_em(pieces: list[bytes], scores: np.ndarray, runner: EStepRunner, setting
         started = time.perf_counter()
         freq, _ = runner.viterbi(trie, scores)
         viterbi_seconds = time.perf_counter() - started
-        scores, order = prune(trie, scores, order, freq, sentence_total, desired, settings.shrinking_factor)
+        scores, order = prune(trie, scores, order, freq, sentence_total, desired, settings.shrinking_factor,
+                              threads)
         progress(f"[prune] {len(order):,} pieces kept: Viterbi counts {viterbi_seconds:.1f} s, pruning "
                  f"{time.perf_counter() - started - viterbi_seconds:.1f} s")
         if 4 * len(order) < len(trie.pieces):  # rebuild a smaller trie (faster lookups)
@@ -991,7 +1025,7 @@ def train_from_chunks(chunks: list[bytes], counts: np.ndarray, settings: Unigram
              f"{time.perf_counter() - started:.1f} s")
     runner = runner or local_runner(chunks, counts, threads)
     sentence_total = int(counts.sum())
-    kept, kept_scores = run_em(pieces, scores, runner, settings, sentence_total, progress, report)
+    kept, kept_scores = run_em(pieces, scores, runner, settings, sentence_total, progress, report, threads)
     started = time.perf_counter()
     final = finalize(kept, kept_scores, required, settings)
     model = build_model(final, settings, provenance)
