@@ -28,6 +28,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import threading
@@ -662,7 +663,11 @@ class PieceTrie:
         kt.build_hash_trie(data, offsets, np.arange(len(self.pieces), dtype=np.int32), self.table_keys,
                            self.table_child, self.node_value)
         self.max_bytes = int(max((len(p) for p in self.pieces), default=1))
-        self.index = {p: i for i, p in enumerate(self.pieces)}
+
+    @functools.cached_property
+    def index(self) -> dict[bytes, int]:
+        """``{piece: id}``, built on first use (training never needs it; a broadcast trie does not carry it)."""
+        return {p: i for i, p in enumerate(self.pieces)}
 
     def arrays(self):
         return self.table_keys, self.table_child, self.node_value
