@@ -221,6 +221,8 @@ class CompiledModel:
         as ``SentencePieceNormalizer.kernel_parts()``) the normalizer kernel runs first and its output buffer and
         offsets go straight to the encoder kernel; a text it cannot fit in 4n + 144 bytes takes
         ``normalize_bytes`` (bytes -> bytes) instead."""
+        from tokenizer.kernels import direct_entry
+
         kernel, head, middle_and_buffers, valid = self._kernel, self._head, self._middle_and_buffers, _ALL_VALID
         local = threading.local()
 
@@ -239,14 +241,22 @@ class CompiledModel:
                 local.state = state
             return state
 
+        # After the first call, the kernels' machine code is called directly (direct_entry: no per-call type
+        # resolution); the argument types never change on this path (read-only uint8 text, the buffers below).
+        encode_call = kernel
+
         if normalizer_kernel is None:
             def encode(data, n, bos_id, eos_id):
+                nonlocal encode_call
                 state = getattr(local, "state", None)
                 if state is None or state[0] < n:
                     state = grow(n)
                 _, offsets, _, _, out_ids, tail = state
                 offsets[1] = n
-                total, failed = kernel(*head, data, offsets, valid, 0, 1, bos_id, eos_id, *tail)
+                args = (*head, data, offsets, valid, 0, 1, bos_id, eos_id, *tail)
+                total, failed = encode_call(*args)
+                if encode_call is kernel:
+                    encode_call = direct_entry(kernel, args) or kernel
                 if total < 0:
                     raise _unrepresentable(failed)
                 return out_ids[:total].tolist()
@@ -254,19 +264,26 @@ class CompiledModel:
             return encode
 
         normalize, tables = normalizer_kernel
+        normalize_call = normalize
         encode_normalized = self.encode_array if hasattr(self, "encode_array") else self.single_text_encoder()
 
         def normalize_and_encode(data, n, bos_id, eos_id):
+            nonlocal normalize_call, encode_call
             state = getattr(local, "state", None)
             if state is None or state[0] < n:
                 state = grow(n)
             _, in_offsets, normalized, offsets, out_ids, tail = state
             in_offsets[1] = n
-            if normalize(data, in_offsets, 0, normalized, offsets, *tables) < 1:  # did not fit: the bytes path
+            normalize_args = (data, in_offsets, 0, normalized, offsets, *tables)
+            if normalize_call(*normalize_args) < 1:  # did not fit: the bytes path
                 normalized_bytes = normalize_bytes(data.tobytes())
                 return encode_normalized(np.frombuffer(normalized_bytes, np.uint8), len(normalized_bytes), bos_id,
                                          eos_id)
-            total, failed = kernel(*head, normalized, offsets, valid, 0, 1, bos_id, eos_id, *tail)
+            args = (*head, normalized, offsets, valid, 0, 1, bos_id, eos_id, *tail)
+            total, failed = encode_call(*args)
+            if encode_call is kernel:
+                normalize_call = direct_entry(normalize, normalize_args) or normalize
+                encode_call = direct_entry(kernel, args) or kernel
             if total < 0:
                 raise _unrepresentable(failed)
             return out_ids[:total].tolist()
