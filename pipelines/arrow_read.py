@@ -1,4 +1,5 @@
-"""Reading Parquet inputs in the Python tasks themselves (pyarrow), so the tokenize job's data never crosses the JVM.
+"""Reading Parquet and text inputs in the Python tasks themselves (pyarrow), so the tokenize job's data never
+crosses the JVM.
 
 The Spark read path (``spark.read.parquet`` -> JVM scan -> Arrow batches sent to a Python worker) costs more CPU
 than the encoder's own share of the job on a small machine. Here the driver reads only the files' footers and plans
@@ -13,6 +14,9 @@ Filesystems: local paths and ``file:`` URIs; any other URI only when ``pyarrow.f
 and reports the size Hadoop listed. Everything else (``s3a://``, ``hdfs://`` without libhdfs, a footer pyarrow
 cannot read, kept columns whose types Spark would convert) is left to the Spark read path: :func:`plan_parquet`
 returns ``None`` with the reason.
+
+Text files (:func:`plan_text`, :func:`read_text_units`) are planned as byte ranges of a plain file (each unit takes
+the lines that start in its range) or whole compressed files (gzip, zstd), read in chunks and split at ``\\n``.
 
 Example (hand-checkable)::
 
@@ -298,8 +302,8 @@ def plan_text(files: Sequence[tuple[str, int]], tasks: int | None,
     run must go through Spark's reader (a filesystem pyarrow cannot open, a codec other than gzip and zstd).
     With ``tasks`` set, uncompressed files are cut finer until there are about ``tasks`` units.
 
-    >>> [(u.start, u.stop) for u in plan_text([("/x.txt", 10)], None, unit_bytes=4)[0]]
-    [(0, 4), (4, 8), (8, 10)]
+    Example: a 10-byte ``a.txt`` with ``unit_bytes=4`` -> units ``(0, 4)``, ``(4, 8)``, ``(8, 10)``; a ``b.txt.gz``
+    -> one unit ``(0, -1)``.
     """
     plain_total = 0
     for path, size in files:
