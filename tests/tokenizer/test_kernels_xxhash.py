@@ -1,0 +1,46 @@
+"""XXH64 as Spark's xxhash64 computes it: the kernel against its Python twin, the reference vectors, and Spark."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenizer.kernels.xxhash import SPARK_SEED, held_out_mask, reference_xxh64, xxh64_range
+
+
+def test_reference_vectors():
+    empty = np.zeros(0, np.uint8)
+    assert int(xxh64_range(empty, 0, 0, np.uint64(0))) == reference_xxh64(b"", 0) == 0xEF46DB3751D8E999
+    abc = np.frombuffer(b"abc", np.uint8)
+    assert int(xxh64_range(abc, 0, 3, np.uint64(0))) == reference_xxh64(b"abc", 0) == 0x44BC2CF5AD770999
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=120), prefix=st.binary(max_size=9), seed=st.integers(0, 2**64 - 1))
+def test_kernel_equals_twin_on_any_range(data, prefix, seed):
+    buffer = np.frombuffer(prefix + data + b"tail", np.uint8)
+    got = int(xxh64_range(buffer, len(prefix), len(prefix) + len(data), np.uint64(seed)))
+    assert got == reference_xxh64(data, seed)
+
+
+@pytest.mark.spark
+def test_held_out_mask_is_sparks_split(spark):
+    """The documents ``jobs.training.split_holdout`` holds out (``pmod(xxhash64(text), 1e6) < k``) are the ones the
+    mask marks, for documents of every length class (0, < 4, < 8, < 32, >= 32 bytes)."""
+    from pyspark.sql import functions as F
+
+    rng = np.random.default_rng(3)
+    texts = [rng.integers(0, 256, rng.integers(0, 70), dtype=np.uint8).tobytes() for _ in range(400)]
+    frame = spark.createDataFrame([(t,) for t in texts], "text binary")
+    rows = frame.select(F.xxhash64("text").alias("h"),
+                        (F.pmod(F.xxhash64("text"), F.lit(1000)) < F.lit(300)).alias("held")).collect()
+    data = np.frombuffer(b"".join(texts), np.uint8)
+    offsets = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum([len(t) for t in texts], out=offsets[1:])
+    mask = np.zeros(len(texts), np.uint8)
+    held_out_mask(data, offsets, SPARK_SEED, 1000, 300, mask)
+    assert [bool(m) for m in mask] == [r["held"] for r in rows] and 0 < mask.sum() < len(texts)
+    assert [reference_xxh64(t, SPARK_SEED) - (1 << 64) * (reference_xxh64(t, SPARK_SEED) >> 63) for t in texts] == \
+        [r["h"] for r in rows]

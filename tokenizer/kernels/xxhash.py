@@ -1,0 +1,156 @@
+"""XXH64, the 64-bit xxHash, as Spark's ``xxhash64`` SQL function computes it for a binary value (seed 42), so that
+code reading documents without Spark picks the same held-out documents as ``jobs.training.split_holdout``.
+
+Spark's ``XXH64.hashUnsafeBytes`` is the standard algorithm (32-byte stripes in four lanes, then 8-, 4- and 1-byte
+tails, then the avalanche), reading little-endian words; its SQL result is the hash as a signed 64-bit integer.
+
+Example (hand-checkable against the XXH64 reference vectors): ``xxh64(b"", 0)`` is ``0xEF46DB3751D8E999``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tokenizer.kernels import kernel
+
+SPARK_SEED = 42
+_P1 = np.uint64(0x9E3779B185EBCA87)
+_P2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_P3 = np.uint64(0x165667B19E3779F9)
+_P4 = np.uint64(0x85EBCA77C2B2AE63)
+_P5 = np.uint64(0x27D4EB2F165667C5)
+_MASK = (1 << 64) - 1
+
+
+@kernel(inline="always")
+def _rotl(x, r):
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+@kernel(inline="always")
+def _read64(data, p):
+    value = np.uint64(0)
+    for k in range(8):
+        value |= np.uint64(data[p + k]) << np.uint64(8 * k)
+    return value
+
+
+@kernel(inline="always")
+def _read32(data, p):
+    value = np.uint64(0)
+    for k in range(4):
+        value |= np.uint64(data[p + k]) << np.uint64(8 * k)
+    return value
+
+
+@kernel(inline="always")
+def _round(acc, lane):
+    acc = acc + lane * _P2
+    acc = _rotl(acc, 31)
+    return acc * _P1
+
+
+@kernel(inline="always")
+def _merge(acc, lane):
+    acc ^= _round(np.uint64(0), lane)
+    return acc * _P1 + _P4
+
+
+@kernel
+def xxh64_range(data, start, end, seed):
+    """XXH64 (uint64) of ``data[start:end]`` (uint8) with ``seed`` (uint64)."""
+    p = start
+    length = end - start
+    if length >= 32:
+        v1 = seed + _P1 + _P2
+        v2 = seed + _P2
+        v3 = seed
+        v4 = seed - _P1
+        while p + 32 <= end:
+            v1 = _round(v1, _read64(data, p))
+            v2 = _round(v2, _read64(data, p + 8))
+            v3 = _round(v3, _read64(data, p + 16))
+            v4 = _round(v4, _read64(data, p + 24))
+            p += 32
+        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+        h = _merge(h, v1)
+        h = _merge(h, v2)
+        h = _merge(h, v3)
+        h = _merge(h, v4)
+    else:
+        h = seed + _P5
+    h += np.uint64(length)
+    while p + 8 <= end:
+        h ^= _round(np.uint64(0), _read64(data, p))
+        h = _rotl(h, 27) * _P1 + _P4
+        p += 8
+    if p + 4 <= end:
+        h ^= _read32(data, p) * _P1
+        h = _rotl(h, 23) * _P2 + _P3
+        p += 4
+    while p < end:
+        h ^= np.uint64(data[p]) * _P5
+        h = _rotl(h, 11) * _P1
+        p += 1
+    h ^= h >> np.uint64(33)
+    h *= _P2
+    h ^= h >> np.uint64(29)
+    h *= _P3
+    h ^= h >> np.uint64(32)
+    return h
+
+
+@kernel
+def held_out_mask(data, offsets, seed, buckets, held_buckets, out):
+    """``out[i] = 1`` (uint8) when document ``data[offsets[i]:offsets[i + 1]]`` is held out: Spark's
+    ``pmod(xxhash64(text), buckets) < held_buckets``, with xxhash64 the signed XXH64 of the bytes and ``seed``."""
+    for i in range(offsets.shape[0] - 1):
+        signed = np.int64(xxh64_range(data, offsets[i], offsets[i + 1], np.uint64(seed)))
+        bucket = signed % np.int64(buckets)  # Numba's % follows Python: never negative for a positive modulus
+        out[i] = 1 if bucket < held_buckets else 0
+
+
+# ============================================================================ pure-Python twin
+def reference_xxh64(data: bytes, seed: int) -> int:
+    """Twin of :func:`xxh64_range`: XXH64 written out with Python integers."""
+    p1, p2, p3, p4, p5 = (int(v) for v in (_P1, _P2, _P3, _P4, _P5))
+
+    def rotl(x, r):
+        return ((x << r) | (x >> (64 - r))) & _MASK
+
+    def round_(acc, lane):
+        return (rotl((acc + lane * p2) & _MASK, 31) * p1) & _MASK
+
+    def merge(acc, lane):
+        return ((acc ^ round_(0, lane)) * p1 + p4) & _MASK
+
+    n, p = len(data), 0
+    if n >= 32:
+        lanes = [(seed + p1 + p2) & _MASK, (seed + p2) & _MASK, seed & _MASK, (seed - p1) & _MASK]
+        while p + 32 <= n:
+            for k in range(4):
+                lanes[k] = round_(lanes[k], int.from_bytes(data[p + 8 * k:p + 8 * k + 8], "little"))
+            p += 32
+        h = (rotl(lanes[0], 1) + rotl(lanes[1], 7) + rotl(lanes[2], 12) + rotl(lanes[3], 18)) & _MASK
+        for lane in lanes:
+            h = merge(h, lane)
+    else:
+        h = (seed + p5) & _MASK
+    h = (h + n) & _MASK
+    while p + 8 <= n:
+        h ^= round_(0, int.from_bytes(data[p:p + 8], "little"))
+        h = (rotl(h, 27) * p1 + p4) & _MASK
+        p += 8
+    if p + 4 <= n:
+        h ^= (int.from_bytes(data[p:p + 4], "little") * p1) & _MASK
+        h = (rotl(h, 23) * p2 + p3) & _MASK
+        p += 4
+    while p < n:
+        h ^= (data[p] * p5) & _MASK
+        h = (rotl(h, 11) * p1) & _MASK
+        p += 1
+    h ^= h >> 33
+    h = (h * p2) & _MASK
+    h ^= h >> 29
+    h = (h * p3) & _MASK
+    return h ^ (h >> 32)
