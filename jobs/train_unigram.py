@@ -21,7 +21,8 @@ import sys
 import time
 from typing import Any, Callable
 
-from jobs.training import algorithm_job_main, evaluation_sample, model_paths, split_holdout
+from jobs.training import algorithm_job_main, check_holdout_fraction, evaluation_sample, evaluation_texts, \
+    model_paths, split_holdout
 from tokenizer.errors import ConfigError
 
 
@@ -61,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="where E-steps run: driver (collected chunk table), spark, auto (driver up to 512 MiB of chunks)")
     add("--threads", type=int, metavar="N",
         help="threads of driver E-steps (default: the local master's cores, 1 on a cluster); same model bytes")
+    add("--reader", choices=["auto", "spark"], default="auto",
+        help="auto: local text files on a local master are read and counted by pyarrow in the tasks "
+             "(same model bytes); spark: always Spark's reader")
     add("--input-format", dest="input_format", choices=["text", "jsonl", "parquet"])
     add("--text-column", dest="text_column", default="text")
     add("--partitions", type=int)
@@ -100,8 +104,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     from jobs.evaluate import bytes_per_token
     from pipelines.readers import read_corpus
     from pipelines.session import build_session
-    from pipelines.unigram import counting_session_options
-    from pipelines.unigram import train_unigram
+    from pipelines.unigram import count_chunks_direct, counting_session_options, driver_threads, train_unigram
     from tokenizer.model import write_atomic
 
     if args.threads is not None and args.threads < 1:
@@ -116,22 +119,35 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
                           shuffle_partitions=args.partitions, small_driver=True, single_worker=True,
                           extra=counting_session_options(args.master))
     progress(f"[spark] session on {spark.sparkContext.master} in {time.perf_counter() - wall:.1f} s")
-    corpus = read_corpus(spark, args.input, input_format=args.input_format, text_column=args.text_column,
-                         partitions=args.partitions)
-    documents = corpus.documents
-    training, held_out = split_holdout(documents, args.holdout_fraction)
+    units = direct_text_units(spark, args)
+    counted = None
+    if units is not None:  # local text files: read and counted in the Python tasks, once for every size
+        check_holdout_fraction(args.holdout_fraction)
+        progress(f"[chunks] counting {len(units):,} text units read by pyarrow in the tasks")
+        counted = count_chunks_direct(spark, units, all_settings[sizes[0]], args.holdout_fraction,
+                                      keep_documents=args.eval_documents)
+        training = held_out = None
+    else:
+        corpus = read_corpus(spark, args.input, input_format=args.input_format, text_column=args.text_column,
+                             partitions=args.partitions)
+        training, held_out = split_holdout(corpus.documents, args.holdout_fraction)
     results = {}
     for size in sizes:
         result = train_unigram(training, all_settings[size], estep=args.estep, partitions=args.partitions,
                                provenance={"vocab_size_requested": size,
                                            "holdout_fraction": args.holdout_fraction},
-                               threads=args.threads, progress=progress)
+                               threads=args.threads if counted is None else
+                               args.threads or driver_threads(spark.sparkContext.master),
+                               counted=counted, progress=progress)
         started = time.perf_counter()
         write_atomic(paths[size], result.model.to_bytes())
         progress(f"[write] {paths[size]} in {time.perf_counter() - started:.1f} s")
         results[size] = result
     started = time.perf_counter()
-    texts, sample_kind = evaluation_sample(training, held_out, args.eval_documents)
+    if counted is not None:
+        texts, sample_kind = evaluation_texts(counted.held_out, counted.training, args.eval_documents)
+    else:
+        texts, sample_kind = evaluation_sample(training, held_out, args.eval_documents)
     progress(f"[eval] {len(texts):,} evaluation documents sampled in {time.perf_counter() - started:.1f} s")
     manifest = {
         "command": "shardpiece train --algorithm unigram",
@@ -153,6 +169,24 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     write_atomic(manifest_path, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode())
     manifest["manifest_path"] = manifest_path
     return manifest
+
+
+def direct_text_units(spark, args: argparse.Namespace):
+    """Text units (:func:`pipelines.arrow_read.plan_text`) when the unigram job can count its input without
+    Spark's reader: ``--reader auto``, a local master, E-steps that may run on the driver, and text files (named
+    or guessed) that pyarrow opens; else ``None`` (the Spark path, same model bytes)."""
+    from pipelines.arrow_read import plan_text
+    from pipelines.readers import detect_format, list_input_files
+    from pipelines.session import is_local_master
+
+    if args.reader != "auto" or args.estep == "spark" or args.partitions or \
+            not is_local_master(spark.sparkContext.master):
+        return None
+    listed = list_input_files(spark, args.input)
+    if (args.input_format or detect_format(listed.files + listed.empty_files)) != "text" or not listed.files:
+        return None
+    units, _ = plan_text([(path, listed.sizes[path]) for path in listed.files], None)
+    return units
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,13 +29,17 @@ def model_paths(output: str, vocab_sizes: list[int], prefix: str = "bytepiece") 
             os.path.join(output, "manifest.json"))
 
 
+def check_holdout_fraction(fraction: float) -> None:
+    if not 0.0 <= fraction <= 0.5:
+        raise ConfigError(f"--holdout-fraction {fraction} is outside 0..0.5")
+
+
 def split_holdout(documents, fraction: float):
     """``(training, held_out or None)``: documents whose content hash falls in ``fraction`` are held out (the same
     documents on every run and for any partitioning)."""
     from pyspark.sql import functions as F
 
-    if not 0.0 <= fraction <= 0.5:
-        raise ConfigError(f"--holdout-fraction {fraction} is outside 0..0.5")
+    check_holdout_fraction(fraction)
     if fraction <= 0:
         return documents, None
     bucket = F.pmod(F.xxhash64("text"), F.lit(1_000_000)) < F.lit(int(round(fraction * 1_000_000)))
@@ -49,15 +53,23 @@ def evaluation_sample(training, held_out, limit: int) -> tuple[list[bytes], str]
 
     capped = F.expr(f"substring(text, 1, {EVAL_BYTES})").alias("text")
     sample = held_out.select(capped).limit(limit).collect() if held_out is not None else []
-    kind = "held-out documents"
-    if not sample:
-        sample = training.select(capped).limit(limit).collect()
-        kind = "training documents (nothing held out)"
+    if sample:
+        return evaluation_texts([bytes(row["text"]) for row in sample], [], limit)
+    return evaluation_texts([], [bytes(row["text"]) for row in training.select(capped).limit(limit).collect()],
+                            limit)
+
+
+def evaluation_texts(held_out: list[bytes], training: list[bytes], limit: int) -> tuple[list[bytes], str]:
+    """The evaluation sample from documents already read (in input order): up to ``limit`` held-out ones, or
+    training ones when none is held out, cut to :data:`EVAL_BYTES` in all. ``evaluation_texts([b"ab"], [], 5)`` ->
+    ``([b"ab"], "held-out documents")``."""
+    documents, kind = (held_out, "held-out documents") if held_out else \
+        (training, "training documents (nothing held out)")
     texts, budget = [], EVAL_BYTES
-    for row in sample:
+    for document in documents[:limit]:
         if budget <= 0:
             break
-        texts.append(bytes(row["text"])[:budget])
+        texts.append(document[:min(budget, EVAL_BYTES)])
         budget -= len(texts[-1])
     return texts, kind
 

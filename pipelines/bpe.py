@@ -43,7 +43,7 @@ def count_chunks_partition(settings: bpe.BpeSettings, shard_bytes: int = SHARD_B
         import pyarrow as pa
 
         bpe.P.char_class_table(), bpe.sentencepiece_script_table()  # cached tables, built before the threads
-        total = bpe.empty_chunk_counts()
+        tables = []
         documents = 0
 
         def count(shard):
@@ -52,8 +52,8 @@ def count_chunks_partition(settings: bpe.BpeSettings, shard_bytes: int = SHARD_B
 
         for shard_documents, table in map_shards(count, iter_shards(batches, shard_bytes), threads):
             documents += shard_documents
-            total = bpe.merge_chunk_counts(total, table)
-        chunk_data, chunk_offsets, counts = total
+            tables.append(table)
+        chunk_data, chunk_offsets, counts = bpe.merge_chunk_counts(*tables)  # one pass over all shards
         if len(counts):
             yield pa.RecordBatch.from_arrays(
                 [binary_array(chunk_data, chunk_offsets), pa.array(np.asarray(counts, np.int64), pa.int64())],

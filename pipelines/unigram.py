@@ -70,13 +70,12 @@ def split_partition(settings: ug.UnigramSettings, threads: int = 1, shard_bytes:
 
         splitter = ug.ChunkSplitter(settings)
         splitter.normalizer, splitter.meta_pattern  # built once, before the threads share them
-        total = bpe.empty_chunk_counts()
-        skipped = 0
+        tables, skipped = [], 0
         for chunk_data, chunk_offsets, counts, dropped in map_shards(lambda shard: splitter.count(*shard),
                                                                      iter_shards(batches, shard_bytes), threads):
             skipped += dropped
-            total = bpe.merge_chunk_counts(total, (chunk_data, chunk_offsets, counts))
-        chunk_data, chunk_offsets, counts = total
+            tables.append((chunk_data, chunk_offsets, counts))
+        chunk_data, chunk_offsets, counts = bpe.merge_chunk_counts(*tables)  # one pass over all shards
         if len(counts):
             yield pa.RecordBatch.from_arrays(
                 [binary_array(chunk_data, chunk_offsets), pa.array(np.asarray(counts, np.int64), pa.int64())],
@@ -116,6 +115,100 @@ def collect_table(table) -> tuple[list[bytes], np.ndarray, int]:
     chunks, sorted_counts = bpe.sort_chunks(*bpe.K.gather_spans(np.ascontiguousarray(data, np.uint8), starts, ends),
                                             counts[keep])
     return chunks, sorted_counts, skipped
+
+
+# ---------------------------------------------------------------------------------------------- direct count
+HOLDOUT_BUCKETS = 1_000_000  # jobs.training.split_holdout: pmod(xxhash64(text), 1e6) < fraction * 1e6 is held out
+DIRECT_TASK_BYTES = 64 << 20  # text per task of the direct count (each returns its own table to the driver)
+
+
+@dataclass
+class DirectCount:
+    """The chunk table of local text files counted without Spark's reader (:func:`count_chunks_direct`), plus the
+    first held-out and training documents (for the evaluation sample), in input order."""
+
+    chunks: list[bytes]
+    counts: np.ndarray
+    skipped: int
+    held_out: list[bytes]
+    training: list[bytes]
+    seconds: float
+
+
+def _direct_count_task(settings: ug.UnigramSettings, held_buckets: int, threads: int, shard_bytes: int,
+                       keep_documents: int) -> Callable:
+    """``mapPartitions`` function: read this task's text units with pyarrow, drop the held-out lines (Spark's
+    ``xxhash64`` rule, :mod:`tokenizer.kernels.xxhash`), count the rest's chunks on ``threads`` threads; yields one
+    ``(chunk data bytes, chunk offsets, counts, skipped, held-out docs, training docs)`` tuple."""
+
+    def run(groups):
+        import pyarrow as pa
+
+        from pipelines.arrow_read import read_text_units
+        from tokenizer.kernels.xxhash import SPARK_SEED, held_out_mask
+
+        for units in groups:
+            splitter = ug.ChunkSplitter(settings)
+            splitter.normalizer, splitter.meta_pattern  # built once, before the threads share them
+            held_docs: list[bytes] = []
+            train_docs: list[bytes] = []
+
+            def training_batches():
+                for batch in read_text_units(units, "text", "malformed"):
+                    column = batch.column(0)
+                    if held_buckets > 0:
+                        data, offsets = binary_buffers(column)
+                        mask = np.zeros(len(column), np.uint8)
+                        held_out_mask(data, offsets, SPARK_SEED, HOLDOUT_BUCKETS, held_buckets, mask)
+                        held = mask.astype(bool)
+                        if held.any() and len(held_docs) < keep_documents:
+                            held_docs.extend(d for d in column.filter(pa.array(held)).to_pylist() if d)
+                        column = column.filter(pa.array(~held))
+                    if len(train_docs) < keep_documents:
+                        train_docs.extend(d for d in column.slice(0, keep_documents).to_pylist() if d)
+                    yield pa.RecordBatch.from_arrays([column], ["text"])
+
+            tables, skipped = [], 0
+            for chunk_data, chunk_offsets, counts, dropped in map_shards(
+                    lambda shard: splitter.count(*shard), iter_shards(training_batches(), shard_bytes), threads):
+                skipped += dropped
+                tables.append((chunk_data, chunk_offsets, counts))
+            chunk_data, chunk_offsets, counts = bpe.merge_chunk_counts(*tables)  # one pass over all shards
+            yield (np.asarray(chunk_data, np.uint8).tobytes(), np.asarray(chunk_offsets, np.int64),
+                   np.asarray(counts, np.int64), skipped, held_docs[:keep_documents], train_docs[:keep_documents])
+
+    return run
+
+
+def count_chunks_direct(spark, units, settings: ug.UnigramSettings, holdout_fraction: float, *,
+                        threads: int | None = None, shard_bytes: int = SHARD_BYTES,
+                        keep_documents: int = 2000) -> DirectCount:
+    """The chunk table of local text files (:func:`pipelines.arrow_read.plan_text` units) counted by Spark tasks
+    that read the files with pyarrow: no JVM reading, no Arrow hand-over, no shuffle. Held-out documents are the
+    ones ``jobs.training.split_holdout`` holds out (Spark's ``xxhash64``, reproduced), so the table equals
+    :func:`count_chunks` on the training documents and the model's bytes are the same. Each task returns its own
+    table, summed on the driver: meant for local masters, whose driver already holds the reduced table."""
+    from pipelines.arrow_read import assign_units
+    from pipelines.session import task_threads
+
+    settings.validate()
+    started = time.perf_counter()
+    threads = task_threads(spark) if threads is None else max(1, int(threads))
+    held_buckets = int(round(holdout_fraction * HOLDOUT_BUCKETS)) if holdout_fraction > 0 else 0
+    total_weight = sum(unit.weight for unit in units)
+    tasks = max(1, min(len(units), -(-total_weight // DIRECT_TASK_BYTES)))
+    groups = [group for group in assign_units(units, tasks) if group]
+    rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
+        _direct_count_task(settings, held_buckets, threads, shard_bytes, keep_documents)).collect() if groups else []
+    tables, skipped, held_out, training = [], 0, [], []
+    for chunk_bytes, chunk_offsets, counts, dropped, held_docs, train_docs in rows:
+        tables.append((np.frombuffer(chunk_bytes, np.uint8), chunk_offsets, counts))
+        skipped += dropped
+        held_out.extend(held_docs)
+        training.extend(train_docs)
+    chunks, counts = bpe.sort_chunks(*bpe.merge_chunk_counts(*tables))
+    return DirectCount(chunks, counts, skipped, held_out[:keep_documents], training[:keep_documents],
+                       time.perf_counter() - started)
 
 
 def _stats_partition(state_broadcast, kind: str) -> Callable:
@@ -186,7 +279,7 @@ class UnigramResult:
 
 def train_unigram(documents, settings: ug.UnigramSettings, *, estep: str = "auto", partitions: int | None = None,
                   provenance: dict | None = None, threads: int | None = None, count_threads: int | None = None,
-                  shard_bytes: int = SHARD_BYTES,
+                  shard_bytes: int = SHARD_BYTES, counted: DirectCount | None = None,
                   progress: Callable[[str], None] = lambda message: None) -> UnigramResult:
     """Train one unigram model on a DataFrame of documents (``text: binary``, one sentence per row).
 
@@ -194,7 +287,8 @@ def train_unigram(documents, settings: ug.UnigramSettings, *, estep: str = "auto
     over the partitioned table), ``auto`` (driver when the table holds at most ``DRIVER_ESTEP_MAX_BYTES``).
     ``threads``: threads of driver E-steps (default :func:`driver_threads`); ``count_threads``: threads per task
     of the chunk count over ~``shard_bytes`` shards (default: the session's task cores). The model's bytes never
-    depend on them.
+    depend on them. ``counted``: a chunk table already counted by :func:`count_chunks_direct` (``documents`` is
+    then not read; the E-steps run on the driver, which holds the table).
     """
     from pyspark import StorageLevel
 
@@ -202,6 +296,8 @@ def train_unigram(documents, settings: ug.UnigramSettings, *, estep: str = "auto
         raise ValueError(f"estep={estep!r}: use one of {ESTEP_MODES}")
     settings.validate()
     stages: list[StageReport] = []
+    if counted is not None:
+        return _train_counted(counted, settings, provenance, threads, progress)
     started = time.perf_counter()
     table = count_chunks(documents, settings, count_threads, shard_bytes)
     if partitions:
@@ -230,3 +326,19 @@ def train_unigram(documents, settings: ug.UnigramSettings, *, estep: str = "auto
         table.unpersist()
     return UnigramResult(model=model, stages=stages, chunks=len(chunks), sentences=int(counts.sum()),
                          skipped_sentences=skipped, estep_mode=mode)
+
+
+def _train_counted(counted: DirectCount, settings: ug.UnigramSettings, provenance, threads, progress) -> UnigramResult:
+    chunk_bytes = sum(len(c) for c in counted.chunks)
+    stages = [StageReport("chunks", counted.seconds, {"chunks": len(counted.chunks), "chunk_bytes": chunk_bytes,
+                                                      "sentences_skipped": counted.skipped})]
+    progress(f"[chunks] {counted.seconds:.1f} s: {len(counted.chunks):,} distinct chunks, {chunk_bytes:,} bytes, "
+             f"{counted.skipped:,} sentences skipped (too long or containing U+2585)")
+    threads = threads or 1
+    progress(f"[em] E-steps on the driver with {threads} thread{'s' if threads != 1 else ''}")
+    started = time.perf_counter()
+    model = ug.train_from_chunks(counted.chunks, counted.counts, settings, provenance=provenance, progress=progress,
+                                 threads=threads)
+    stages.append(StageReport("em", time.perf_counter() - started, {"pieces": model.vocab_size}))
+    return UnigramResult(model=model, stages=stages, chunks=len(counted.chunks), sentences=int(counted.counts.sum()),
+                         skipped_sentences=counted.skipped, estep_mode="driver")

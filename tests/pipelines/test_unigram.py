@@ -74,6 +74,55 @@ def test_train_job_writes_a_model_and_manifest(spark, tmp_path):
                  str(tmp_path / "bad.model"), "--threads", "0", "--quiet", "--master", "local[2]"]) == 2
 
 
+def test_direct_count_is_the_spark_count_of_the_training_documents(spark, tmp_path):
+    """Text files counted by pyarrow in the tasks (several units per file, a gzip file, held-out lines dropped by
+    Spark's xxhash64 rule) give the table the Spark path counts on split_holdout's training documents, and its
+    held-out documents in input order."""
+    import gzip
+
+    import pipelines.arrow_read as arrow_read
+    from jobs.training import split_holdout
+    from pipelines.readers import read_corpus
+    from pipelines.unigram import collect_table, count_chunks, count_chunks_direct
+
+    texts = sentences(seed=5, lines=600) + ["x\u2585y".encode(), b"", b"<s> ka </s>"]
+    (tmp_path / "a.txt").write_bytes(b"\n".join(texts[:400]) + b"\n")
+    (tmp_path / "b.txt.gz").write_bytes(gzip.compress(b"\n".join(texts[400:])))
+    files = [(f"file:{tmp_path}/a.txt", (tmp_path / "a.txt").stat().st_size),
+             (f"file:{tmp_path}/b.txt.gz", (tmp_path / "b.txt.gz").stat().st_size)]
+    units, _ = arrow_read.plan_text(files, None, unit_bytes=1500)
+    assert len(units) > 4
+    settings = ug.UnigramSettings(vocab_size=120)
+    counted = count_chunks_direct(spark, units, settings, 0.1, threads=2, shard_bytes=700, keep_documents=5000)
+    training, held_out = split_holdout(read_corpus(spark, [str(tmp_path)]).documents, 0.1)
+    chunks, counts, skipped = collect_table(count_chunks(training, settings))
+    assert counted.chunks == chunks and counted.counts.tolist() == counts.tolist()
+    assert counted.skipped == skipped == 1
+    expected_held = [bytes(r["text"]) for r in held_out.collect()]
+    assert 20 < len(counted.held_out) == len(expected_held) and sorted(counted.held_out) == sorted(expected_held)
+    assert counted.held_out == [t for t in texts if t in set(expected_held)]  # input order
+    assert counted.training[:3] == [t for t in texts if t and t not in set(expected_held)][:3]
+
+
+def test_unigram_job_reads_local_text_directly_with_the_same_model(spark, tmp_path):
+    import json
+
+    from jobs.train import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(b"\n".join(sentences(4, 400)) + b"\n")
+    manifests = {}
+    for reader in ("auto", "spark"):
+        output = tmp_path / f"{reader}.model"
+        assert main(["train", "--algorithm", "unigram", "--input", str(corpus), "--vocab-size", "100", "--output",
+                     str(output), "--holdout-fraction", "0.05", "--quiet", "--master", "local[2]",
+                     "--reader", reader]) == 0
+        manifests[reader] = json.loads((tmp_path / f"{reader}.model.manifest.json").read_text())
+    assert (tmp_path / "auto.model").read_bytes() == (tmp_path / "spark.model").read_bytes()
+    evaluation = {reader: m["models"]["100"]["evaluation"] for reader, m in manifests.items()}
+    assert evaluation["auto"] == evaluation["spark"] and evaluation["auto"]["sample"] == "held-out documents"
+
+
 def test_driver_threads_of_masters():
     from pipelines.unigram import driver_threads
 

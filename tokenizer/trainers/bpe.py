@@ -221,12 +221,19 @@ _NO_CLASSES = np.zeros(1, np.uint8)
 _NO_SCRIPTS = np.zeros(1, np.int16)
 
 
-def merge_chunk_counts(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sum two chunk count tables (the monoid's operation); the result lists ``a``'s chunks first."""
-    data = np.concatenate([a[0][a[1][0]:a[1][-1]], b[0][b[1][0]:b[1][-1]]])
-    starts = np.concatenate([a[1][:-1] - a[1][0], b[1][:-1] - b[1][0] + (a[1][-1] - a[1][0])])
-    ends = np.concatenate([a[1][1:] - a[1][0], b[1][1:] - b[1][0] + (a[1][-1] - a[1][0])])
-    return _dedupe(data, starts, ends, np.concatenate([a[2], b[2]]).astype(np.int64))
+def merge_chunk_counts(*tables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sum chunk count tables (the monoid's operation, over any number of them in one pass); the result lists
+    the first table's chunks first, then each later table's new ones in order."""
+    if not tables:
+        return empty_chunk_counts()
+    datas, starts, ends, base = [], [], [], 0
+    for data, offsets, _ in tables:
+        datas.append(data[offsets[0]:offsets[-1]])
+        starts.append(offsets[:-1] - offsets[0] + base)
+        ends.append(offsets[1:] - offsets[0] + base)
+        base += int(offsets[-1] - offsets[0])
+    return _dedupe(np.concatenate(datas), np.concatenate(starts), np.concatenate(ends),
+                   np.concatenate([t[2] for t in tables]).astype(np.int64))
 
 
 def sort_chunks(chunk_data, chunk_offsets, counts) -> tuple[list[bytes], np.ndarray]:
@@ -412,10 +419,7 @@ def count_chunks_threaded(data, offsets, settings: BpeSettings,
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         tables = list(pool.map(lambda part: count_chunks(data, part, settings), ranges))
-    total = tables[0]
-    for table in tables[1:]:
-        total = merge_chunk_counts(total, table)
-    return total
+    return merge_chunk_counts(*tables)
 
 
 def bpe_table_fingerprint(chunks: list[bytes], counts: np.ndarray) -> str:
