@@ -28,17 +28,10 @@ def _rotl(x, r):
 
 
 @kernel(inline="always")
-def _read64(data, p):
+def _read_le(data, p, nbytes):
+    """The little-endian unsigned integer in ``data[p:p + nbytes]`` (``nbytes`` <= 8), as uint64."""
     value = np.uint64(0)
-    for k in range(8):
-        value |= np.uint64(data[p + k]) << np.uint64(8 * k)
-    return value
-
-
-@kernel(inline="always")
-def _read32(data, p):
-    value = np.uint64(0)
-    for k in range(4):
+    for k in range(nbytes):
         value |= np.uint64(data[p + k]) << np.uint64(8 * k)
     return value
 
@@ -67,10 +60,10 @@ def xxh64_range(data, start, end, seed):
         v3 = seed
         v4 = seed - _P1
         while p + 32 <= end:
-            v1 = _round(v1, _read64(data, p))
-            v2 = _round(v2, _read64(data, p + 8))
-            v3 = _round(v3, _read64(data, p + 16))
-            v4 = _round(v4, _read64(data, p + 24))
+            v1 = _round(v1, _read_le(data, p, 8))
+            v2 = _round(v2, _read_le(data, p + 8, 8))
+            v3 = _round(v3, _read_le(data, p + 16, 8))
+            v4 = _round(v4, _read_le(data, p + 24, 8))
             p += 32
         h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
         h = _merge(h, v1)
@@ -81,11 +74,11 @@ def xxh64_range(data, start, end, seed):
         h = seed + _P5
     h += np.uint64(length)
     while p + 8 <= end:
-        h ^= _round(np.uint64(0), _read64(data, p))
+        h ^= _round(np.uint64(0), _read_le(data, p, 8))
         h = _rotl(h, 27) * _P1 + _P4
         p += 8
     if p + 4 <= end:
-        h ^= _read32(data, p) * _P1
+        h ^= _read_le(data, p, 4) * _P1
         h = _rotl(h, 23) * _P2 + _P3
         p += 4
     while p < end:
