@@ -4,12 +4,13 @@
     shardpiece train --algorithm bpe --pretokenizer byte_level --pattern llama3 --input 'shards/*.txt.gz' \\
         --vocab-size 32000 64000 --output models/                         # nested vocabularies
     shardpiece train --algorithm bpe --pretokenizer sentencepiece ...     # "▁" words, SentencePiece's BPE rules
-    shardpiece train --algorithm bpe --master none --threads 2 --holdout-fraction 0 --input corpus.txt ...
+    shardpiece train --algorithm bpe --master none --threads 2 --input corpus.txt ...
                                                                           # no Spark: one process, two threads
 
 ``--master none`` trains without Spark, for text that fits one machine's memory: local text files (plain, .gz,
 .zst; one document per line, as Spark's text source reads them) are counted by the same chunk-count monoid with
-``--threads`` threads and the same driver step runs, so the model is byte-identical to the Spark job's.
+``--threads`` threads, the same documents are held out (Spark's ``xxhash64`` rule, :func:`split_held_out`) and
+the same driver step runs, so the model is byte-identical to the Spark job's.
 
 ``jobs/train.py`` hands every ``--algorithm bpe`` run to :func:`main`. ``byte_level`` models export to a Hugging Face
 ``tokenizer.json`` (``shardpiece export --to huggingface``). The model file holds only what determines the result;
@@ -29,7 +30,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jobs.training import algorithm_job_main, evaluation_sample, model_paths, split_holdout
+from jobs.training import algorithm_job_main, check_holdout_fraction, evaluation_sample, evaluation_texts, \
+    model_paths, split_holdout
 from tokenizer.errors import ConfigError, InputError
 
 
@@ -117,6 +119,30 @@ def read_text_lines(inputs: list[str]) -> tuple[np.ndarray, np.ndarray, list[str
     return data, np.concatenate(offset_parts).astype(np.int64), files
 
 
+def split_held_out(data: np.ndarray, offsets: np.ndarray, fraction: float):
+    """``((training data, held-out data), (training offsets, held-out offsets))`` of packed documents: the
+    documents ``jobs.training.split_holdout`` holds out on Spark (its ``xxhash64`` rule, reproduced by
+    :mod:`tokenizer.kernels.xxhash`) go to the second part, in input order. ``fraction`` 0 holds out nothing."""
+    from pipelines.unigram import HOLDOUT_BUCKETS
+    from tokenizer.kernels.xxhash import SPARK_SEED, held_out_mask
+
+    held = np.zeros(len(offsets) - 1, np.uint8)
+    buckets = int(round(fraction * HOLDOUT_BUCKETS))
+    if buckets > 0:
+        held_out_mask(data, offsets, SPARK_SEED, HOLDOUT_BUCKETS, buckets, held)
+    if not held.any():
+        return (data, data[:0]), (offsets, np.zeros(1, np.int64))
+    lengths = np.diff(offsets)
+    byte_held = np.repeat(held.astype(bool), lengths)
+    parts = []
+    for keep in (~held.astype(bool), held.astype(bool)):
+        bounds = np.zeros(int(keep.sum()) + 1, np.int64)
+        np.cumsum(lengths[keep], out=bounds[1:])
+        parts.append(bounds)
+    base = data[offsets[0]:offsets[-1]]
+    return (base[~byte_held], base[byte_held]), tuple(parts)
+
+
 def run_local(args: argparse.Namespace, settings, progress: Callable[[str], None]) -> dict[str, Any]:
     """``--master none``: the Spark job's steps in one process (see the module docstring)."""
     from jobs.evaluate import bytes_per_token
@@ -124,9 +150,7 @@ def run_local(args: argparse.Namespace, settings, progress: Callable[[str], None
     from tokenizer.model import write_atomic
     from tokenizer.trainers import bpe
 
-    if args.holdout_fraction != 0:
-        raise ConfigError(f"--holdout-fraction {args.holdout_fraction}: --master none holds nothing out; pass "
-                          "--holdout-fraction 0 (or run with Spark, whose split hashes documents there)")
+    check_holdout_fraction(args.holdout_fraction)
     if args.partitions is not None:
         raise ConfigError("--partitions needs Spark; with --master none use --threads")
     if args.threads < 1:
@@ -144,9 +168,12 @@ def run_local(args: argparse.Namespace, settings, progress: Callable[[str], None
 
     started = time.perf_counter()
     data, offsets, files = read_text_lines(args.input)
+    held_data, held_offsets = split_held_out(data, offsets, args.holdout_fraction)
+    data, offsets = held_data[0], held_offsets[0]
     lengths = np.diff(offsets)
     documents = int(np.count_nonzero(lengths))
-    stage("read", started, files=len(files), documents=documents, bytes=int(offsets[-1]))
+    stage("read", started, files=len(files), documents=documents, bytes=int(offsets[-1]),
+          held_out_documents=int(np.count_nonzero(np.diff(held_offsets[1]))))
     started = time.perf_counter()
     progress(f"[chunks] pre-tokenizing ({settings.pretokenizer}) and counting chunks with {args.threads} threads")
     chunks, counts = bpe.sort_chunks(*bpe.count_chunks_threaded(data, offsets, settings, args.threads))
@@ -157,12 +184,12 @@ def run_local(args: argparse.Namespace, settings, progress: Callable[[str], None
     stage("merges", started, merges=len(merges.left))
     for size in sizes:
         write_atomic(paths[size], models[size].to_bytes())
-    texts, budget = [], EVAL_BYTES
-    for k in np.flatnonzero(lengths)[:args.eval_documents].tolist():
-        if budget <= 0:
-            break
-        texts.append(data[offsets[k]:offsets[k + 1]][:min(EVAL_BYTES, budget)].tobytes())
-        budget -= len(texts[-1])
+    def first_documents(packed, bounds):
+        return [packed[bounds[k]:bounds[k + 1]].tobytes()
+                for k in np.flatnonzero(np.diff(bounds))[:args.eval_documents].tolist()]
+
+    texts, sample_kind = evaluation_texts(first_documents(held_data[1], held_offsets[1]),
+                                          first_documents(data, offsets), args.eval_documents)
     manifest = {
         "command": "shardpiece train --algorithm bpe",
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -172,8 +199,7 @@ def run_local(args: argparse.Namespace, settings, progress: Callable[[str], None
         "chunk_table_fingerprint": fingerprint, "training_documents": documents, "stages": stages,
         "models": {
             str(size): {"path": os.path.abspath(paths[size]), "vocab_size": models[size].vocab_size,
-                        "evaluation": {"sample": "training documents (nothing held out)",
-                                       **bytes_per_token(paths[size], texts)}}
+                        "evaluation": {"sample": sample_kind, **bytes_per_token(paths[size], texts)}}
             for size in sizes},
         "seconds_total": round(time.perf_counter() - wall, 3),
     }

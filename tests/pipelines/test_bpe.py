@@ -59,6 +59,16 @@ def test_train_job_and_export(spark, tmp_path):
                 "--master", "none", "--threads", "2", "--holdout-fraction", "0", "--quiet"])
     assert code == 0
     assert local.read_bytes() == out.read_bytes()  # no Spark, the same model bytes
+    # held-out documents: --master none reproduces Spark's xxhash64 split (same model bytes and evaluation)
+    import json
+
+    for master, path in (("local[2]", tmp_path / "held.model"), ("none", tmp_path / "held-local.model")):
+        assert cli(["train", "--algorithm", "bpe", "--input", str(corpus), "--vocab-size", "300", "--output",
+                    str(path), "--master", master, "--holdout-fraction", "0.2", "--quiet"]) == 0
+    assert (tmp_path / "held.model").read_bytes() == (tmp_path / "held-local.model").read_bytes()
+    evaluations = [json.loads((tmp_path / f"{name}.model.manifest.json").read_text())["models"]["300"]["evaluation"]
+                   for name in ("held", "held-local")]
+    assert evaluations[0] == evaluations[1] and evaluations[0]["sample"] == "held-out documents"
     model = Model.load(out)
     assert model.algorithm == "bpe" and model.pretokenizer == {"name": "byte_level", "pattern": "gpt2"}
     assert cli(["export", "--model", str(out), "--to", "huggingface", str(tmp_path / "hf") + "/"]) == 0
@@ -67,15 +77,15 @@ def test_train_job_and_export(spark, tmp_path):
     assert tok.encode(line) == Tokenizer(model).encode(line)
 
 
-def test_train_job_without_spark_refuses_what_needs_spark(tmp_path, capsys):
+def test_train_job_without_spark_refuses_bad_options_and_inputs(tmp_path, capsys):
     from jobs.cli import main as cli
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_bytes(b"a b c\n")
     base = ["train", "--algorithm", "bpe", "--input", str(corpus), "--vocab-size", "300", "--output",
             str(tmp_path / "m.model"), "--master", "none", "--quiet"]
-    assert cli(base) == 2  # the default held-out split needs Spark's hash
-    assert "--holdout-fraction 0" in capsys.readouterr().err
+    assert cli(base + ["--holdout-fraction", "0.9"]) == 2
+    assert "outside 0..0.5" in capsys.readouterr().err
     (tmp_path / "d.jsonl").write_text('{"text": "a"}\n')
     assert cli(base[:4] + [str(tmp_path / "d.jsonl")] + base[5:] + ["--holdout-fraction", "0"]) == 2
     assert "text files only" in capsys.readouterr().err
