@@ -120,9 +120,10 @@ def read_text_lines(inputs: list[str]) -> tuple[np.ndarray, np.ndarray, list[str
 
 
 def split_held_out(data: np.ndarray, offsets: np.ndarray, fraction: float):
-    """``((training data, held-out data), (training offsets, held-out offsets))`` of packed documents: the
-    documents ``jobs.training.split_holdout`` holds out on Spark (its ``xxhash64`` rule, reproduced by
-    :mod:`tokenizer.kernels.xxhash`) go to the second part, in input order. ``fraction`` 0 holds out nothing."""
+    """``((training data, offsets), (held-out data, offsets))`` of packed documents (uint8 data, int64 offsets):
+    the documents ``jobs.training.split_holdout`` holds out on Spark (its ``xxhash64`` rule, reproduced by
+    :mod:`tokenizer.kernels.xxhash`) go to the second part, both in input order. ``fraction`` 0 holds out
+    nothing."""
     from pipelines.unigram import HOLDOUT_BUCKETS
     from tokenizer.kernels.xxhash import SPARK_SEED, held_out_mask
 
@@ -131,16 +132,16 @@ def split_held_out(data: np.ndarray, offsets: np.ndarray, fraction: float):
     if buckets > 0:
         held_out_mask(data, offsets, SPARK_SEED, HOLDOUT_BUCKETS, buckets, held)
     if not held.any():
-        return (data, data[:0]), (offsets, np.zeros(1, np.int64))
+        return (data, offsets), (data[:0], np.zeros(1, np.int64))
     lengths = np.diff(offsets)
     byte_held = np.repeat(held.astype(bool), lengths)
+    base = data[offsets[0]:offsets[-1]]
     parts = []
-    for keep in (~held.astype(bool), held.astype(bool)):
+    for keep, byte_keep in ((~held.astype(bool), ~byte_held), (held.astype(bool), byte_held)):
         bounds = np.zeros(int(keep.sum()) + 1, np.int64)
         np.cumsum(lengths[keep], out=bounds[1:])
-        parts.append(bounds)
-    base = data[offsets[0]:offsets[-1]]
-    return (base[~byte_held], base[byte_held]), tuple(parts)
+        parts.append((base[byte_keep], bounds))
+    return parts[0], parts[1]
 
 
 def run_local(args: argparse.Namespace, settings, progress: Callable[[str], None]) -> dict[str, Any]:
@@ -168,12 +169,11 @@ def run_local(args: argparse.Namespace, settings, progress: Callable[[str], None
 
     started = time.perf_counter()
     data, offsets, files = read_text_lines(args.input)
-    held_data, held_offsets = split_held_out(data, offsets, args.holdout_fraction)
-    data, offsets = held_data[0], held_offsets[0]
+    (data, offsets), (held_data, held_offsets) = split_held_out(data, offsets, args.holdout_fraction)
     lengths = np.diff(offsets)
     documents = int(np.count_nonzero(lengths))
     stage("read", started, files=len(files), documents=documents, bytes=int(offsets[-1]),
-          held_out_documents=int(np.count_nonzero(np.diff(held_offsets[1]))))
+          held_out_documents=int(np.count_nonzero(np.diff(held_offsets))))
     started = time.perf_counter()
     progress(f"[chunks] pre-tokenizing ({settings.pretokenizer}) and counting chunks with {args.threads} threads")
     chunks, counts = bpe.sort_chunks(*bpe.count_chunks_threaded(data, offsets, settings, args.threads))
@@ -188,7 +188,7 @@ def run_local(args: argparse.Namespace, settings, progress: Callable[[str], None
         return [packed[bounds[k]:bounds[k + 1]].tobytes()
                 for k in np.flatnonzero(np.diff(bounds))[:args.eval_documents].tolist()]
 
-    texts, sample_kind = evaluation_texts(first_documents(held_data[1], held_offsets[1]),
+    texts, sample_kind = evaluation_texts(first_documents(held_data, held_offsets),
                                           first_documents(data, offsets), args.eval_documents)
     manifest = {
         "command": "shardpiece train --algorithm bpe",
