@@ -124,20 +124,16 @@ def split_held_out(data: np.ndarray, offsets: np.ndarray, fraction: float):
     the documents ``jobs.training.split_holdout`` holds out on Spark (its ``xxhash64`` rule, reproduced by
     :mod:`tokenizer.kernels.xxhash`) go to the second part, both in input order. ``fraction`` 0 holds out
     nothing."""
-    from pipelines.unigram import HOLDOUT_BUCKETS
-    from tokenizer.kernels.xxhash import SPARK_SEED, held_out_mask
+    from tokenizer.kernels.xxhash import held_out_documents
 
-    held = np.zeros(len(offsets) - 1, np.uint8)
-    buckets = int(round(fraction * HOLDOUT_BUCKETS))
-    if buckets > 0:
-        held_out_mask(data, offsets, SPARK_SEED, HOLDOUT_BUCKETS, buckets, held)
+    held = held_out_documents(data, offsets, fraction)
     if not held.any():
         return (data, offsets), (data[:0], np.zeros(1, np.int64))
     lengths = np.diff(offsets)
-    byte_held = np.repeat(held.astype(bool), lengths)
+    byte_held = np.repeat(held, lengths)
     base = data[offsets[0]:offsets[-1]]
     parts = []
-    for keep, byte_keep in ((~held.astype(bool), ~byte_held), (held.astype(bool), byte_held)):
+    for keep, byte_keep in ((~held, ~byte_held), (held, byte_held)):
         bounds = np.zeros(int(keep.sum()) + 1, np.int64)
         np.cumsum(lengths[keep], out=bounds[1:])
         parts.append((base[byte_keep], bounds))

@@ -42,7 +42,9 @@ def split_holdout(documents, fraction: float):
     check_holdout_fraction(fraction)
     if fraction <= 0:
         return documents, None
-    bucket = F.pmod(F.xxhash64("text"), F.lit(1_000_000)) < F.lit(int(round(fraction * 1_000_000)))
+    from tokenizer.kernels.xxhash import HOLDOUT_BUCKETS, held_out_buckets
+
+    bucket = F.pmod(F.xxhash64("text"), F.lit(HOLDOUT_BUCKETS)) < F.lit(held_out_buckets(fraction))
     return documents.where(~bucket), documents.where(bucket)
 
 

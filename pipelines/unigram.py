@@ -59,6 +59,20 @@ def counting_session_options(master: str | None) -> dict[str, str]:
     return options
 
 
+def count_shards(settings: ug.UnigramSettings, batches: Iterator, threads: int, shard_bytes: int):
+    """``((chunk data, chunk offsets, counts), skipped sentences)`` of Arrow batches of one text column: cut into
+    ~``shard_bytes`` shards counted by ``threads`` threads at once
+    (:meth:`~tokenizer.trainers.unigram.ChunkSplitter.count`, Numba, nogil), the tables summed in one pass."""
+    splitter = ug.ChunkSplitter(settings)
+    splitter.normalizer, splitter.meta_pattern  # built once, before the threads share them
+    tables, skipped = [], 0
+    for chunk_data, chunk_offsets, counts, dropped in map_shards(lambda shard: splitter.count(*shard),
+                                                                 iter_shards(batches, shard_bytes), threads):
+        skipped += dropped
+        tables.append((chunk_data, chunk_offsets, counts))
+    return bpe.merge_chunk_counts(*tables), skipped
+
+
 def split_partition(settings: ug.UnigramSettings, threads: int = 1, shard_bytes: int = SHARD_BYTES) -> Callable:
     """The ``mapInArrow`` function of the chunk count: the partition's ~``shard_bytes`` shards counted by
     ``threads`` threads at once (:meth:`~tokenizer.trainers.unigram.ChunkSplitter.count`, Numba, nogil), the
@@ -68,14 +82,7 @@ def split_partition(settings: ug.UnigramSettings, threads: int = 1, shard_bytes:
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
-        splitter = ug.ChunkSplitter(settings)
-        splitter.normalizer, splitter.meta_pattern  # built once, before the threads share them
-        tables, skipped = [], 0
-        for chunk_data, chunk_offsets, counts, dropped in map_shards(lambda shard: splitter.count(*shard),
-                                                                     iter_shards(batches, shard_bytes), threads):
-            skipped += dropped
-            tables.append((chunk_data, chunk_offsets, counts))
-        chunk_data, chunk_offsets, counts = bpe.merge_chunk_counts(*tables)  # one pass over all shards
+        (chunk_data, chunk_offsets, counts), skipped = count_shards(settings, batches, threads, shard_bytes)
         if len(counts):
             yield pa.RecordBatch.from_arrays(
                 [binary_array(chunk_data, chunk_offsets), pa.array(np.asarray(counts, np.int64), pa.int64())],
@@ -118,7 +125,6 @@ def collect_table(table) -> tuple[list[bytes], np.ndarray, int]:
 
 
 # ---------------------------------------------------------------------------------------------- direct count
-HOLDOUT_BUCKETS = 1_000_000  # jobs.training.split_holdout: pmod(xxhash64(text), 1e6) < fraction * 1e6 is held out
 DIRECT_TASK_BYTES = 64 << 20  # text per task of the direct count (each returns its own table to the driver)
 
 
@@ -135,7 +141,7 @@ class DirectCount:
     seconds: float
 
 
-def _direct_count_task(settings: ug.UnigramSettings, held_buckets: int, threads: int, shard_bytes: int,
+def _direct_count_task(settings: ug.UnigramSettings, holdout_fraction: float, threads: int, shard_bytes: int,
                        keep_documents: int) -> Callable:
     """``mapPartitions`` function: read this task's text units with pyarrow, drop the held-out lines (Spark's
     ``xxhash64`` rule, :mod:`tokenizer.kernels.xxhash`), count the rest's chunks on ``threads`` threads; yields one
@@ -145,22 +151,17 @@ def _direct_count_task(settings: ug.UnigramSettings, held_buckets: int, threads:
         import pyarrow as pa
 
         from pipelines.arrow_read import read_text_units
-        from tokenizer.kernels.xxhash import SPARK_SEED, held_out_mask
+        from tokenizer.kernels.xxhash import held_out_documents
 
         for units in groups:
-            splitter = ug.ChunkSplitter(settings)
-            splitter.normalizer, splitter.meta_pattern  # built once, before the threads share them
             held_docs: list[bytes] = []
             train_docs: list[bytes] = []
 
             def training_batches():
                 for batch in read_text_units(units, "text", "malformed"):
                     column = batch.column(0)
-                    if held_buckets > 0:
-                        data, offsets = binary_buffers(column)
-                        mask = np.zeros(len(column), np.uint8)
-                        held_out_mask(data, offsets, SPARK_SEED, HOLDOUT_BUCKETS, held_buckets, mask)
-                        held = mask.astype(bool)
+                    if holdout_fraction > 0:
+                        held = held_out_documents(*binary_buffers(column), holdout_fraction)
                         if held.any() and len(held_docs) < keep_documents:
                             held_docs.extend(d for d in column.filter(pa.array(held)).to_pylist() if d)
                         column = column.filter(pa.array(~held))
@@ -168,12 +169,8 @@ def _direct_count_task(settings: ug.UnigramSettings, held_buckets: int, threads:
                         train_docs.extend(d for d in column.slice(0, keep_documents).to_pylist() if d)
                     yield pa.RecordBatch.from_arrays([column], ["text"])
 
-            tables, skipped = [], 0
-            for chunk_data, chunk_offsets, counts, dropped in map_shards(
-                    lambda shard: splitter.count(*shard), iter_shards(training_batches(), shard_bytes), threads):
-                skipped += dropped
-                tables.append((chunk_data, chunk_offsets, counts))
-            chunk_data, chunk_offsets, counts = bpe.merge_chunk_counts(*tables)  # one pass over all shards
+            (chunk_data, chunk_offsets, counts), skipped = count_shards(settings, training_batches(), threads,
+                                                                        shard_bytes)
             yield (np.asarray(chunk_data, np.uint8).tobytes(), np.asarray(chunk_offsets, np.int64),
                    np.asarray(counts, np.int64), skipped, held_docs[:keep_documents], train_docs[:keep_documents])
 
@@ -194,12 +191,11 @@ def count_chunks_direct(spark, units, settings: ug.UnigramSettings, holdout_frac
     settings.validate()
     started = time.perf_counter()
     threads = task_threads(spark) if threads is None else max(1, int(threads))
-    held_buckets = int(round(holdout_fraction * HOLDOUT_BUCKETS)) if holdout_fraction > 0 else 0
     total_weight = sum(unit.weight for unit in units)
     tasks = max(1, min(len(units), -(-total_weight // DIRECT_TASK_BYTES)))
     groups = [group for group in assign_units(units, tasks) if group]
     rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
-        _direct_count_task(settings, held_buckets, threads, shard_bytes, keep_documents)).collect() if groups else []
+        _direct_count_task(settings, holdout_fraction, threads, shard_bytes, keep_documents)).collect() if groups else []
     tables, skipped, held_out, training = [], 0, [], []
     for chunk_bytes, chunk_offsets, counts, dropped, held_docs, train_docs in rows:
         tables.append((np.frombuffer(chunk_bytes, np.uint8), chunk_offsets, counts))

@@ -14,6 +14,9 @@ import numpy as np
 from tokenizer.kernels import kernel
 
 SPARK_SEED = 42
+#: ``jobs.training.split_holdout`` holds a document out when ``pmod(xxhash64(text), HOLDOUT_BUCKETS)`` falls below
+#: :func:`held_out_buckets` of the fraction.
+HOLDOUT_BUCKETS = 1_000_000
 _P1 = np.uint64(0x9E3779B185EBCA87)
 _P2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _P3 = np.uint64(0x165667B19E3779F9)
@@ -101,6 +104,21 @@ def held_out_mask(data, offsets, seed, buckets, held_buckets, out):
         signed = np.int64(xxh64_range(data, offsets[i], offsets[i + 1], np.uint64(seed)))
         bucket = signed % np.int64(buckets)  # Numba's % follows Python: never negative for a positive modulus
         out[i] = 1 if bucket < held_buckets else 0
+
+
+def held_out_buckets(fraction: float) -> int:
+    """How many of the ``HOLDOUT_BUCKETS`` buckets are held out: ``held_out_buckets(0.001)`` -> ``1000``."""
+    return int(round(fraction * HOLDOUT_BUCKETS)) if fraction > 0 else 0
+
+
+def held_out_documents(data, offsets, fraction: float):
+    """Bool mask of the packed documents ``data[offsets[i]:offsets[i + 1]]`` (uint8, int64) that
+    ``jobs.training.split_holdout`` holds out at ``fraction`` (all false at 0)."""
+    mask = np.zeros(len(offsets) - 1, np.uint8)
+    buckets = held_out_buckets(fraction)
+    if buckets > 0:
+        held_out_mask(data, offsets, SPARK_SEED, HOLDOUT_BUCKETS, buckets, mask)
+    return mask.astype(bool)
 
 
 # ============================================================================ pure-Python twin
