@@ -438,9 +438,7 @@ def read_documents(spark, files: Sequence[str], input_format: str, text_column: 
         return frame.select(F.col(text_column).cast("binary").alias(TEXT), F.lit(False).alias(MALFORMED),
                             *[F.col(c) for c in keep_columns])
     lines = _read_lines(spark, InputFiles(files=files, empty_files=[], total_bytes=0))
-    if input_format == "text":
-        if keep_columns:
-            raise ConfigError("--keep-columns: text input has no columns; use JSONL or Parquet input")
+    if input_format == "text":  # (--keep-columns with text input was refused by _direct_plan)
         return lines.select(F.col("line").alias(TEXT), F.lit(False).alias(MALFORMED))
     if input_format != "jsonl":
         raise ConfigError(f"unknown input format {input_format!r}: use text, jsonl or parquet")
@@ -607,19 +605,16 @@ def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[Inpu
     files pyarrow cannot take, said on stderr). A missing column raises the Spark path's error."""
     from pipelines.arrow_read import TextPlan, plan_parquet, plan_text
 
+    if input_format == "text" and config.keep_columns:  # for either reader
+        raise ConfigError("--keep-columns: text input has no columns; use JSONL or Parquet input")
     if config.reader == "spark":
         return None, None
     if input_format == "text":
         units, reason = plan_text([(f.path, f.size) for f in files], config.partitions)
-        if units is not None and config.keep_columns:
-            raise ConfigError("--keep-columns: text input has no columns; use JSONL or Parquet input")
         if units is not None and config.verify:
             units, reason = None, "--verify counts the input rows with Spark's reader"
         if units is None:
-            if config.reader == "arrow":
-                raise InputError(f"reader: arrow cannot read the input: {reason}; use reader: auto or spark")
-            print(f"tokenize: reading the input with Spark ({reason})", file=sys.stderr)
-            return None, None
+            return _spark_reader_instead(config, reason)
         return TextPlan(units), pa.schema([])
     if input_format != "parquet":
         if config.reader == "arrow":
@@ -628,10 +623,17 @@ def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[Inpu
     plan, keep_schema, reason = plan_parquet([(f.path, f.size) for f in files], config.text_column,
                                              config.keep_columns, config.partitions)
     if plan is None:
-        if config.reader == "arrow":
-            raise InputError(f"reader: arrow cannot read the input: {reason}; use reader: auto or spark")
-        print(f"tokenize: reading the input with Spark ({reason})", file=sys.stderr)
+        return _spark_reader_instead(config, reason)
     return plan, keep_schema
+
+
+def _spark_reader_instead(config: TokenizeConfig, reason: str):
+    """``(None, None)``: Spark's reader takes the input the direct path cannot (said on stderr); with
+    ``reader: arrow`` an error instead."""
+    if config.reader == "arrow":
+        raise InputError(f"reader: arrow cannot read the input: {reason}; use reader: auto or spark")
+    print(f"tokenize: reading the input with Spark ({reason})", file=sys.stderr)
+    return None, None
 
 
 def _check_results(results: list[TaskResult], config: TokenizeConfig, expected_rows: int | None) -> None:
