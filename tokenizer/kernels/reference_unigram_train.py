@@ -123,3 +123,17 @@ def ref_pruning_losses(order, freq, status, alt_offsets, alt_ids, sentence_total
             logprob_alt += math.log((float(freq[a]) if a >= 0 else 0.0) + f) - logsum_alt
         out.append((f / sentence_total) * ((math.log(f) - log_total) - logprob_alt))
     return out
+
+
+def ref_digamma(x: float) -> float:
+    """Twin of :func:`tokenizer.kernels.unigram_train.digamma`: digamma by recurrence to x >= 7 and the asymptotic
+    series, as SentencePiece computes it (the same float operations in the same order)."""
+    result = 0.0
+    while x < 7:
+        result -= 1 / x
+        x += 1
+    x -= 0.5
+    xx = 1.0 / x
+    xx2 = xx * xx
+    xx4 = xx2 * xx2
+    return result + math.log(x) + xx2 / 24 - 7 * xx4 / 960 + 31 * xx4 * xx2 / 8064 - 127 * xx4 * xx4 / 30720

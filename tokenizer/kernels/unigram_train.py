@@ -194,7 +194,7 @@ def expected_counts(table_keys, table_child, node_value, piece_score, unk_score,
 @kernel
 def digamma(x):
     """Digamma by recurrence to x >= 7 and the asymptotic series (SentencePiece's formula; the same float
-    operations, in the same order, as the driver's ``tokenizer.trainers.unigram.digamma``). ``digamma(1.0)`` ->
+    operations, in the same order, as its Python twin ``reference_unigram_train.ref_digamma``). ``digamma(1.0)`` ->
     ``-0.5772156649...`` (minus the Euler-Mascheroni constant)."""
     result = 0.0
     while x < 7:

@@ -633,17 +633,7 @@ def seed_pieces(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramSe
 
 
 # ---------------------------------------------------------------------------------------------- EM
-def digamma(x: float) -> float:
-    """Digamma by recurrence to x >= 7 and the asymptotic series (as SentencePiece computes it)."""
-    result = 0.0
-    while x < 7:
-        result -= 1 / x
-        x += 1
-    x -= 0.5
-    xx = 1.0 / x
-    xx2 = xx * xx
-    xx4 = xx2 * xx2
-    return result + math.log(x) + xx2 / 24 - 7 * xx4 / 960 + 31 * xx4 * xx2 / 8064 - 127 * xx4 * xx4 / 30720
+digamma = kt.digamma  # SentencePiece's digamma (Numba; its Python twin: reference_unigram_train.ref_digamma)
 
 
 class PieceTrie:
