@@ -123,6 +123,20 @@ def test_unigram_job_reads_local_text_directly_with_the_same_model(spark, tmp_pa
     assert evaluation["auto"] == evaluation["spark"] and evaluation["auto"]["sample"] == "held-out documents"
 
 
+def test_unigram_job_names_a_corrupt_compressed_input(spark, tmp_path, capsys):
+    """The direct count reads .gz files in the tasks: a truncated one stops the job with the file and the fix."""
+    import gzip
+
+    from jobs.train import main
+
+    (tmp_path / "bad.txt.gz").write_bytes(gzip.compress(b"\n".join(sentences(4, 200)))[:-20])
+    code = main(["train", "--algorithm", "unigram", "--input", str(tmp_path / "bad.txt.gz"), "--vocab-size", "100",
+                 "--output", str(tmp_path / "m.model"), "--quiet", "--master", "local[2]"])
+    err = capsys.readouterr().err
+    assert code != 0 and "bad.txt.gz" in err and "corrupt, truncated" in err
+    assert not (tmp_path / "m.model").exists()
+
+
 def test_driver_threads_of_masters():
     from pipelines.unigram import driver_threads
 
