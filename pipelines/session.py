@@ -210,6 +210,7 @@ def build_session(
 
     # pyspark 4.x warns that pandas 3 is "not fully supported"; mapInArrow does not go through pandas.
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark(\..*)?")
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     conf = session_config(
@@ -225,10 +226,22 @@ def build_session(
         # A fixed mmap threshold: glibc otherwise raises it (up to 32 MB) each time a large block is freed, after
         # which the workers' numpy arrays of a few MB come from the heap and their pages are kept after use.
         os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(1 << 20))
+    archive_options = ""
+    if small_driver and is_local_master(conf["spark.master"]) and SparkContext._active_spark_context is None:
+        from pipelines.jvm_archive import driver_archive_options
+
+        # the JVM's classes from a class-data-sharing archive: the session starts in about half the time
+        archive_options = driver_archive_options(conf["spark.driver.extraJavaOptions"])
+        if archive_options:
+            conf["spark.driver.extraJavaOptions"] += " " + archive_options
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if "ArchiveClassesAtExit" in archive_options:
+        from pipelines.jvm_archive import record_class_path
+
+        record_class_path(archive_options, spark.sparkContext._jvm.java.lang.System.getProperty("java.class.path"))
     spark.sparkContext.setLogLevel(log_level.upper())
     for key in ("spark.sql.shuffle.partitions", "spark.sql.execution.arrow.pyspark.enabled",
                 "spark.sql.execution.arrow.maxRecordsPerBatch", "spark.sql.execution.arrow.maxBytesPerBatch"):

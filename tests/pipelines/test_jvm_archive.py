@@ -1,0 +1,98 @@
+"""The driver JVM's class-data-sharing archive: dumped by a first JVM, checked and promoted, then mapped; a
+truncated dump is deleted, never mapped (a JVM mapping one crashes); a dump still being written is left alone."""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pipelines import jvm_archive
+from pipelines.jvm_archive import ARCHIVE_DIR_ENV, driver_archive_options, record_class_path
+
+OPTIONS = "-XX:+UseSerialGC -Xss512k"
+
+
+def _part_of(options: str) -> str:
+    (option,) = [o for o in options.split() if o.startswith("-XX:ArchiveClassesAtExit=")]
+    return option.split("=", 1)[1]
+
+
+def test_directory_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv(ARCHIVE_DIR_ENV, "off")
+    assert jvm_archive.archive_directory() is None
+    assert driver_archive_options(OPTIONS) == ""
+    monkeypatch.setenv(ARCHIVE_DIR_ENV, str(tmp_path / "a"))
+    assert jvm_archive.archive_directory() == str(tmp_path / "a")
+    monkeypatch.delenv(ARCHIVE_DIR_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert jvm_archive.archive_directory() == str(tmp_path / "cache" / "shardpiece" / "jvm")
+
+
+def test_key_changes_with_the_options(monkeypatch):
+    java = jvm_archive.java_executable()
+    if java is None:
+        pytest.skip("no java")
+    key = jvm_archive.archive_key(java, OPTIONS)
+    assert key == jvm_archive.archive_key(java, OPTIONS) and len(key) == 24
+    assert key != jvm_archive.archive_key(java, OPTIONS + " -Xmn64m")
+    monkeypatch.setenv("SPARK_CONF_DIR", "/elsewhere")  # adds to the JVM's class path
+    assert key != jvm_archive.archive_key(java, OPTIONS)
+
+
+def test_a_directory_with_spaces_is_not_used(monkeypatch, tmp_path):
+    monkeypatch.setenv(ARCHIVE_DIR_ENV, str(tmp_path / "with space"))
+    assert driver_archive_options(OPTIONS) == ""
+
+
+def test_dump_check_promote_and_map(monkeypatch, tmp_path):
+    """A real JVM dumps the archive; the next call checks it with java -Xshare:on and maps it; a truncated copy is
+    deleted; a part that a running process names is left alone."""
+    java = jvm_archive.java_executable()
+    if java is None:
+        pytest.skip("no java")
+    from pyspark.find_spark_home import _find_spark_home
+
+    monkeypatch.setenv(ARCHIVE_DIR_ENV, str(tmp_path))
+    first = driver_archive_options(OPTIONS)
+    part = _part_of(first)
+    assert os.path.dirname(part) == str(tmp_path) and part.endswith(".part")
+    assert "-Xlog:cds*=off:stderr" in first
+    spark_home = _find_spark_home()
+    class_path = os.path.join(spark_home, "jars", "*")
+    done = subprocess.run([java, *OPTIONS.split(), *first.split(), "-cp", class_path,
+                           "org.apache.spark.deploy.SparkSubmit", "--version"],
+                          capture_output=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert b"cds" not in done.stdout  # CDS's notes are silenced, JVM warnings go to stderr
+    size = os.path.getsize(part)
+    assert size > 1 << 20
+    record_class_path(first, class_path)  # the job records the JVM's java.class.path
+
+    # a truncated copy with the same class path, as a JVM killed while writing would leave
+    broken = part.replace(".part", "") + ".0-broken.part"
+    with open(part, "rb") as source, open(broken, "wb") as target:
+        target.write(source.read(1 << 20))
+    with open(broken[: -len(".part")] + ".classpath", "w") as handle:
+        handle.write(class_path)
+    # a part some running process still names (its JVM writing it)
+    busy = part.replace(".part", "") + ".1-busy.part"
+    open(busy, "wb").close()
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", busy])
+    try:
+        second = driver_archive_options(OPTIONS)
+        final = part.split(".jsa.")[0] + ".jsa"
+        assert f"-XX:SharedArchiveFile={final}" in second and "-Xshare:auto" in second
+        assert os.path.getsize(final) == size
+        assert not os.path.exists(part) and not os.path.exists(broken) and os.path.exists(busy)
+        assert not glob.glob(str(tmp_path / "*.classpath"))
+        assert not glob.glob(str(tmp_path / "hs_err*"))
+        mapped = subprocess.run([java, *OPTIONS.split(), *second.split(), "-Xshare:on", "-cp", class_path,
+                                 "-version"], capture_output=True, timeout=120, check=False)
+        assert mapped.returncode == 0, mapped.stderr[-2000:]
+    finally:
+        writer.kill()
+        writer.wait()
