@@ -172,21 +172,14 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
 
 
 def direct_text_units(spark, args: argparse.Namespace):
-    """Text units (:func:`pipelines.arrow_read.plan_text`) when the unigram job can count its input without
-    Spark's reader: ``--reader auto``, a local master, E-steps that may run on the driver, and text files (named
-    or guessed) that pyarrow opens; else ``None`` (the Spark path, same model bytes)."""
-    from pipelines.arrow_read import plan_text
-    from pipelines.readers import detect_format, list_input_files
-    from pipelines.session import is_local_master
+    """Text units when the unigram job can count its input in the tasks (``--reader auto``, E-steps that may run
+    on the driver, no ``--partitions``, and :func:`pipelines.direct_count.direct_text_units`'s conditions); else
+    ``None`` (the Spark path, same model bytes)."""
+    from pipelines.direct_count import direct_text_units as text_units
 
-    if args.reader != "auto" or args.estep == "spark" or args.partitions or \
-            not is_local_master(spark.sparkContext.master):
+    if args.reader != "auto" or args.estep == "spark" or args.partitions:
         return None
-    listed = list_input_files(spark, args.input)
-    if (args.input_format or detect_format(listed.files + listed.empty_files)) != "text" or not listed.files:
-        return None
-    units, _ = plan_text([(path, listed.sizes[path]) for path in listed.files], None)
-    return units
+    return text_units(spark, args.input, args.input_format)
 
 
 def main(argv: list[str] | None = None) -> int:

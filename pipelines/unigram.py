@@ -28,7 +28,9 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from pipelines import direct_count
 from pipelines.bytepiece import SHARD_BYTES, StageReport, binary_array, binary_buffers, iter_shards, map_shards
+from pipelines.direct_count import DirectCount
 from tokenizer.trainers import bpe
 from tokenizer.trainers import unigram as ug
 
@@ -125,86 +127,20 @@ def collect_table(table) -> tuple[list[bytes], np.ndarray, int]:
 
 
 # ---------------------------------------------------------------------------------------------- direct count
-DIRECT_TASK_BYTES = 64 << 20  # text per task of the direct count (each returns its own table to the driver)
-
-
-@dataclass
-class DirectCount:
-    """The chunk table of local text files counted without Spark's reader (:func:`count_chunks_direct`), plus the
-    first held-out and training documents (for the evaluation sample), in input order."""
-
-    chunks: list[bytes]
-    counts: np.ndarray
-    skipped: int
-    held_out: list[bytes]
-    training: list[bytes]
-    seconds: float
-
-
-def _direct_count_task(settings: ug.UnigramSettings, holdout_fraction: float, threads: int, shard_bytes: int,
-                       keep_documents: int) -> Callable:
-    """``mapPartitions`` function: read this task's text units with pyarrow, drop the held-out lines (Spark's
-    ``xxhash64`` rule, :mod:`tokenizer.kernels.xxhash`), count the rest's chunks on ``threads`` threads; yields one
-    ``(chunk data bytes, chunk offsets, counts, skipped, held-out docs, training docs)`` tuple."""
-
-    def run(groups):
-        import pyarrow as pa
-
-        from pipelines.arrow_read import read_text_units
-        from tokenizer.kernels.xxhash import held_out_documents
-
-        for units in groups:
-            held_docs: list[bytes] = []
-            train_docs: list[bytes] = []
-
-            def training_batches():
-                for batch in read_text_units(units, "text", "malformed"):
-                    column = batch.column(0)
-                    if holdout_fraction > 0:
-                        held = held_out_documents(*binary_buffers(column), holdout_fraction)
-                        if held.any() and len(held_docs) < keep_documents:
-                            held_docs.extend(d for d in column.filter(pa.array(held)).to_pylist() if d)
-                        column = column.filter(pa.array(~held))
-                    if len(train_docs) < keep_documents:
-                        train_docs.extend(d for d in column.slice(0, keep_documents).to_pylist() if d)
-                    yield pa.RecordBatch.from_arrays([column], ["text"])
-
-            (chunk_data, chunk_offsets, counts), skipped = count_shards(settings, training_batches(), threads,
-                                                                        shard_bytes)
-            yield (np.asarray(chunk_data, np.uint8).tobytes(), np.asarray(chunk_offsets, np.int64),
-                   np.asarray(counts, np.int64), skipped, held_docs[:keep_documents], train_docs[:keep_documents])
-
-    return run
-
-
 def count_chunks_direct(spark, units, settings: ug.UnigramSettings, holdout_fraction: float, *,
                         threads: int | None = None, shard_bytes: int = SHARD_BYTES,
                         keep_documents: int = 2000) -> DirectCount:
     """The chunk table of local text files (:func:`pipelines.arrow_read.plan_text` units) counted by Spark tasks
-    that read the files with pyarrow: no JVM reading, no Arrow hand-over, no shuffle. Held-out documents are the
-    ones ``jobs.training.split_holdout`` holds out (Spark's ``xxhash64``, reproduced), so the table equals
-    :func:`count_chunks` on the training documents and the model's bytes are the same. Each task returns its own
-    table, summed on the driver: meant for local masters, whose driver already holds the reduced table."""
-    from pipelines.arrow_read import assign_units
+    that read the files with pyarrow (:func:`pipelines.direct_count.count_chunks_direct`); equals
+    :func:`count_chunks` on the training documents, so the model's bytes are the same. The result's ``tally`` is
+    the number of skipped sentences."""
     from pipelines.session import task_threads
 
     settings.validate()
-    started = time.perf_counter()
     threads = task_threads(spark) if threads is None else max(1, int(threads))
-    total_weight = sum(unit.weight for unit in units)
-    tasks = max(1, min(len(units), -(-total_weight // DIRECT_TASK_BYTES)))
-    groups = [group for group in assign_units(units, tasks) if group]
-    rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
-        _direct_count_task(settings, holdout_fraction, threads, shard_bytes, keep_documents)).collect() if groups else []
-    tables, skipped, held_out, training = [], 0, [], []
-    for chunk_bytes, chunk_offsets, counts, dropped, held_docs, train_docs in rows:
-        tables.append((np.frombuffer(chunk_bytes, np.uint8), chunk_offsets, counts))
-        skipped += dropped
-        held_out.extend(held_docs)
-        training.extend(train_docs)
-    chunks, counts = bpe.sort_chunks(*bpe.merge_chunk_counts(*tables))
-    return DirectCount(chunks, counts, skipped, held_out[:keep_documents], training[:keep_documents],
-                       time.perf_counter() - started)
+    return direct_count.count_chunks_direct(
+        spark, units, lambda batches: count_shards(settings, batches, threads, shard_bytes), holdout_fraction,
+        keep_documents=keep_documents)
 
 
 def _stats_partition(state_broadcast, kind: str) -> Callable:
@@ -327,9 +263,9 @@ def train_unigram(documents, settings: ug.UnigramSettings, *, estep: str = "auto
 def _train_counted(counted: DirectCount, settings: ug.UnigramSettings, provenance, threads, progress) -> UnigramResult:
     chunk_bytes = sum(len(c) for c in counted.chunks)
     stages = [StageReport("chunks", counted.seconds, {"chunks": len(counted.chunks), "chunk_bytes": chunk_bytes,
-                                                      "sentences_skipped": counted.skipped})]
+                                                      "sentences_skipped": counted.tally})]
     progress(f"[chunks] {counted.seconds:.1f} s: {len(counted.chunks):,} distinct chunks, {chunk_bytes:,} bytes, "
-             f"{counted.skipped:,} sentences skipped (too long or containing U+2585)")
+             f"{counted.tally:,} sentences skipped (too long or containing U+2585)")
     threads = threads or 1
     progress(f"[em] E-steps on the driver with {threads} thread{'s' if threads != 1 else ''}")
     started = time.perf_counter()
@@ -337,4 +273,4 @@ def _train_counted(counted: DirectCount, settings: ug.UnigramSettings, provenanc
                                  threads=threads)
     stages.append(StageReport("em", time.perf_counter() - started, {"pieces": model.vocab_size}))
     return UnigramResult(model=model, stages=stages, chunks=len(counted.chunks), sentences=int(counted.counts.sum()),
-                         skipped_sentences=counted.skipped, estep_mode="driver")
+                         skipped_sentences=counted.tally, estep_mode="driver")

@@ -97,7 +97,7 @@ def test_direct_count_is_the_spark_count_of_the_training_documents(spark, tmp_pa
     training, held_out = split_holdout(read_corpus(spark, [str(tmp_path)]).documents, 0.1)
     chunks, counts, skipped = collect_table(count_chunks(training, settings))
     assert counted.chunks == chunks and counted.counts.tolist() == counts.tolist()
-    assert counted.skipped == skipped == 1
+    assert counted.tally == skipped == 1
     expected_held = [bytes(r["text"]) for r in held_out.collect()]
     assert 20 < len(counted.held_out) == len(expected_held) and sorted(counted.held_out) == sorted(expected_held)
     assert counted.held_out == [t for t in texts if t in set(expected_held)]  # input order
