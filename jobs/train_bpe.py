@@ -12,6 +12,10 @@
 ``--threads`` threads, the same documents are held out (Spark's ``xxhash64`` rule, :func:`split_held_out`) and
 the same driver step runs, so the model is byte-identical to the Spark job's.
 
+On a local master, local text files (plain, .gz, .zst) are read by pyarrow inside the Spark tasks and counted
+there (:func:`pipelines.bpe.count_chunks_direct`: no JVM reading, no shuffle; same table and model bytes);
+``--reader spark``, ``--partitions``, JSONL/Parquet input and cluster masters use Spark's reader.
+
 ``jobs/train.py`` hands every ``--algorithm bpe`` run to :func:`main`. ``byte_level`` models export to a Hugging Face
 ``tokenizer.json`` (``shardpiece export --to huggingface``). The model file holds only what determines the result;
 the manifest (``OUTPUT.manifest.json``, or ``OUTPUT/manifest.json`` for several sizes) the run's details.
@@ -56,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--input-format", dest="input_format", choices=["text", "jsonl", "parquet"])
     add("--text-column", dest="text_column", default="text")
     add("--partitions", type=int, metavar="N", help="repartition the documents into N partitions")
+    add("--reader", choices=["auto", "spark"], default="auto",
+        help="auto: local text files on a local master are read and counted by pyarrow in the tasks "
+             "(same model bytes); spark: always Spark's reader")
     add("--master", metavar="URL", help="Spark master (default local[*]); 'none': no Spark, one process")
     add("--threads", type=int, default=os.cpu_count() or 1, metavar="N",
         help="--master none: counting threads (default: the CPU count)")
@@ -208,7 +215,8 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     if (args.master or "").lower() == "none":
         return run_local(args, settings_from(args), progress)
     from jobs.evaluate import bytes_per_token
-    from pipelines.bpe import train_bpe_spark
+    from pipelines.bpe import count_chunks_direct, train_bpe_spark
+    from pipelines.direct_count import direct_text_units
     from pipelines.readers import read_corpus
     from pipelines.session import build_session
     from pipelines.unigram import counting_session_options
@@ -226,20 +234,34 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
                           shuffle_partitions=args.partitions, small_driver=True, single_worker=True,
                           extra=counting_session_options(args.master))
     progress(f"[spark] session on {spark.sparkContext.master} in {time.perf_counter() - wall:.1f} s")
-    corpus = read_corpus(spark, args.input, input_format=args.input_format, text_column=args.text_column,
-                         partitions=args.partitions)
-    documents = corpus.documents
-    training, held_out = split_holdout(documents, args.holdout_fraction)
+    units = None
+    if args.reader == "auto" and not args.partitions:
+        units = direct_text_units(spark, args.input, args.input_format)
+    counted = training = held_out = None
+    if units is not None:  # local text files: read and counted in the Python tasks
+        check_holdout_fraction(args.holdout_fraction)
+        progress(f"[chunks] pre-tokenizing ({settings.pretokenizer}) and counting chunks of {len(units):,} text "
+                 "units read by pyarrow in the tasks")
+        counted = count_chunks_direct(spark, units, settings, args.holdout_fraction,
+                                      keep_documents=args.eval_documents)
+    else:
+        corpus = read_corpus(spark, args.input, input_format=args.input_format, text_column=args.text_column,
+                             partitions=args.partitions)
+        training, held_out = split_holdout(corpus.documents, args.holdout_fraction)
     result = train_bpe_spark(training, settings, provenance={"holdout_fraction": args.holdout_fraction},
-                             progress=progress)
+                             progress=progress, counted=counted)
     for size in sizes:
         write_atomic(paths[size], result.models[size].to_bytes())
-    texts, sample_kind = evaluation_sample(training, held_out, args.eval_documents)
+    if counted is not None:
+        texts, sample_kind = evaluation_texts(counted.held_out, counted.training, args.eval_documents)
+    else:
+        texts, sample_kind = evaluation_sample(training, held_out, args.eval_documents)
     manifest = {
         "command": "shardpiece train --algorithm bpe",
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "host": socket.gethostname(), "python": platform.python_version(), "spark_version": spark.version,
         "spark_master": spark.sparkContext.master, "partitions": args.partitions, "input": list(args.input),
+        "reader": "pyarrow in the tasks" if counted is not None else "spark",
         "holdout_fraction": args.holdout_fraction, "settings": settings.to_dict(),
         "chunk_table_fingerprint": result.fingerprint, "training_documents": result.documents,
         "stages": [s.to_dict() for s in result.stages],

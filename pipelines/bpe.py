@@ -8,7 +8,8 @@
       -> collect the chunk count table, sorted by bytes (the driver's memory bound: every distinct chunk)
       -> train_from_table on the driver (Numba, incremental merges), one model per vocab size
 
-``jobs/train_bpe.py --master none`` runs the same monoid and the same driver step without Spark
+On a local master, local text files skip Spark's reader and the reduce: :func:`count_chunks_direct` reads them
+with pyarrow in the tasks (:mod:`pipelines.direct_count`), same table. ``jobs/train_bpe.py --master none`` runs the same monoid and the same driver step without Spark
 (:func:`tokenizer.trainers.bpe.count_chunks_threaded`), so both give the same model bytes.
 
 Counts are integers summed exactly and the driver sorts the table, so the models do not depend on the
@@ -24,14 +25,47 @@ Example::
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Callable, Iterator
 
 import numpy as np
 
 from pipelines.bytepiece import (SHARD_BYTES, StageReport, TrainResult, binary_array, binary_buffers, iter_shards,
                                 map_shards)
+from pipelines import direct_count
+from pipelines.direct_count import DirectCount
 from tokenizer.errors import InputError
 from tokenizer.trainers import bpe
+
+
+def count_shards(settings: bpe.BpeSettings, batches: Iterator, threads: int, shard_bytes: int = SHARD_BYTES):
+    """``((chunk data, chunk offsets, counts), non-empty documents)`` of Arrow batches of one binary column: cut into
+    ~``shard_bytes`` shards, ``threads`` shards counted at once (:func:`~pipelines.bytepiece.map_shards`; the
+    Numba pass pre-tokenizes and hash-counts, nogil), the tables summed in shard order in one pass."""
+    bpe.P.char_class_table(), bpe.sentencepiece_script_table()  # cached tables, built before the threads
+    tables = []
+    documents = 0
+
+    def count(shard):
+        data, offsets = shard
+        return int(np.count_nonzero(np.diff(offsets))), bpe.count_chunks(data, offsets, settings)
+
+    for shard_documents, table in map_shards(count, iter_shards(batches, shard_bytes), threads):
+        documents += shard_documents
+        tables.append(table)
+    return bpe.merge_chunk_counts(*tables), documents
+
+
+def count_chunks_direct(spark, units, settings: bpe.BpeSettings, holdout_fraction: float, *,
+                        threads: int | None = None, shard_bytes: int = SHARD_BYTES,
+                        keep_documents: int = 2000) -> DirectCount:
+    """The chunk table of local text files (:func:`pipelines.arrow_read.plan_text` units) counted by Spark tasks
+    that read them with pyarrow (:func:`pipelines.direct_count.count_chunks_direct`): the table
+    :func:`reduce_chunks` gives on the training documents, so the same model bytes. The result's ``tally`` is the
+    number of training documents."""
+    settings.validate()
+    return direct_count.count_chunks_direct(spark, units, partial(count_shards, settings, shard_bytes=shard_bytes),
+                                            holdout_fraction, threads=threads, keep_documents=keep_documents)
 
 
 def count_chunks_partition(settings: bpe.BpeSettings, shard_bytes: int = SHARD_BYTES, threads: int = 1) -> Callable:
@@ -42,18 +76,7 @@ def count_chunks_partition(settings: bpe.BpeSettings, shard_bytes: int = SHARD_B
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
-        bpe.P.char_class_table(), bpe.sentencepiece_script_table()  # cached tables, built before the threads
-        tables = []
-        documents = 0
-
-        def count(shard):
-            data, offsets = shard
-            return len(offsets) - 1, bpe.count_chunks(data, offsets, settings)
-
-        for shard_documents, table in map_shards(count, iter_shards(batches, shard_bytes), threads):
-            documents += shard_documents
-            tables.append(table)
-        chunk_data, chunk_offsets, counts = bpe.merge_chunk_counts(*tables)  # one pass over all shards
+        (chunk_data, chunk_offsets, counts), documents = count_shards(settings, batches, threads, shard_bytes)
         if len(counts):
             yield pa.RecordBatch.from_arrays(
                 [binary_array(chunk_data, chunk_offsets), pa.array(np.asarray(counts, np.int64), pa.int64())],
@@ -89,9 +112,10 @@ def reduce_chunks(documents, settings: bpe.BpeSettings, shard_bytes: int = SHARD
 
 def train_bpe_spark(documents, settings: bpe.BpeSettings, *, provenance: dict | None = None,
                     progress: Callable[[str], None] = lambda message: None,
-                    shard_bytes: int = SHARD_BYTES, threads: int | None = None) -> TrainResult:
+                    shard_bytes: int = SHARD_BYTES, threads: int | None = None, counted=None) -> TrainResult:
     """Train BPE models (one per ``settings.vocab_sizes``) on a DataFrame of documents (``text: binary``);
-    ``threads``: counting threads per task (default: the session's task cores); same models for any value."""
+    ``threads``: counting threads per task (default: the session's task cores); same models for any value.
+    ``counted``: a chunk table already counted by :func:`count_chunks_direct` (``documents`` is then not read)."""
     settings.validate()
     stages: list[StageReport] = []
 
@@ -102,8 +126,13 @@ def train_bpe_spark(documents, settings: bpe.BpeSettings, *, provenance: dict | 
         progress(f"[{name}] {report.seconds:.1f} s" + (f": {shown}" if shown else ""))
 
     started = time.perf_counter()
-    progress(f"[chunks] pre-tokenizing ({settings.pretokenizer}) and counting chunks per partition, then reducing")
-    chunks, counts, n_documents = reduce_chunks(documents, settings, shard_bytes, threads)
+    if counted is None:
+        progress(f"[chunks] pre-tokenizing ({settings.pretokenizer}) and counting chunks per partition, then "
+                 "reducing")
+        chunks, counts, n_documents = reduce_chunks(documents, settings, shard_bytes, threads)
+    else:
+        chunks, counts, n_documents = counted.chunks, counted.counts, counted.tally
+        started -= counted.seconds
     if not chunks:
         raise InputError("the corpus has no text (every document is empty): check --input and --text-column")
     stage("chunks", started, documents=n_documents, distinct_chunks=len(chunks), chunks=int(counts.sum()))

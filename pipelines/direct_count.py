@@ -29,10 +29,10 @@ from tokenizer.trainers import bpe
 
 DIRECT_TASK_BYTES = 64 << 20  # text per task (each returns its own table to the driver)
 
-#: A job's counter: Arrow batches of one binary column (the training documents of one task) ->
+#: A job's counter: ``(Arrow batches of one binary column (the training documents of one task), threads)`` ->
 #: ``((chunk data uint8, chunk offsets int64, counts int64), tally)``, where the tally is an int the job sums
 #: over tasks (the unigram job's skipped sentences, the BPE job's documents). It runs in the tasks: picklable.
-Counter = Callable[[Iterator], tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int]]
+Counter = Callable[[Iterator, int], tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int]]
 
 
 @dataclass
@@ -48,9 +48,9 @@ class DirectCount:
     seconds: float
 
 
-def direct_count_task(counter: Counter, holdout_fraction: float, keep_documents: int) -> Callable:
+def direct_count_task(counter: Counter, threads: int, holdout_fraction: float, keep_documents: int) -> Callable:
     """``mapPartitions`` function: read this task's text units with pyarrow, drop the held-out lines, count the
-    rest with ``counter``; yields one ``(chunk data bytes, chunk offsets, counts, tally, held-out docs, training
+    rest with ``counter`` on ``threads`` threads; yields one ``(chunk data bytes, chunk offsets, counts, tally, held-out docs, training
     docs)`` tuple per group of units."""
 
     def run(groups):
@@ -75,27 +75,30 @@ def direct_count_task(counter: Counter, holdout_fraction: float, keep_documents:
                         train_docs.extend(d for d in column.slice(0, keep_documents).to_pylist() if d)
                     yield pa.RecordBatch.from_arrays([column], ["text"])
 
-            (chunk_data, chunk_offsets, counts), tally = counter(training_batches())
+            (chunk_data, chunk_offsets, counts), tally = counter(training_batches(), threads)
             yield (np.asarray(chunk_data, np.uint8).tobytes(), np.asarray(chunk_offsets, np.int64),
                    np.asarray(counts, np.int64), int(tally), held_docs[:keep_documents], train_docs[:keep_documents])
 
     return run
 
 
-def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float, *,
+def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float, *, threads: int | None = None,
                         keep_documents: int = 2000) -> DirectCount:
     """The chunk table of local text files (:func:`pipelines.arrow_read.plan_text` units), ``counter`` run in
-    Spark tasks of up to ``DIRECT_TASK_BYTES`` of text each (see the module docstring); the tasks' tables summed
+    Spark tasks of up to ``DIRECT_TASK_BYTES`` of text each (see the module docstring) with ``threads`` threads
+    (default: the session's :func:`~pipelines.session.task_threads`); the tasks' tables summed
     (:func:`tokenizer.trainers.bpe.merge_chunk_counts`) and sorted on the driver. Meant for local masters, whose
     driver holds the reduced table anyway."""
     from pipelines.arrow_read import assign_units
+    from pipelines.session import task_threads
 
     started = time.perf_counter()
+    threads = task_threads(spark) if threads is None else max(1, int(threads))
     total_weight = sum(unit.weight for unit in units)
     tasks = max(1, min(len(units), -(-total_weight // DIRECT_TASK_BYTES)))
     groups = [group for group in assign_units(units, tasks) if group]
     rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
-        direct_count_task(counter, holdout_fraction, keep_documents)).collect() if groups else []
+        direct_count_task(counter, threads, holdout_fraction, keep_documents)).collect() if groups else []
     tables, tally, held_out, training = [], 0, [], []
     for chunk_bytes, chunk_offsets, counts, task_tally, held_docs, train_docs in rows:
         tables.append((np.frombuffer(chunk_bytes, np.uint8), chunk_offsets, counts))

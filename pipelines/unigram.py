@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import time
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -134,13 +135,9 @@ def count_chunks_direct(spark, units, settings: ug.UnigramSettings, holdout_frac
     that read the files with pyarrow (:func:`pipelines.direct_count.count_chunks_direct`); equals
     :func:`count_chunks` on the training documents, so the model's bytes are the same. The result's ``tally`` is
     the number of skipped sentences."""
-    from pipelines.session import task_threads
-
     settings.validate()
-    threads = task_threads(spark) if threads is None else max(1, int(threads))
-    return direct_count.count_chunks_direct(
-        spark, units, lambda batches: count_shards(settings, batches, threads, shard_bytes), holdout_fraction,
-        keep_documents=keep_documents)
+    return direct_count.count_chunks_direct(spark, units, partial(count_shards, settings, shard_bytes=shard_bytes),
+                                            holdout_fraction, threads=threads, keep_documents=keep_documents)
 
 
 def _stats_partition(state_broadcast, kind: str) -> Callable:

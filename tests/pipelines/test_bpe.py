@@ -37,7 +37,7 @@ def test_models_identical_across_partitions_and_local(spark, pretokenizer):
     for partitions, threads, shard_bytes in ((1, 1, 1 << 20), (3, 1, 1 << 20), (2, 2, 300)):
         frame = spark.createDataFrame([(line,) for line in lines], "text binary").repartition(partitions)
         result = train_bpe_spark(frame, settings, threads=threads, shard_bytes=shard_bytes)
-        assert result.documents == len(lines)
+        assert result.documents == sum(1 for line in lines if line)  # non-empty documents, as the readers count
         models.append(result.models)
     assert all(m[v].to_bytes() == models[0][v].to_bytes() for m in models[1:] for v in (300, 330))
     chunks, counts = bpe.sort_chunks(*bpe.count_chunks(*bpe.pack_texts(lines), settings))
@@ -59,16 +59,21 @@ def test_train_job_and_export(spark, tmp_path):
                 "--master", "none", "--threads", "2", "--holdout-fraction", "0", "--quiet"])
     assert code == 0
     assert local.read_bytes() == out.read_bytes()  # no Spark, the same model bytes
-    # held-out documents: --master none reproduces Spark's xxhash64 split (same model bytes and evaluation)
+    # held-out documents: the direct count (pyarrow in the tasks) and --master none reproduce Spark's xxhash64
+    # split (same model bytes and evaluation as Spark's reader)
     import json
 
-    for master, path in (("local[2]", tmp_path / "held.model"), ("none", tmp_path / "held-local.model")):
+    runs = {"held-spark": ["--master", "local[2]", "--reader", "spark"], "held": ["--master", "local[2]"],
+            "held-local": ["--master", "none"]}
+    for name, options in runs.items():
         assert cli(["train", "--algorithm", "bpe", "--input", str(corpus), "--vocab-size", "300", "--output",
-                    str(path), "--master", master, "--holdout-fraction", "0.2", "--quiet"]) == 0
-    assert (tmp_path / "held.model").read_bytes() == (tmp_path / "held-local.model").read_bytes()
-    evaluations = [json.loads((tmp_path / f"{name}.model.manifest.json").read_text())["models"]["300"]["evaluation"]
-                   for name in ("held", "held-local")]
-    assert evaluations[0] == evaluations[1] and evaluations[0]["sample"] == "held-out documents"
+                    str(tmp_path / f"{name}.model"), *options, "--holdout-fraction", "0.2", "--quiet"]) == 0
+    assert len({(tmp_path / f"{name}.model").read_bytes() for name in runs}) == 1
+    manifests = {name: json.loads((tmp_path / f"{name}.model.manifest.json").read_text()) for name in runs}
+    evaluations = [m["models"]["300"]["evaluation"] for m in manifests.values()]
+    assert evaluations[0] == evaluations[1] == evaluations[2] and evaluations[0]["sample"] == "held-out documents"
+    assert manifests["held"]["reader"] == "pyarrow in the tasks" and manifests["held-spark"]["reader"] == "spark"
+    assert manifests["held"]["training_documents"] == manifests["held-spark"]["training_documents"] > 100
     model = Model.load(out)
     assert model.algorithm == "bpe" and model.pretokenizer == {"name": "byte_level", "pattern": "gpt2"}
     assert cli(["export", "--model", str(out), "--to", "huggingface", str(tmp_path / "hf") + "/"]) == 0
