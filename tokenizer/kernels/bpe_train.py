@@ -12,7 +12,10 @@ counts are exact. ``learn_merges`` is the classic incremental BPE loop:
    the table's is pushed again with the current count (if still >= ``min_count``) and the pop repeats.
 3. Merging ``(a, b)`` into the new id ``z`` rewrites only the words on the pair's list, left to right without
    overlaps (``a a a`` with ``(a, a)`` -> ``z a``), and applies the pair-count changes of each occurrence:
-   ``(a, b)``, ``(prev, a)``, ``(b, next)`` lose the word's count; ``(prev, z)``, ``(z, next)`` gain it.
+   ``(a, b)``, ``(prev, a)``, ``(b, next)`` lose the word's count; ``(prev, z)``, ``(z, next)`` gain it. Each
+   pair that gained is pushed on the heap once, with its count after the whole merge (not once per word: on
+   en.train 32k that took the merges from 6.7 to 2.5 s). The pair table starts small and doubles at half full,
+   so it is sized by the distinct pairs and stays in cache longer.
 
 Pairs that may not merge are never counted: the merged piece would be longer than ``max_piece_length`` units
 (bytes or characters: ``symbol_lengths`` says), or it breaks SentencePiece's piece rules, given per symbol by
@@ -425,6 +428,24 @@ def _set_merged(length, first, last, flags, a, b, z):
 
 
 @kernel
+def _rehashed(keys, pair_count, head, mark, bits):
+    """The pair table at twice the size (``bits + 1``), every entry moved with its count, list head and mark."""
+    bits += 1
+    new_keys = np.full(np.int64(1) << bits, -1, np.int64)
+    new_count = np.zeros(np.int64(1) << bits, np.int64)
+    new_head = np.full(np.int64(1) << bits, -1, np.int64)
+    new_mark = np.zeros(np.int64(1) << bits, np.int64)
+    for j in range(keys.shape[0]):
+        if keys[j] != -1:
+            t = _slot_of(new_keys, keys[j], bits)
+            new_keys[t] = keys[j]
+            new_count[t] = pair_count[j]
+            new_head[t] = head[j]
+            new_mark[t] = mark[j]
+    return new_keys, new_count, new_head, new_mark, bits
+
+
+@kernel
 def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_first, symbol_last, symbol_flags,
                  max_merges, min_count, max_piece_length, symbol_bytes, symbol_byte_offsets, sentencepiece_ties):
     """Learn up to ``max_merges`` merges over words ``symbols[word_offsets[w]:word_offsets[w + 1]]``.
@@ -467,12 +488,12 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
         word_len[w] = word_offsets[w + 1] - word_offsets[w]
         longest = max(longest, word_len[w])
         total += word_len[w]
-    bits = 10
-    while (np.int64(1) << bits) < 2 * total + 16:
-        bits += 1
+    bits = 16  # grown (doubled) at half full: sized by the distinct pairs, not the symbols
     keys = np.full(np.int64(1) << bits, -1, np.int64)
     pair_count = np.zeros(np.int64(1) << bits, np.int64)
     head = np.full(np.int64(1) << bits, -1, np.int64)
+    mark = np.zeros(np.int64(1) << bits, np.int64)  # the merge that last put the pair on ``touched``
+    touched = np.empty(1024, np.int64)  # pairs that gained count in this merge, pushed once when it is done
     used = 0
     rec_word = np.empty(total + 16, np.int64)
     rec_next = np.empty(total + 16, np.int64)
@@ -504,17 +525,7 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
             if not pair_allowed(piece_len, piece_first, piece_last, piece_flags, left, right, max_piece_length):
                 continue
             if 2 * (used + 1) > keys.shape[0]:
-                old_keys, old_count, old_head = keys, pair_count, head
-                bits += 1
-                keys = np.full(np.int64(1) << bits, -1, np.int64)
-                pair_count = np.zeros(np.int64(1) << bits, np.int64)
-                head = np.full(np.int64(1) << bits, -1, np.int64)
-                for j in range(old_keys.shape[0]):
-                    if old_keys[j] != -1:
-                        t = _slot_of(keys, old_keys[j], bits)
-                        keys[t] = old_keys[j]
-                        pair_count[t] = old_count[j]
-                        head[t] = old_head[j]
+                keys, pair_count, head, mark, bits = _rehashed(keys, pair_count, head, mark, bits)
             t = _slot_of(keys, key, bits)
             if keys[t] == -1:
                 keys[t] = key
@@ -603,6 +614,7 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
         merges += 1
         r = head[slot]
         head[slot] = -1
+        n_touched = 0
         while r >= 0:
             w = rec_word[r]
             r_next = rec_next[r]
@@ -649,17 +661,7 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
                                         max_piece_length):
                         continue
                     if 2 * (used + 1) > keys.shape[0]:
-                        old_keys, old_count, old_head = keys, pair_count, head
-                        bits += 1
-                        keys = np.full(np.int64(1) << bits, -1, np.int64)
-                        pair_count = np.zeros(np.int64(1) << bits, np.int64)
-                        head = np.full(np.int64(1) << bits, -1, np.int64)
-                        for j in range(old_keys.shape[0]):
-                            if old_keys[j] != -1:
-                                t = _slot_of(keys, old_keys[j], bits)
-                                keys[t] = old_keys[j]
-                                pair_count[t] = old_count[j]
-                                head[t] = old_head[j]
+                        keys, pair_count, head, mark, bits = _rehashed(keys, pair_count, head, mark, bits)
                     t = _slot_of(keys, ckey, bits)
                     if keys[t] == -1:
                         keys[t] = ckey
@@ -674,15 +676,25 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
                             rec_next[n_rec] = head[t]
                             head[t] = n_rec
                             n_rec += 1
-                        if pair_count[t] >= min_count:
-                            if heap_size == heap_count.shape[0]:
-                                heap_count = _grown(heap_count, 2 * heap_size)
-                                heap_tie = _grown(heap_tie, 2 * heap_size)
-                                heap_key = _grown(heap_key, 2 * heap_size)
-                            tie = _tie_value(exact, piece_len, piece_data, piece_start, piece_end, ckey)
-                            heap_size = _heap_push(heap_count, heap_tie, heap_key, heap_size, pair_count[t], tie,
-                                                   ckey)
+                        if mark[t] != merges:
+                            mark[t] = merges
+                            if n_touched == touched.shape[0]:
+                                touched = _grown(touched, 2 * n_touched)
+                            touched[n_touched] = ckey
+                            n_touched += 1
             r = r_next
         slot = _slot_of(keys, key, bits)
         pair_count[slot] = 0
+        # one heap entry per pair that gained, at its count after the whole merge (entries pushed at counts that
+        # then fell are stale and corrected when popped; a pair's best entry is never below its count)
+        for q in range(n_touched):
+            ckey = touched[q]
+            current = pair_count[_slot_of(keys, ckey, bits)]
+            if current >= min_count:
+                if heap_size == heap_count.shape[0]:
+                    heap_count = _grown(heap_count, 2 * heap_size)
+                    heap_tie = _grown(heap_tie, 2 * heap_size)
+                    heap_key = _grown(heap_key, 2 * heap_size)
+                tie = _tie_value(exact, piece_len, piece_data, piece_start, piece_end, ckey)
+                heap_size = _heap_push(heap_count, heap_tie, heap_key, heap_size, current, tie, ckey)
     return out_left[:merges].copy(), out_right[:merges].copy(), out_count[:merges].copy()
