@@ -11,6 +11,11 @@ What is measured (best of ``--repeats``; the machine's load is printed and store
 * ``encoder, 2 threads`` (context, not a target): the same with ``num_threads=2``: what the two cores give the
   encoder alone, the ceiling for a job on them.
 * ``sentencepiece loop``: ``[sp.encode(row) for row in rows]`` with the same model (sentencepiece's own file).
+* ``spark text->parquet`` (not a target): the same rows as ``--files`` plain text files, one document per line,
+  read by pyarrow in the tasks; no kept column.
+* ``shardpiece tokenize command`` (not a target; ``--no-command-line`` skips it): the job as a scheduler runs it,
+  its own process: Python and JVM start (from the class-data-sharing archive, written by an untimed first run),
+  Parquet->Parquet, exit. Its CPU counts the whole tree.
 * ``spark parquet->parquet`` and ``spark parquet->megatron``: ``run_tokenize`` on local[2] reading the rows from
   Parquet files (written once from the corpus) and committing shards; seconds from the job's start (listing,
   reading, encoding, writing, commit) to ``_SUCCESS``. A warm-up job first starts the Python workers and loads the
@@ -140,6 +145,21 @@ def parquet_lake(lines: list[str], directory: str, files: int) -> str:
     return directory
 
 
+def text_lake(lines: list[str], directory: str, files: int) -> str:
+    """The rows as ``files`` plain text files, one document per line (the text input of the job)."""
+    marker = os.path.join(directory, f".complete-{len(lines)}-{files}")
+    if not os.path.exists(marker):
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+        per_file = -(-len(lines) // files)
+        for i in range(files):
+            chunk = lines[i * per_file:(i + 1) * per_file]
+            with open(os.path.join(directory, f"part-{i:03d}.txt"), "w", encoding="utf-8", newline="\n") as handle:
+                handle.write("".join(line + "\n" for line in chunk))
+        open(marker, "w").close()
+    return directory
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", default="en", choices=common.CORPORA)
@@ -151,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=8, help="Parquet files the rows are written to")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--output", default="tokenize", help="results/NAME.json")
+    parser.add_argument("--no-command-line", dest="command_line", action="store_false",
+                        help="skip timing the `shardpiece tokenize` command as its own process")
     args = parser.parse_args(argv)
 
     import pyarrow as pa
@@ -168,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = common.load_average()
     model_path = sentencepiece_model(args)
     lake = parquet_lake(lines, os.path.join(args.work, f"tokenize-{args.corpus}-{len(lines)}-parquet"), args.files)
+    texts = text_lake(lines, os.path.join(args.work, f"tokenize-{args.corpus}-{len(lines)}-text"), args.files)
 
     tokenizer = Tokenizer.load(model_path)
     array = pa.array(lines, pa.string())
@@ -198,33 +221,49 @@ def main(argv: list[str] | None = None) -> int:
 
     summaries: dict[str, dict] = {}
 
-    def spark_job(output_format: str):
+    def spark_job(output_format: str, name: str, source: str = "parquet"):
         def run():
             summary = run_tokenize(spark, TokenizeConfig(
-                model=model_path, inputs=[lake], output=os.path.join(out_root, output_format),
-                output_format=output_format, keep_columns=["id"] if output_format == "parquet" else [],
+                model=model_path, inputs=[lake if source == "parquet" else texts],
+                output=os.path.join(out_root, name), output_format=output_format,
+                keep_columns=["id"] if output_format == "parquet" and source == "parquet" else [],
                 mode="overwrite", progress_seconds=60))
-            if summary["seconds"] < summaries.get(output_format, {}).get("seconds", float("inf")):
-                summaries[output_format] = summary
+            if summary["seconds"] < summaries.get(name, {}).get("seconds", float("inf")):
+                summaries[name] = summary
         return run
+
+    def command_line():
+        """The scheduled-job view: ``shardpiece tokenize`` as its own process, JVM start and exit included."""
+        import subprocess
+
+        subprocess.run([sys.executable, "-m", "jobs.cli", "tokenize", "--model", model_path, "--input", lake,
+                        "--output", os.path.join(out_root, "cli"), "--keep-columns", "id", "--mode", "overwrite",
+                        "--master", "local[2]"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+                       cwd=os.path.dirname(_HERE))
 
     tokens = len(encoder().values)
     # Interleaved (encoder, loop, job, job, encoder, ...) so that load changes on a shared machine hit all alike.
     systems = {"encoder": cpu_measured(encoder), "encoder2": cpu_measured(encoder_two_threads),
                "sentencepiece": cpu_measured(spm_loop),
-               "parquet": cpu_measured(spark_job("parquet")), "megatron": cpu_measured(spark_job("megatron"))}
+               "parquet": cpu_measured(spark_job("parquet", "parquet")),
+               "megatron": cpu_measured(spark_job("megatron", "megatron")),
+               "text": cpu_measured(spark_job("parquet", "text", source="text"))}
+    if args.command_line:
+        command_line()  # the first run may write the driver JVM's class-data-sharing archive
+        systems["cli"] = cpu_measured(command_line)
     best = common.interleaved_best(systems, args.repeats)
     cpu = {name: function.cpu for name, function in systems.items()}
     spark.stop()
     one_thread_s, spm_s, two_threads_s = best["encoder"], best["sentencepiece"], best["encoder2"]
     spark_runs = {}
-    for output_format in ("parquet", "megatron"):
-        summary = summaries[output_format]
+    for name in ("parquet", "megatron", "text"):
+        summary = summaries[name]
         assert summary["documents"] == len(lines) and summary["tokens"] == tokens, "lost or changed documents"
-        spark_runs[output_format] = {"seconds": summary["seconds"], "wall_seconds": best[output_format],
-                                     "cpu_seconds": cpu[output_format], "partitions": summary["partitions"],
-                                     "encode_seconds_total": summary["encode_seconds_total"],
-                                     "reader": summary.get("reader")}
+        spark_runs[name] = {"seconds": summary["seconds"], "wall_seconds": best[name],
+                            "cpu_seconds": cpu[name], "partitions": summary["partitions"],
+                            "encode_seconds_total": summary["encode_seconds_total"],
+                            "reader": summary.get("reader")}
 
     mb = total_bytes / 1e6
     one_thread = mb / one_thread_s
@@ -235,12 +274,19 @@ def main(argv: list[str] | None = None) -> int:
              one_thread_s / two_threads_s * one_thread / spm_rate, cpu["encoder2"], cpu["encoder"] / cpu["encoder2"]],
             ["sentencepiece loop, 1 thread (in memory)", spm_s, spm_rate, spm_rate / one_thread, 1.0,
              cpu["sentencepiece"], cpu["encoder"] / cpu["sentencepiece"]]]
-    for output_format, run in spark_runs.items():
+    labels = {"parquet": "spark local[2] parquet->parquet", "megatron": "spark local[2] parquet->megatron",
+              "text": "spark local[2] text->parquet"}
+    for name, run in spark_runs.items():
         rate = mb / run["seconds"]
         run["mb_per_s"] = rate
         run["cpu_efficiency"] = cpu["encoder"] / run["cpu_seconds"]
-        rows.append([f"spark local[2] parquet->{output_format}", run["seconds"], rate, rate / one_thread,
-                     rate / spm_rate, run["cpu_seconds"], run["cpu_efficiency"]])
+        rows.append([labels[name], run["seconds"], rate, rate / one_thread, rate / spm_rate, run["cpu_seconds"],
+                     run["cpu_efficiency"]])
+    if "cli" in best:
+        rate = mb / best["cli"]
+        spark_runs["cli"] = {"wall_seconds": best["cli"], "cpu_seconds": cpu["cli"], "mb_per_s": rate}
+        rows.append(["shardpiece tokenize command (parquet->parquet, JVM start and exit included)", best["cli"], rate,
+                     rate / one_thread, rate / spm_rate, cpu["cli"], cpu["encoder"] / cpu["cli"]])
     table = common.markdown_table(["system", "seconds", "MB/s", "x encoder 1 thread", "x sentencepiece loop",
                                    "CPU s", "encoder CPU / CPU"], rows)
     pq_rate = spark_runs["parquet"]["mb_per_s"]
