@@ -14,8 +14,10 @@ JVM options are fixed, and only on Linux):
    part file (``.classpath``).
 2. A later session first promotes finished part files: a part no running process is still writing is checked by
    starting ``java -Xshare:on`` with it and that class path (a truncated archive makes the JVM fail, never the job),
-   then renamed into place; a part that fails the check is deleted. The session then maps the archive
-   (``-XX:SharedArchiveFile=...``, ``-Xshare:auto``: a JVM that cannot use it runs without it).
+   then renamed into place; a part that fails the check is deleted, and so is the class path of a JVM killed
+   before it wrote its part. The session then maps the archive (``-XX:SharedArchiveFile=...``, ``-Xshare:auto``:
+   a JVM that cannot use it runs without it). While a JVM that will write a part still runs, other sessions
+   start without the archive and write none.
 
 Archives live in ``$SHARDPIECE_JVM_ARCHIVE_DIR`` (default ``$XDG_CACHE_HOME/shardpiece/jvm``, i.e.
 ``~/.cache/shardpiece/jvm``), one per Java installation, Spark installation and option set (the name holds a
@@ -121,24 +123,34 @@ def _archive_works(java: str, archive: str, class_path: str, directory: str) -> 
             os.remove(error_file)
 
 
-def promote_finished_parts(directory: str, java: str, final: str) -> None:
-    """Check each finished ``final.*.part`` (no running process names it) and rename the first that works to
-    ``final``; delete the others and those that fail. Parts still being written are left alone."""
+def promote_finished_parts(directory: str, java: str, final: str) -> bool:
+    """Settle every earlier dump of ``final`` (a ``final.TAG.part`` and its ``.classpath``) whose JVM has exited:
+    rename the first part that works to ``final``, delete the rest, and the class paths of JVMs that exited
+    without writing a part (killed). Returns whether some JVM is still running with a dump of ``final`` to write
+    (its command line names its part)."""
     running = _running_command_lines()
-    for part in sorted(glob.glob(glob.escape(final) + ".*.part")):
+    in_progress = False
+    stems = {path.rsplit(".", 1)[0] for pattern in (".*.part", ".*.classpath")
+             for path in glob.glob(glob.escape(final) + pattern)}
+    for stem in sorted(stems):
+        part, class_path_file = stem + ".part", stem + ".classpath"
         if any(part.encode("utf-8", "surrogateescape") in line for line in running):
-            continue  # its JVM is still running (or writing it)
-        class_path_file = part[: -len(".part")] + ".classpath"
+            in_progress = True  # its JVM is still running (or writing it)
+            continue
         try:
             with open(class_path_file, encoding="utf-8") as handle:
                 class_path = handle.read()
         except OSError:
             class_path = None
-        if class_path and not os.path.exists(final) and _archive_works(java, part, class_path, directory):
-            os.replace(part, final)
-        else:
-            _remove(part)
+        if class_path and os.path.exists(part) and not os.path.exists(final) \
+                and _archive_works(java, part, class_path, directory):
+            try:
+                os.replace(part, final)
+            except FileNotFoundError:  # another session promoted it meanwhile
+                pass
+        _remove(part)
         _remove(class_path_file)
+    return in_progress
 
 
 def _remove(path: str) -> None:
@@ -160,10 +172,10 @@ def driver_archive_options(java_options: str) -> str:
     try:
         os.makedirs(directory, exist_ok=True)
         final = os.path.join(directory, f"driver-{archive_key(java, java_options)}.jsa")
-        promote_finished_parts(directory, java, final)
+        in_progress = promote_finished_parts(directory, java, final)
         if os.path.isfile(final):
             return f"-XX:SharedArchiveFile={final} -Xshare:auto {QUIET_LOG_OPTIONS}"
-        if glob.glob(glob.escape(final) + ".*.part"):
+        if in_progress:
             return ""  # another JVM is writing it
         part = f"{final}.{os.getpid()}-{uuid.uuid4().hex[:8]}.part"
         return f"-XX:ArchiveClassesAtExit={part} {QUIET_LOG_OPTIONS}"

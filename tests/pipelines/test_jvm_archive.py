@@ -43,6 +43,27 @@ def test_key_changes_with_the_options(monkeypatch):
     assert key != jvm_archive.archive_key(java, OPTIONS)
 
 
+def test_no_second_dump_while_a_jvm_is_writing_one(monkeypatch, tmp_path):
+    """A JVM that will dump at exit has written only its class path yet: another session does not dump too."""
+    java = jvm_archive.java_executable()
+    if java is None:
+        pytest.skip("no java")
+    monkeypatch.setenv(ARCHIVE_DIR_ENV, str(tmp_path))
+    first = driver_archive_options(OPTIONS)
+    part = _part_of(first)
+    record_class_path(first, "unused")
+    jvm = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"-XX:ArchiveClassesAtExit={part}"])
+    try:
+        assert driver_archive_options(OPTIONS) == ""
+        assert os.path.exists(part[: -len(".part")] + ".classpath")
+    finally:
+        jvm.kill()
+        jvm.wait()
+    # that JVM is gone without a part (killed): its class path is removed and the next session dumps
+    assert "-XX:ArchiveClassesAtExit=" in driver_archive_options(OPTIONS)
+    assert not os.path.exists(part[: -len(".part")] + ".classpath")
+
+
 def test_a_directory_with_spaces_is_not_used(monkeypatch, tmp_path):
     monkeypatch.setenv(ARCHIVE_DIR_ENV, str(tmp_path / "with space"))
     assert driver_archive_options(OPTIONS) == ""
@@ -78,9 +99,13 @@ def test_dump_check_promote_and_map(monkeypatch, tmp_path):
         target.write(source.read(1 << 20))
     with open(broken[: -len(".part")] + ".classpath", "w") as handle:
         handle.write(class_path)
-    # a part some running process still names (its JVM writing it)
+    # a part some running process still names (its JVM writing it), and the class path of a JVM that was killed
+    # before it wrote its part
     busy = part.replace(".part", "") + ".1-busy.part"
     open(busy, "wb").close()
+    orphan = part.replace(".part", "") + ".2-killed.classpath"
+    with open(orphan, "w") as handle:
+        handle.write(class_path)
     writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", busy])
     try:
         second = driver_archive_options(OPTIONS)
@@ -88,7 +113,7 @@ def test_dump_check_promote_and_map(monkeypatch, tmp_path):
         assert f"-XX:SharedArchiveFile={final}" in second and "-Xshare:auto" in second
         assert os.path.getsize(final) == size
         assert not os.path.exists(part) and not os.path.exists(broken) and os.path.exists(busy)
-        assert not glob.glob(str(tmp_path / "*.classpath"))
+        assert not glob.glob(str(tmp_path / "*.classpath"))  # the orphan's too
         assert not glob.glob(str(tmp_path / "hs_err*"))
         mapped = subprocess.run([java, *OPTIONS.split(), *second.split(), "-Xshare:on", "-cp", class_path,
                                  "-version"], capture_output=True, timeout=120, check=False)
