@@ -12,9 +12,9 @@
 ``--threads`` threads, the same documents are held out (Spark's ``xxhash64`` rule, :func:`split_held_out`) and
 the same driver step runs, so the model is byte-identical to the Spark job's.
 
-On a local master, local text files (plain, .gz, .zst) are read by pyarrow inside the Spark tasks and counted
-there (:func:`pipelines.bpe.count_chunks_direct`: no JVM reading, no shuffle; same table and model bytes);
-``--reader spark``, ``--partitions``, JSONL/Parquet input and cluster masters use Spark's reader.
+On a local master, local text files (plain, .gz, .zst) and Parquet files are read by pyarrow inside the Spark
+tasks and counted there (:func:`pipelines.bpe.count_chunks_direct`: no JVM reading, no shuffle; same table and
+model bytes); ``--reader spark``, ``--partitions``, JSONL input and cluster masters use Spark's reader.
 
 ``jobs/train.py`` hands every ``--algorithm bpe`` run to :func:`main`. ``byte_level`` models export to a Hugging Face
 ``tokenizer.json`` (``shardpiece export --to huggingface``). The model file holds only what determines the result;
@@ -216,7 +216,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
         return run_local(args, settings_from(args), progress)
     from jobs.evaluate import bytes_per_token
     from pipelines.bpe import count_chunks_direct, train_bpe_spark
-    from pipelines.direct_count import direct_text_units
+    from pipelines.direct_count import direct_units
     from pipelines.readers import read_corpus
     from pipelines.session import build_session
     from pipelines.unigram import counting_session_options
@@ -236,14 +236,14 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     progress(f"[spark] session on {spark.sparkContext.master} in {time.perf_counter() - wall:.1f} s")
     units = None
     if args.reader == "auto" and not args.partitions:
-        units = direct_text_units(spark, args.input, args.input_format)
+        units = direct_units(spark, args.input, args.input_format, args.text_column)
     counted = training = held_out = None
     if units is not None:  # local text files: read and counted in the Python tasks
         check_holdout_fraction(args.holdout_fraction)
-        progress(f"[chunks] pre-tokenizing ({settings.pretokenizer}) and counting chunks of {len(units):,} text "
+        progress(f"[chunks] pre-tokenizing ({settings.pretokenizer}) and counting chunks of {len(units):,} "
                  "units read by pyarrow in the tasks")
         counted = count_chunks_direct(spark, units, settings, args.holdout_fraction,
-                                      keep_documents=args.eval_documents)
+                                      keep_documents=args.eval_documents, text_column=args.text_column)
     else:
         corpus = read_corpus(spark, args.input, input_format=args.input_format, text_column=args.text_column,
                              partitions=args.partitions)

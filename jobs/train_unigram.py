@@ -119,13 +119,13 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
                           shuffle_partitions=args.partitions, small_driver=True, single_worker=True,
                           extra=counting_session_options(args.master))
     progress(f"[spark] session on {spark.sparkContext.master} in {time.perf_counter() - wall:.1f} s")
-    units = direct_text_units(spark, args)
+    units = direct_count_units(spark, args)
     counted = None
     if units is not None:  # local text files: read and counted in the Python tasks, once for every size
         check_holdout_fraction(args.holdout_fraction)
-        progress(f"[chunks] counting {len(units):,} text units read by pyarrow in the tasks")
+        progress(f"[chunks] counting {len(units):,} units read by pyarrow in the tasks")
         counted = count_chunks_direct(spark, units, all_settings[sizes[0]], args.holdout_fraction,
-                                      keep_documents=args.eval_documents)
+                                      keep_documents=args.eval_documents, text_column=args.text_column)
         training = held_out = None
     else:
         corpus = read_corpus(spark, args.input, input_format=args.input_format, text_column=args.text_column,
@@ -154,6 +154,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "host": socket.gethostname(), "python": platform.python_version(), "spark_version": spark.version,
         "spark_master": spark.sparkContext.master, "partitions": args.partitions, "input": list(args.input),
+        "reader": "pyarrow in the tasks" if counted is not None else "spark",
         "holdout_fraction": args.holdout_fraction,
         "models": {
             str(size): {
@@ -171,15 +172,15 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     return manifest
 
 
-def direct_text_units(spark, args: argparse.Namespace):
+def direct_count_units(spark, args: argparse.Namespace):
     """Text units when the unigram job can count its input in the tasks (``--reader auto``, E-steps that may run
-    on the driver, no ``--partitions``, and :func:`pipelines.direct_count.direct_text_units`'s conditions); else
+    on the driver, no ``--partitions``, and :func:`pipelines.direct_count.direct_units`'s conditions); else
     ``None`` (the Spark path, same model bytes)."""
-    from pipelines.direct_count import direct_text_units as text_units
+    from pipelines.direct_count import direct_units
 
     if args.reader != "auto" or args.estep == "spark" or args.partitions:
         return None
-    return text_units(spark, args.input, args.input_format)
+    return direct_units(spark, args.input, args.input_format, args.text_column)
 
 
 def main(argv: list[str] | None = None) -> int:

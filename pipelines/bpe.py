@@ -58,14 +58,15 @@ def count_shards(settings: bpe.BpeSettings, batches: Iterator, threads: int, sha
 
 def count_chunks_direct(spark, units, settings: bpe.BpeSettings, holdout_fraction: float, *,
                         threads: int | None = None, shard_bytes: int = SHARD_BYTES,
-                        keep_documents: int = 2000) -> DirectCount:
-    """The chunk table of local text files (:func:`pipelines.arrow_read.plan_text` units) counted by Spark tasks
-    that read them with pyarrow (:func:`pipelines.direct_count.count_chunks_direct`): the table
+                        keep_documents: int = 2000, text_column: str = "text") -> DirectCount:
+    """The chunk table of local text or Parquet files (:func:`pipelines.direct_count.direct_units`) counted by
+    Spark tasks that read them with pyarrow (:func:`pipelines.direct_count.count_chunks_direct`): the table
     :func:`reduce_chunks` gives on the training documents, so the same model bytes. The result's ``tally`` is the
-    number of training documents."""
+    number of non-empty training documents."""
     settings.validate()
     return direct_count.count_chunks_direct(spark, units, partial(count_shards, settings, shard_bytes=shard_bytes),
-                                            holdout_fraction, threads=threads, keep_documents=keep_documents)
+                                            holdout_fraction, threads=threads, keep_documents=keep_documents,
+                                            text_column=text_column)
 
 
 def count_chunks_partition(settings: bpe.BpeSettings, shard_bytes: int = SHARD_BYTES, threads: int = 1) -> Callable:

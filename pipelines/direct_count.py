@@ -1,10 +1,11 @@
-"""Chunk counts of local text files read by pyarrow inside Spark tasks (the unigram and BPE jobs on local masters).
+"""Chunk counts of local text and Parquet files read by pyarrow inside Spark tasks (the unigram and BPE jobs on
+local masters).
 
 Spark's text reader hands every line from the JVM to the Python worker as Arrow, and the partitions' tables then
 go through a shuffle; on a local master, whose driver collects the reduced table anyway, that costs more than the
 counting itself (the unigram job's chunk stage on en.train: 15.7 s through Spark's reader, 8.6 s read here). Here
 each task opens its files with pyarrow (:func:`pipelines.arrow_read.read_text_units`: the same lines as Spark's
-text source), drops the held-out documents by Spark's own ``xxhash64`` rule (:mod:`tokenizer.kernels.xxhash`,
+text source; :func:`pipelines.arrow_read.read_units`: a Parquet file's text column, nulls dropped), drops the held-out documents by Spark's own ``xxhash64`` rule (:mod:`tokenizer.kernels.xxhash`,
 so ``jobs.training.split_holdout`` would hold out the same ones), counts the rest with the job's counter and
 returns its table; the driver sums the tables in one pass. The result equals the Spark path's table on the same
 training documents, so the models' bytes are the same.
@@ -48,24 +49,35 @@ class DirectCount:
     seconds: float
 
 
-def direct_count_task(counter: Counter, threads: int, holdout_fraction: float, keep_documents: int) -> Callable:
-    """``mapPartitions`` function: read this task's text units with pyarrow, drop the held-out lines, count the
-    rest with ``counter`` on ``threads`` threads; yields one ``(chunk data bytes, chunk offsets, counts, tally, held-out docs, training
-    docs)`` tuple per group of units."""
+def direct_count_task(counter: Counter, threads: int, holdout_fraction: float, keep_documents: int,
+                      text_column: str = "text") -> Callable:
+    """``mapPartitions`` function: read this task's units with pyarrow (text lines, or a Parquet file's
+    ``text_column``, nulls dropped and strings taken as their UTF-8 bytes, as Spark's reader gives them), drop the
+    held-out documents, count the rest with ``counter`` on ``threads`` threads; yields one ``(chunk data bytes,
+    chunk offsets, counts, tally, held-out docs, training docs)`` tuple per group of units."""
 
     def run(groups):
         import pyarrow as pa
 
-        from pipelines.arrow_read import read_text_units
+        from pipelines.arrow_read import TextUnit, read_text_units, read_units
         from tokenizer.kernels.xxhash import held_out_documents
+
+        def documents(units):
+            if units and isinstance(units[0], TextUnit):
+                yield from (batch.column(0) for batch in read_text_units(units, "text", "malformed"))
+                return
+            for batch in read_units(units, text_column, pa.schema([]), "text", "malformed"):
+                column = batch.column(0)
+                binary = pa.large_binary() if pa.types.is_large_string(column.type) or \
+                    pa.types.is_large_binary(column.type) else pa.binary()
+                yield column.cast(binary).drop_null()
 
         for units in groups:
             held_docs: list[bytes] = []
             train_docs: list[bytes] = []
 
             def training_batches():
-                for batch in read_text_units(units, "text", "malformed"):
-                    column = batch.column(0)
+                for column in documents(units):
                     if holdout_fraction > 0:
                         held = held_out_documents(*binary_buffers(column), holdout_fraction)
                         if held.any() and len(held_docs) < keep_documents:
@@ -83,8 +95,9 @@ def direct_count_task(counter: Counter, threads: int, holdout_fraction: float, k
 
 
 def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float, *, threads: int | None = None,
-                        keep_documents: int = 2000) -> DirectCount:
-    """The chunk table of local text files (:func:`pipelines.arrow_read.plan_text` units), ``counter`` run in
+                        keep_documents: int = 2000, text_column: str = "text") -> DirectCount:
+    """The chunk table of local text or Parquet files (:func:`pipelines.arrow_read.plan_text` or
+    :func:`~pipelines.arrow_read.plan_parquet` units; ``text_column`` is a Parquet file's text), ``counter`` run in
     Spark tasks of up to ``DIRECT_TASK_BYTES`` of text each (see the module docstring) with ``threads`` threads
     (default: the session's :func:`~pipelines.session.task_threads`); the tasks' tables summed
     (:func:`tokenizer.trainers.bpe.merge_chunk_counts`) and sorted on the driver. Meant for local masters, whose
@@ -98,7 +111,7 @@ def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float,
     tasks = max(1, min(len(units), -(-total_weight // DIRECT_TASK_BYTES)))
     groups = [group for group in assign_units(units, tasks) if group]
     rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
-        direct_count_task(counter, threads, holdout_fraction, keep_documents)).collect() if groups else []
+        direct_count_task(counter, threads, holdout_fraction, keep_documents, text_column)).collect() if groups else []
     tables, tally, held_out, training = [], 0, [], []
     for chunk_bytes, chunk_offsets, counts, task_tally, held_docs, train_docs in rows:
         tables.append((np.frombuffer(chunk_bytes, np.uint8), chunk_offsets, counts))
@@ -110,18 +123,25 @@ def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float,
                        time.perf_counter() - started)
 
 
-def direct_text_units(spark, inputs: list[str], input_format: str | None):
-    """Text units (:func:`pipelines.arrow_read.plan_text`) of ``inputs`` when a job on a local master can count
-    them here: text files (named by ``input_format`` or guessed from the names) that pyarrow opens; else ``None``
-    (the job reads through Spark, with the same model bytes)."""
-    from pipelines.arrow_read import plan_text
+def direct_units(spark, inputs: list[str], input_format: str | None, text_column: str = "text"):
+    """Work units of ``inputs`` when a job on a local master can count them in its tasks: text files
+    (:func:`pipelines.arrow_read.plan_text`) or Parquet files (:func:`~pipelines.arrow_read.plan_parquet`; a missing
+    or non-text ``text_column`` raises the error of Spark's reader) that pyarrow opens, the format named by
+    ``input_format`` or guessed from the names; else ``None`` (JSONL, other filesystems or codecs: the job reads
+    through Spark, with the same model bytes)."""
+    from pipelines.arrow_read import plan_parquet, plan_text
     from pipelines.readers import detect_format, list_input_files
     from pipelines.session import is_local_master
 
     if not is_local_master(spark.sparkContext.master):
         return None
     listed = list_input_files(spark, inputs)
-    if (input_format or detect_format(listed.files + listed.empty_files)) != "text" or not listed.files:
+    input_format = input_format or detect_format(listed.files + listed.empty_files)
+    if not listed.files or input_format not in ("text", "parquet"):
         return None
-    units, _ = plan_text([(path, listed.sizes[path]) for path in listed.files], None)
+    files = [(path, listed.sizes[path]) for path in listed.files]
+    if input_format == "parquet":
+        plan, _, _ = plan_parquet(files, text_column, [], None)
+        return plan.units if plan is not None and plan.units else None
+    units, _ = plan_text(files, None)
     return units

@@ -130,14 +130,15 @@ def collect_table(table) -> tuple[list[bytes], np.ndarray, int]:
 # ---------------------------------------------------------------------------------------------- direct count
 def count_chunks_direct(spark, units, settings: ug.UnigramSettings, holdout_fraction: float, *,
                         threads: int | None = None, shard_bytes: int = SHARD_BYTES,
-                        keep_documents: int = 2000) -> DirectCount:
-    """The chunk table of local text files (:func:`pipelines.arrow_read.plan_text` units) counted by Spark tasks
-    that read the files with pyarrow (:func:`pipelines.direct_count.count_chunks_direct`); equals
+                        keep_documents: int = 2000, text_column: str = "text") -> DirectCount:
+    """The chunk table of local text or Parquet files (:func:`pipelines.direct_count.direct_units`) counted by
+    Spark tasks that read them with pyarrow (:func:`pipelines.direct_count.count_chunks_direct`); equals
     :func:`count_chunks` on the training documents, so the model's bytes are the same. The result's ``tally`` is
     the number of skipped sentences."""
     settings.validate()
     return direct_count.count_chunks_direct(spark, units, partial(count_shards, settings, shard_bytes=shard_bytes),
-                                            holdout_fraction, threads=threads, keep_documents=keep_documents)
+                                            holdout_fraction, threads=threads, keep_documents=keep_documents,
+                                            text_column=text_column)
 
 
 def _stats_partition(state_broadcast, kind: str) -> Callable:

@@ -123,3 +123,35 @@ def test_train_job_without_spark_reads_compressed_files_and_names_bad_ones(tmp_p
         err = capsys.readouterr().err
         assert message in err and name in err
     assert not (tmp_path / "m.model").exists()
+
+
+def test_train_job_reads_parquet_in_the_tasks_with_the_same_model(spark, tmp_path, capsys):
+    """Parquet input on a local master: the text column read by pyarrow in the tasks (nulls dropped, strings as
+    UTF-8 bytes) gives the model bytes, evaluation and document count of Spark's reader; a missing column names
+    the columns there are."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jobs.cli import main as cli
+
+    lines = [line.decode() for line in sample_corpus(240, seed=11)]
+    body = pa.array([None if i % 17 == 3 else line for i, line in enumerate(lines)], pa.string())
+    pq.write_table(pa.table({"id": pa.array(range(len(lines))), "body": body}), tmp_path / "a.parquet",
+                   row_group_size=50)
+    for reader in ("auto", "spark"):
+        assert cli(["train", "--algorithm", "bpe", "--input", str(tmp_path / "a.parquet"), "--text-column", "body",
+                    "--vocab-size", "300", "--output", str(tmp_path / f"{reader}.model"), "--master", "local[2]",
+                    "--holdout-fraction", "0.2", "--reader", reader, "--quiet"]) == 0
+    assert (tmp_path / "auto.model").read_bytes() == (tmp_path / "spark.model").read_bytes()
+    manifests = {r: json.loads((tmp_path / f"{r}.model.manifest.json").read_text()) for r in ("auto", "spark")}
+    assert manifests["auto"]["reader"] == "pyarrow in the tasks" and manifests["spark"]["reader"] == "spark"
+    assert manifests["auto"]["training_documents"] == manifests["spark"]["training_documents"] > 100
+    assert manifests["auto"]["models"]["300"]["evaluation"] == manifests["spark"]["models"]["300"]["evaluation"]
+    capsys.readouterr()
+    assert cli(["train", "--algorithm", "bpe", "--input", str(tmp_path / "a.parquet"), "--text-column", "text",
+                "--vocab-size", "300", "--output", str(tmp_path / "x.model"), "--master", "local[2]",
+                "--quiet"]) != 0
+    error = capsys.readouterr().err
+    assert "'text'" in error and "body" in error and not (tmp_path / "x.model").exists()

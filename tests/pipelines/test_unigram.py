@@ -152,3 +152,28 @@ def test_counting_session_options():
         **cached, "spark.python.worker.reuse": "true", "spark.sql.files.maxPartitionBytes": str(COUNT_SPLIT_BYTES)}
     assert counting_session_options("spark://127.0.0.1:7077") == cached
     assert counting_session_options("local-cluster[2,1,1024]") == cached
+
+
+def test_unigram_job_reads_parquet_in_the_tasks_with_the_same_model(spark, tmp_path):
+    """A binary Parquet text column with nulls, read by pyarrow in the tasks: the model bytes and evaluation of
+    Spark's reader."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jobs.train import main
+
+    texts = sentences(6, 300)
+    column = pa.array([None if i % 11 == 5 else t for i, t in enumerate(texts)], pa.binary())
+    pq.write_table(pa.table({"content": column}), tmp_path / "part-0.parquet", row_group_size=64)
+    manifests = {}
+    for reader in ("auto", "spark"):
+        assert main(["train", "--algorithm", "unigram", "--input", str(tmp_path / "part-0.parquet"), "--text-column",
+                     "content", "--vocab-size", "100", "--output", str(tmp_path / f"{reader}.model"),
+                     "--holdout-fraction", "0.1", "--quiet", "--master", "local[2]", "--reader", reader]) == 0
+        manifests[reader] = json.loads((tmp_path / f"{reader}.model.manifest.json").read_text())
+    assert (tmp_path / "auto.model").read_bytes() == (tmp_path / "spark.model").read_bytes()
+    evaluation = {reader: m["models"]["100"]["evaluation"] for reader, m in manifests.items()}
+    assert evaluation["auto"] == evaluation["spark"] and evaluation["auto"]["sample"] == "held-out documents"
+    assert manifests["auto"]["reader"] == "pyarrow in the tasks" and manifests["spark"]["reader"] == "spark"
