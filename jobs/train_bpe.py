@@ -61,8 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--text-column", dest="text_column", default="text")
     add("--partitions", type=int, metavar="N", help="repartition the documents into N partitions")
     add("--reader", choices=["auto", "spark"], default="auto",
-        help="auto: local text files on a local master are read and counted by pyarrow in the tasks "
-             "(same model bytes); spark: always Spark's reader")
+        help="auto: local text and Parquet files on a local master are read and counted by pyarrow in the "
+             "tasks (same model bytes); spark: always Spark's reader")
     add("--master", metavar="URL", help="Spark master (default local[*]); 'none': no Spark, one process")
     add("--threads", type=int, default=os.cpu_count() or 1, metavar="N",
         help="--master none: counting threads (default: the CPU count)")

@@ -63,8 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--threads", type=int, metavar="N",
         help="threads of driver E-steps (default: the local master's cores, 1 on a cluster); same model bytes")
     add("--reader", choices=["auto", "spark"], default="auto",
-        help="auto: local text files on a local master are read and counted by pyarrow in the tasks "
-             "(same model bytes); spark: always Spark's reader")
+        help="auto: local text and Parquet files on a local master are read and counted by pyarrow in the "
+             "tasks (same model bytes); spark: always Spark's reader")
     add("--input-format", dest="input_format", choices=["text", "jsonl", "parquet"])
     add("--text-column", dest="text_column", default="text")
     add("--partitions", type=int)
