@@ -127,37 +127,40 @@ def cpu_measured(function):
     return wrapper
 
 
-def parquet_lake(lines: list[str], directory: str, files: int) -> str:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def _lake(lines: list[str], directory: str, files: int, write_part) -> str:
+    """``directory`` holding ``lines`` cut into ``files`` parts, each written by ``write_part(i, first_row, rows)``
+    (written once: a marker names the row and file counts)."""
     marker = os.path.join(directory, f".complete-{len(lines)}-{files}")
     if not os.path.exists(marker):
         shutil.rmtree(directory, ignore_errors=True)
         os.makedirs(directory)
         per_file = -(-len(lines) // files)
         for i in range(files):
-            chunk = lines[i * per_file:(i + 1) * per_file]
-            pq.write_table(pa.table({"id": pa.array(range(i * per_file, i * per_file + len(chunk)), pa.int64()),
-                                     "text": pa.array(chunk, pa.string())}),
-                           os.path.join(directory, f"part-{i:03d}.parquet"), row_group_size=20_000)
+            write_part(i, i * per_file, lines[i * per_file:(i + 1) * per_file])
         open(marker, "w").close()
     return directory
+
+
+def parquet_lake(lines: list[str], directory: str, files: int) -> str:
+    """The rows as ``files`` Parquet files with an ``id`` (int64, the row number) and a ``text`` column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def write_part(i: int, first_row: int, rows: list[str]) -> None:
+        pq.write_table(pa.table({"id": pa.array(range(first_row, first_row + len(rows)), pa.int64()),
+                                 "text": pa.array(rows, pa.string())}),
+                       os.path.join(directory, f"part-{i:03d}.parquet"), row_group_size=20_000)
+
+    return _lake(lines, directory, files, write_part)
 
 
 def text_lake(lines: list[str], directory: str, files: int) -> str:
     """The rows as ``files`` plain text files, one document per line (the text input of the job)."""
-    marker = os.path.join(directory, f".complete-{len(lines)}-{files}")
-    if not os.path.exists(marker):
-        shutil.rmtree(directory, ignore_errors=True)
-        os.makedirs(directory)
-        per_file = -(-len(lines) // files)
-        for i in range(files):
-            chunk = lines[i * per_file:(i + 1) * per_file]
-            with open(os.path.join(directory, f"part-{i:03d}.txt"), "w", encoding="utf-8", newline="\n") as handle:
-                handle.write("".join(line + "\n" for line in chunk))
-        open(marker, "w").close()
-    return directory
+    def write_part(i: int, first_row: int, rows: list[str]) -> None:
+        with open(os.path.join(directory, f"part-{i:03d}.txt"), "w", encoding="utf-8", newline="\n") as handle:
+            handle.write("".join(row + "\n" for row in rows))
+
+    return _lake(lines, directory, files, write_part)
 
 
 def main(argv: list[str] | None = None) -> int:

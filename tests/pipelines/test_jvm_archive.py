@@ -16,6 +16,16 @@ from pipelines.jvm_archive import ARCHIVE_DIR_ENV, driver_archive_options, recor
 OPTIONS = "-XX:+UseSerialGC -Xss512k"
 
 
+@pytest.fixture
+def java(monkeypatch, tmp_path) -> str:
+    """The java executable, with archives kept in ``tmp_path``."""
+    found = jvm_archive.java_executable()
+    if found is None:
+        pytest.skip("no java")
+    monkeypatch.setenv(ARCHIVE_DIR_ENV, str(tmp_path))
+    return found
+
+
 def _part_of(options: str) -> str:
     (option,) = [o for o in options.split() if o.startswith("-XX:ArchiveClassesAtExit=")]
     return option.split("=", 1)[1]
@@ -32,10 +42,7 @@ def test_directory_follows_the_environment(monkeypatch, tmp_path):
     assert jvm_archive.archive_directory() == str(tmp_path / "cache" / "shardpiece" / "jvm")
 
 
-def test_key_changes_with_the_options(monkeypatch):
-    java = jvm_archive.java_executable()
-    if java is None:
-        pytest.skip("no java")
+def test_key_changes_with_the_options(monkeypatch, java):
     key = jvm_archive.archive_key(java, OPTIONS)
     assert key == jvm_archive.archive_key(java, OPTIONS) and len(key) == 24
     assert key != jvm_archive.archive_key(java, OPTIONS + " -Xmn64m")
@@ -43,12 +50,8 @@ def test_key_changes_with_the_options(monkeypatch):
     assert key != jvm_archive.archive_key(java, OPTIONS)
 
 
-def test_no_second_dump_while_a_jvm_is_writing_one(monkeypatch, tmp_path):
+def test_no_second_dump_while_a_jvm_is_writing_one(java):
     """A JVM that will dump at exit has written only its class path yet: another session does not dump too."""
-    java = jvm_archive.java_executable()
-    if java is None:
-        pytest.skip("no java")
-    monkeypatch.setenv(ARCHIVE_DIR_ENV, str(tmp_path))
     first = driver_archive_options(OPTIONS)
     part = _part_of(first)
     record_class_path(first, "unused")
@@ -69,15 +72,11 @@ def test_a_directory_with_spaces_is_not_used(monkeypatch, tmp_path):
     assert driver_archive_options(OPTIONS) == ""
 
 
-def test_dump_check_promote_and_map(monkeypatch, tmp_path):
+def test_dump_check_promote_and_map(java, tmp_path):
     """A real JVM dumps the archive; the next call checks it with java -Xshare:on and maps it; a truncated copy is
     deleted; a part that a running process names is left alone."""
-    java = jvm_archive.java_executable()
-    if java is None:
-        pytest.skip("no java")
     from pyspark.find_spark_home import _find_spark_home
 
-    monkeypatch.setenv(ARCHIVE_DIR_ENV, str(tmp_path))
     first = driver_archive_options(OPTIONS)
     part = _part_of(first)
     assert os.path.dirname(part) == str(tmp_path) and part.endswith(".part")
