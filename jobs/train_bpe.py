@@ -238,7 +238,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     if args.reader == "auto" and not args.partitions:
         units = direct_units(spark, args.input, args.input_format, args.text_column)
     counted = training = held_out = None
-    if units is not None:  # local text files: read and counted in the Python tasks
+    if units is not None:  # local text or Parquet files: read and counted in the Python tasks
         check_holdout_fraction(args.holdout_fraction)
         progress(f"[chunks] pre-tokenizing ({settings.pretokenizer}) and counting chunks of {len(units):,} "
                  "units read by pyarrow in the tasks")

@@ -121,7 +121,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     progress(f"[spark] session on {spark.sparkContext.master} in {time.perf_counter() - wall:.1f} s")
     units = direct_count_units(spark, args)
     counted = None
-    if units is not None:  # local text files: read and counted in the Python tasks, once for every size
+    if units is not None:  # local text or Parquet files: read and counted in the Python tasks, once for every size
         check_holdout_fraction(args.holdout_fraction)
         progress(f"[chunks] counting {len(units):,} units read by pyarrow in the tasks")
         counted = count_chunks_direct(spark, units, all_settings[sizes[0]], args.holdout_fraction,
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
 
 
 def direct_count_units(spark, args: argparse.Namespace):
-    """Text units when the unigram job can count its input in the tasks (``--reader auto``, E-steps that may run
+    """Work units when the unigram job can count its input in the tasks (``--reader auto``, E-steps that may run
     on the driver, no ``--partitions``, and :func:`pipelines.direct_count.direct_units`'s conditions); else
     ``None`` (the Spark path, same model bytes)."""
     from pipelines.direct_count import direct_units

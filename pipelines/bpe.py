@@ -8,8 +8,9 @@
       -> collect the chunk count table, sorted by bytes (the driver's memory bound: every distinct chunk)
       -> train_from_table on the driver (Numba, incremental merges), one model per vocab size
 
-On a local master, local text files skip Spark's reader and the reduce: :func:`count_chunks_direct` reads them
-with pyarrow in the tasks (:mod:`pipelines.direct_count`), same table. ``jobs/train_bpe.py --master none`` runs the same monoid and the same driver step without Spark
+On a local master, local text and Parquet files skip Spark's reader and the reduce: :func:`count_chunks_direct`
+reads them with pyarrow in the tasks (:mod:`pipelines.direct_count`), same table. ``jobs/train_bpe.py --master
+none`` runs the same monoid and the same driver step without Spark
 (:func:`tokenizer.trainers.bpe.count_chunks_threaded`), so both give the same model bytes.
 
 Counts are integers summed exactly and the driver sorts the table, so the models do not depend on the
@@ -30,9 +31,9 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from pipelines import direct_count
 from pipelines.bytepiece import (SHARD_BYTES, StageReport, TrainResult, binary_array, binary_buffers, iter_shards,
                                 map_shards)
-from pipelines import direct_count
 from pipelines.direct_count import DirectCount
 from tokenizer.errors import InputError
 from tokenizer.trainers import bpe

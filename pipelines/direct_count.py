@@ -5,9 +5,10 @@ Spark's text reader hands every line from the JVM to the Python worker as Arrow,
 go through a shuffle; on a local master, whose driver collects the reduced table anyway, that costs more than the
 counting itself (the unigram job's chunk stage on en.train: 15.7 s through Spark's reader, 8.6 s read here). Here
 each task opens its files with pyarrow (:func:`pipelines.arrow_read.read_text_units`: the same lines as Spark's
-text source; :func:`pipelines.arrow_read.read_units`: a Parquet file's text column, nulls dropped), drops the held-out documents by Spark's own ``xxhash64`` rule (:mod:`tokenizer.kernels.xxhash`,
-so ``jobs.training.split_holdout`` would hold out the same ones), counts the rest with the job's counter and
-returns its table; the driver sums the tables in one pass. The result equals the Spark path's table on the same
+text source; :func:`pipelines.arrow_read.read_units`: a Parquet file's text column, nulls dropped), drops the
+held-out documents by Spark's own ``xxhash64`` rule (:mod:`tokenizer.kernels.xxhash`, so
+``jobs.training.split_holdout`` would hold out the same ones), counts the rest with the job's counter and returns
+its table; the driver sums the tables in one pass. The result equals the Spark path's table on the same
 training documents, so the models' bytes are the same.
 
 Example::

@@ -23,8 +23,8 @@ Example::
 from __future__ import annotations
 
 import time
-from functools import partial
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable, Iterator
 
 import numpy as np
