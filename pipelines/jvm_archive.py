@@ -21,9 +21,10 @@ JVM options are fixed, and only on Linux):
 
 Archives live in ``$SHARDPIECE_JVM_ARCHIVE_DIR`` (default ``$XDG_CACHE_HOME/shardpiece/jvm``, i.e.
 ``~/.cache/shardpiece/jvm``), one per Java installation, Spark installation and option set (the name holds a
-hash of them), ~150 MB each; delete the folder any time. ``SHARDPIECE_JVM_ARCHIVE_DIR=off`` turns the archive off.
-The archive changes how fast the JVM starts, never what it computes. JVM log messages (CDS's notes included)
-go to stderr instead of stdout, and CDS's own are silenced.
+hash of them), ~150 MB each; one that no session used for 30 days is deleted, and the folder may be deleted any
+time. ``SHARDPIECE_JVM_ARCHIVE_DIR=off`` turns the archive off.
+The archive changes how fast the JVM starts, never what it computes. With it, JVM warnings go to stderr instead
+of stdout, and CDS's own notes are silenced.
 
 Example::
 
@@ -46,6 +47,7 @@ ARCHIVE_DIR_ENV = "SHARDPIECE_JVM_ARCHIVE_DIR"
 #: notes (e.g. "Skipping ...: Signed JAR" while dumping) off.
 QUIET_LOG_OPTIONS = "-Xlog:disable -Xlog:all=warning:stderr -Xlog:cds*=off:stderr"
 _OFF = ("", "0", "off", "no", "none", "false")
+UNUSED_DAYS = 30  # an archive no session mapped for this long is deleted
 
 
 def archive_directory() -> str | None:
@@ -72,7 +74,8 @@ def java_executable() -> str | None:
 
 
 def archive_key(java: str, java_options: str) -> str:
-    """Hex digest naming the archive: the Java executable (resolved path, size, mtime), Spark's installation
+    """Hex digest naming the archive: the Java installation (the resolved ``java``, ``libjvm.so``, the runtime
+    image and the base archive: path, size, mtime), Spark's installation
     (``SPARK_HOME``, every jar's name, size and mtime), the environment that adds to the class path and the JVM
     options. A change to any of them names another archive."""
     from pyspark.find_spark_home import _find_spark_home
@@ -83,8 +86,13 @@ def archive_key(java: str, java_options: str) -> str:
         digest.update(("\x1f".join(str(p) for p in parts) + "\x1e").encode("utf-8", "surrogateescape"))
 
     real_java = os.path.realpath(java)
-    status = os.stat(real_java)
-    add("java", real_java, status.st_size, status.st_mtime_ns)
+    java_home = os.path.dirname(os.path.dirname(real_java))
+    # the launcher, the JVM library, the runtime image and the JDK's base archive: a JDK update changes one
+    for path in (real_java, os.path.join(java_home, "lib", "server", "libjvm.so"),
+                 os.path.join(java_home, "lib", "modules"), os.path.join(java_home, "lib", "server", "classes.jsa")):
+        if os.path.exists(path):
+            status = os.stat(path)
+            add("java", path, status.st_size, status.st_mtime_ns)
     spark_home = os.path.realpath(_find_spark_home())
     add("spark", spark_home)
     for jar in sorted(glob.glob(os.path.join(spark_home, "jars", "*"))):
@@ -160,6 +168,20 @@ def _remove(path: str) -> None:
         pass
 
 
+def remove_unused_archives(directory: str, keep: str, days: float = UNUSED_DAYS) -> None:
+    """Delete the archives of other Java, Spark or option sets (``driver-*.jsa`` but ``keep``) unused for ``days``
+    days (a session marks the archive it maps by its mtime): old installations leave no ~150 MB files behind."""
+    import time
+
+    cutoff = time.time() - days * 86400
+    for path in glob.glob(os.path.join(glob.escape(directory), "driver-*.jsa")):
+        try:
+            if path != keep and os.stat(path).st_mtime < cutoff:
+                os.remove(path)
+        except OSError:
+            continue
+
+
 def driver_archive_options(java_options: str) -> str:
     """Extra driver JVM options for the archive (see the module docstring): map it when it exists, else dump one
     at exit (unless another JVM is already dumping it); ``""`` when archives are off or anything fails."""
@@ -173,7 +195,9 @@ def driver_archive_options(java_options: str) -> str:
         os.makedirs(directory, exist_ok=True)
         final = os.path.join(directory, f"driver-{archive_key(java, java_options)}.jsa")
         in_progress = promote_finished_parts(directory, java, final)
+        remove_unused_archives(directory, keep=final)
         if os.path.isfile(final):
+            os.utime(final)  # its mtime says when it was last used
             return f"-XX:SharedArchiveFile={final} -Xshare:auto {QUIET_LOG_OPTIONS}"
         if in_progress:
             return ""  # another JVM is writing it

@@ -67,6 +67,21 @@ def test_no_second_dump_while_a_jvm_is_writing_one(java):
     assert not os.path.exists(part[: -len(".part")] + ".classpath")
 
 
+def test_archives_unused_for_a_month_are_removed(java, tmp_path):
+    import time
+
+    current = driver_archive_options(OPTIONS)
+    final = _part_of(current).split(".jsa.")[0] + ".jsa"
+    old, recent = tmp_path / "driver-0123456789abcdef01234567.jsa", tmp_path / "driver-aaaaaaaaaaaaaaaaaaaaaaaa.jsa"
+    for path in (old, recent, final):
+        open(path, "wb").close()
+    month_ago = time.time() - 31 * 86400
+    for path in (old, final):
+        os.utime(path, (month_ago, month_ago))
+    jvm_archive.remove_unused_archives(str(tmp_path), keep=final)
+    assert not old.exists() and recent.exists() and os.path.exists(final)  # the one in use is kept
+
+
 def test_a_directory_with_spaces_is_not_used(monkeypatch, tmp_path):
     monkeypatch.setenv(ARCHIVE_DIR_ENV, str(tmp_path / "with space"))
     assert driver_archive_options(OPTIONS) == ""
