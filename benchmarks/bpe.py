@@ -10,6 +10,9 @@ Hugging Face tokenizers on the same merges).
    - ``shardpiece train --algorithm bpe --pretokenizer byte_level --pattern gpt2 --master local[2]
      --holdout-fraction 0`` (Spark start-up, reading and the manifest's evaluation included) — ``shardpiece``;
    - the same with ``--master none --threads 2`` (no Spark) — ``shardpiece-local``; its model must be the same bytes;
+   - ``shardpiece-parquet`` and ``shardpiece-parquet-spark-reader`` (only with ``--systems``): the Spark job on
+     the same lines as one Parquet file (a ``text`` column), read in the tasks by pyarrow, and with ``--reader
+     spark``; both models must be the same bytes as ``shardpiece``'s;
    - both again with ``--pretokenizer sentencepiece`` (SentencePiece's BPE rules and defaults: ▁ words, scripts,
      character coverage 0.9995, 16-character pieces) — ``shardpiece-sp`` and ``shardpiece-sp-local``, the
      comparison that matches sentencepiece's run below;
@@ -48,7 +51,8 @@ from benchmarks import common  # noqa: E402
 GPT2_PAT_STR = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 SPECIAL_TOKENS = ("<pad>", "<s>", "</s>")
 SPARK_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
-SHARDPIECE_SYSTEMS = ("shardpiece", "shardpiece-local", "shardpiece-sp", "shardpiece-sp-local")
+SHARDPIECE_SYSTEMS = ("shardpiece", "shardpiece-local", "shardpiece-sp", "shardpiece-sp-local",
+                      "shardpiece-parquet", "shardpiece-parquet-spark-reader")
 ALL_SYSTEMS = SHARDPIECE_SYSTEMS + ("tokenizers", "sentencepiece")
 
 HF_TRAIN_SCRIPT = r"""
@@ -77,6 +81,23 @@ spm.SentencePieceTrainer.train(input=path, model_prefix=prefix, model_type="bpe"
 """
 
 
+def parquet_copy(train_path: str, work: str) -> str:
+    """The training lines as one Parquet file with a ``text`` column (row groups of 65,536 lines), written once."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = os.path.join(work, "train.parquet")
+    if not os.path.exists(path):
+        with open(train_path, "rb") as handle:
+            lines = handle.read().split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        pq.write_table(pa.table({"text": pa.array(lines, pa.binary()).cast(pa.string())}), path + ".tmp",
+                       row_group_size=65_536)
+        os.replace(path + ".tmp", path)
+    return path
+
+
 def train_all(train_path: str, train_bytes: int, args: argparse.Namespace) -> tuple[dict, dict]:
     """Train the three models (each in a measured subprocess); returns ``(paths, measured dicts)``."""
     work = os.path.join(args.work, f"bpe-{args.corpus}-{train_bytes}b-v{args.vocab_size}")
@@ -85,10 +106,12 @@ def train_all(train_path: str, train_bytes: int, args: argparse.Namespace) -> tu
     paths.update({"tokenizers": os.path.join(work, "tokenizers.json"),
                   "sentencepiece": os.path.join(work, "sentencepiece.model")})
 
-    def shardpiece(name: str, pretokenizer: str, master: str) -> tuple[list[str], dict]:
-        command = [common.PYTHON, "-m", "jobs.cli", "train", "--algorithm", "bpe", "--input", train_path,
+    def shardpiece(name: str, pretokenizer: str, master: str, *extra: str) -> tuple[list[str], dict]:
+        parquet = name.startswith("shardpiece-parquet") and name in args.systems
+        source = parquet_copy(train_path, work) if parquet else train_path
+        command = [common.PYTHON, "-m", "jobs.cli", "train", "--algorithm", "bpe", "--input", source,
                    "--vocab-size", str(args.vocab_size), "--output", paths[name], "--pretokenizer", pretokenizer,
-                   "--master", master, "--holdout-fraction", "0"]
+                   "--master", master, "--holdout-fraction", "0", *extra]
         if pretokenizer == "byte_level":
             command += ["--pattern", "gpt2"]
         if master == "none":
@@ -100,6 +123,9 @@ def train_all(train_path: str, train_bytes: int, args: argparse.Namespace) -> tu
         "shardpiece-local": shardpiece("shardpiece-local", "byte_level", "none"),
         "shardpiece-sp": shardpiece("shardpiece-sp", "sentencepiece", args.master),
         "shardpiece-sp-local": shardpiece("shardpiece-sp-local", "sentencepiece", "none"),
+        "shardpiece-parquet": shardpiece("shardpiece-parquet", "byte_level", args.master),
+        "shardpiece-parquet-spark-reader": shardpiece("shardpiece-parquet-spark-reader", "byte_level", args.master,
+                                                      "--reader", "spark"),
         "tokenizers": ([common.PYTHON, "-c", HF_TRAIN_SCRIPT, train_path, paths["tokenizers"],
                         str(args.vocab_size), *SPECIAL_TOKENS], {"RAYON_NUM_THREADS": "2"}),
         "sentencepiece": ([common.PYTHON, "-c", SP_TRAIN_SCRIPT, train_path, paths["sentencepiece"][:-len(".model")],
@@ -152,8 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab-size", type=int, default=32000)
     parser.add_argument("--master", default="local[2]", help="shardpiece's Spark master (default %(default)s)")
     parser.add_argument("--threads", type=int, default=2, help="shardpiece --master none threads (default 2)")
-    parser.add_argument("--systems", nargs="+", default=list(ALL_SYSTEMS), choices=ALL_SYSTEMS,
-                        help="which trainers to run (default all)")
+    parser.add_argument("--systems", nargs="+", default=[n for n in ALL_SYSTEMS if "parquet" not in n],
+                        choices=ALL_SYSTEMS,
+                        help="which trainers to run (default: all but the two Parquet-input ones)")
     parser.add_argument("--no-encode", dest="encode", action="store_false", help="skip the encoding comparison")
     parser.add_argument("--repeats", type=int, default=5, help="encode timings per system; the best counts")
     parser.add_argument("--output", help="results/NAME.json (default bpe-CORPUS)")
@@ -199,7 +226,9 @@ def main(argv: list[str] | None = None) -> int:
             tok = Tokenizer.load(paths[name])
             check[f"{name}_vocab_size"] = tok.vocab_size
             check[f"{name}_lossless_lines"] = sum(tok.decode(x) == line for x, line in zip(ids[name], lines))
-    for spark_name, local_name in (("shardpiece", "shardpiece-local"), ("shardpiece-sp", "shardpiece-sp-local")):
+    for spark_name, local_name in (("shardpiece", "shardpiece-local"), ("shardpiece-sp", "shardpiece-sp-local"),
+                                   ("shardpiece", "shardpiece-parquet"),
+                                   ("shardpiece", "shardpiece-parquet-spark-reader")):
         if spark_name in trained and local_name in trained:
             with open(paths[spark_name], "rb") as a, open(paths[local_name], "rb") as b:
                 check[f"{local_name}_model_bytes_equal_{spark_name}"] = a.read() == b.read()
