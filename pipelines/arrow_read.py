@@ -349,6 +349,16 @@ def read_text_units(units: Sequence[TextUnit], text_name: str, malformed_name: s
                     [text_name, malformed_name])
 
 
+def read_work_units(units: Sequence[ParquetUnit] | Sequence[TextUnit], text_column: str, keep_schema: pa.Schema,
+                    text_name: str, malformed_name: str) -> Iterator[pa.RecordBatch]:
+    """The batches of one task's units, all of one kind as a plan makes them: :func:`read_text_units` for text
+    units (``text_column`` and ``keep_schema`` unused: lines have no columns), :func:`read_units` for Parquet
+    units."""
+    if units and isinstance(units[0], TextUnit):
+        return read_text_units(units, text_name, malformed_name)
+    return read_units(units, text_column, keep_schema, text_name, malformed_name)
+
+
 def _unit_line_blocks(unit: TextUnit, read_bytes: int):
     filesystem, inner = arrow_filesystem(unit.path)
     if unit.stop < 0:

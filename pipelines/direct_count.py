@@ -60,15 +60,12 @@ def direct_count_task(counter: Counter, threads: int, holdout_fraction: float, k
     def run(groups):
         import pyarrow as pa
 
-        from pipelines.arrow_read import TextUnit, read_text_units, read_units
+        from pipelines.arrow_read import read_work_units
         from tokenizer.kernels.xxhash import held_out_documents
 
         def documents(units):
-            if units and isinstance(units[0], TextUnit):
-                yield from (batch.column(0) for batch in read_text_units(units, "text", "malformed"))
-                return
-            for batch in read_units(units, text_column, pa.schema([]), "text", "malformed"):
-                column = batch.column(0)
+            for batch in read_work_units(units, text_column, pa.schema([]), "text", "malformed"):
+                column = batch.column(0)  # text lines: binary, never null; Parquet: string or binary, nullable
                 binary = pa.large_binary() if pa.types.is_large_string(column.type) or \
                     pa.types.is_large_binary(column.type) else pa.binary()
                 yield column.cast(binary).drop_null()

@@ -273,14 +273,11 @@ def encode_units(
     """RDD step of the direct read path: this partition's Parquet work units (one list per partition, see
     :mod:`pipelines.arrow_read`) are read with pyarrow in this Python task, encoded and written as its shard;
     yields one dict of counts (the ``RESULT_SCHEMA`` fields)."""
-    from pipelines.arrow_read import TextUnit, read_text_units, read_units
+    from pipelines.arrow_read import read_work_units
 
     partition, attempt = _task_identity()
     for units in groups:
-        if units and isinstance(units[0], TextUnit):
-            batches = read_text_units(units, TEXT, MALFORMED)
-        else:
-            batches = read_units(units, text_column, keep_schema, TEXT, MALFORMED)
+        batches = read_work_units(units, text_column, keep_schema, TEXT, MALFORMED)
         yield encode_task(batches, partition=partition, attempt=attempt, model=model, model_sha256=model_sha256,
                           output=output, run_id=run_id, config=config,
                           empty_schema=keep_schema if len(keep_schema) else None)
