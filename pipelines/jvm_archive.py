@@ -1,10 +1,10 @@
 """A class-data-sharing (CDS) archive for the local driver JVM: Spark starts in about half the time.
 
-Starting a local Spark session spends most of its ~10 s loading, verifying and interpreting a few thousand classes
-from Spark's jars, on one core. The JVM can save those classes, already parsed and verified, to an archive file
-and map it at the next start (Java's dynamic CDS archive, JDK 13+). Measured here, a ``local[2]`` small-driver
-session: 10.3 s without the archive, 5.0-5.7 s with it; the first SQL query 4.1 s against 1.8 s; the JVM's CPU
-until then 17.5 s against 9 s.
+Starting a local Spark session spends most of its time loading, verifying and interpreting a few thousand
+classes from Spark's jars, on one core. The JVM can save those classes, already parsed and verified, to an archive
+file and map it at the next start (Java's dynamic CDS archive, JDK 13+). ``benchmarks/spark_start.py`` measured
+a ``local[2]`` small-driver session here starting in 3.2 s with the archive against 6.0 s without (best of 5), with
+about half the JVM's CPU (BENCHMARKS.md).
 
 How it is used (only for the lean local driver, ``build_session(small_driver=True)`` on a ``local`` master, whose
 JVM options are fixed, and only on Linux):

@@ -13,8 +13,8 @@ counts are exact. ``learn_merges`` is the classic incremental BPE loop:
 3. Merging ``(a, b)`` into the new id ``z`` rewrites only the words on the pair's list, left to right without
    overlaps (``a a a`` with ``(a, a)`` -> ``z a``), and applies the pair-count changes of each occurrence:
    ``(a, b)``, ``(prev, a)``, ``(b, next)`` lose the word's count; ``(prev, z)``, ``(z, next)`` gain it. Each
-   pair that gained is pushed on the heap once, with its count after the whole merge (not once per word: on
-   en.train 32k that took the merges from 6.7 to 2.5 s). The pair table starts small and doubles at half full,
+   pair that gained is pushed on the heap once, with its count after the whole merge (not once per word: fewer
+   stale heap entries; BENCHMARKS.md has the merge stage's times). The pair table starts small and doubles at half full,
    so it is sized by the distinct pairs and stays in cache longer.
 
 Pairs that may not merge are never counted: the merged piece would be longer than ``max_piece_length`` units
