@@ -155,3 +155,21 @@ def test_train_job_reads_parquet_in_the_tasks_with_the_same_model(spark, tmp_pat
                 "--quiet"]) != 0
     error = capsys.readouterr().err
     assert "'text'" in error and "body" in error and not (tmp_path / "x.model").exists()
+
+
+def test_train_job_names_a_corrupt_parquet_input(spark, tmp_path, capsys):
+    """A truncated Parquet file: the direct count cannot read its footer, so Spark's reader gets it and the job
+    stops naming the file and the fix; no model is written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jobs.cli import main as cli
+
+    pq.write_table(pa.table({"text": [line.decode() for line in sample_corpus(100)]}), tmp_path / "whole.parquet")
+    (tmp_path / "bad.parquet").write_bytes((tmp_path / "whole.parquet").read_bytes()[:-40])
+    capsys.readouterr()
+    code = cli(["train", "--algorithm", "bpe", "--input", str(tmp_path / "bad.parquet"), "--vocab-size", "300",
+                "--output", str(tmp_path / "m.model"), "--master", "local[2]", "--quiet"])
+    error = capsys.readouterr().err
+    assert code != 0 and "bad.parquet" in error and "remove it from --input" in error, error[-2000:]
+    assert not (tmp_path / "m.model").exists()
