@@ -133,7 +133,19 @@ def map_shards(function: Callable[[_Shard], _Result], shards: Iterable[_Shard], 
     uses ``threads`` cores. At most ``threads`` shards are in flight: the next shard is taken from ``shards`` only
     after the oldest result has been handed to the caller (who merges it in the calling thread). ``threads=1``
     runs everything in the calling thread. Example: ``list(map_shards(len, [b"ab", b"c"], threads=2))`` -> ``[2, 1]``.
+
+    In a Spark task, the worker's heap is frozen after the first result (:mod:`pipelines.worker_heap`).
     """
+    from pipelines.worker_heap import freeze_worker_heap
+
+    for index, result in enumerate(_map_shards(function, shards, threads)):
+        yield result
+        if index == 0:
+            freeze_worker_heap()
+
+
+def _map_shards(function: Callable[[_Shard], _Result], shards: Iterable[_Shard], threads: int
+                ) -> Iterator[_Result]:
     if threads <= 1:
         for shard in shards:
             yield function(shard)

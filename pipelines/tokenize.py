@@ -54,6 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipelines.commit import InputFile, OutputDirectory, TaskResult
+from pipelines.worker_heap import freeze_worker_heap
 from pipelines.writers import OUTPUT_FORMATS, check_format, open_shard_writer, read_shard, shard_document_count, \
     shard_files
 from tokenizer.errors import ConfigError, InputError
@@ -329,6 +330,7 @@ def encode_task(
             ids = tokenizer.encode_batch(outcome.texts, num_threads=1, add_bos=bos is not None,
                                          add_eos=eos is not None)
             encode_seconds += time.perf_counter() - tick
+            freeze_worker_heap()  # set-up done: PySpark's collection after each task then skips its objects
             table = pa.Table.from_batches([batch.select(keep_columns)]) if keep_columns else \
                 pa.table({"_": pa.nulls(batch.num_rows)}).select([])
             if not outcome.keep.all():

@@ -147,6 +147,8 @@ def _stats_partition(state_broadcast, kind: str) -> Callable:
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
+        from pipelines.worker_heap import freeze_worker_heap
+
         trie, scores = state_broadcast.value
         total = np.zeros(len(trie.pieces), np.int64)
         extra = 0.0
@@ -161,6 +163,7 @@ def _stats_partition(state_broadcast, kind: str) -> Callable:
                 part, value = ug.viterbi_step(trie, scores, data, offsets, weights)
             total += part
             extra += value
+            freeze_worker_heap()  # once per worker (pipelines.worker_heap)
         yield pa.RecordBatch.from_arrays([pa.array([total.tobytes()], pa.binary()), pa.array([float(extra)])],
                                          names=["stats", "extra"])
 
