@@ -120,6 +120,10 @@ def viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines
     Work buffers (length >= ``end - start + 1``): ``best_score`` float32 or float64, ``best_start``, ``best_id``,
     ``path`` int32. ``out`` int32 needs room for ``end - start`` ids. Returns ``ERROR_NO_UNKNOWN_PIECE`` (-1) when
     unknown text cannot be represented. An empty range writes nothing.
+
+    The hot loop indexes with ``np.uint64(i)`` (every such ``i`` is >= 0): Numba adds a negative-index wraparound
+    test to each signed index, and dropping it made this kernel ~20-25% faster (zh/ja/en test splits, 32k
+    SentencePiece models, same ids).
     """
     n = end - start
     root = units[0]
@@ -129,7 +133,7 @@ def viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines
         best_start[e] = -1
     s = 0
     while s < n:
-        here = best_score[s]
+        here = best_score[np.uint64(s)]
         mblen = 1 if byte_mode else utf8_char_length(data, start + s, end)
         has_single = False
         node = root
@@ -137,8 +141,8 @@ def viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines
         while k < end:
             if split_after_newlines and _blocked(data, start + s, k, split_after_newlines):
                 break
-            c = data[k]
-            unit = units[(node >> PAYLOAD_SHIFT) + 1 + c]
+            c = data[np.uint64(k)]
+            unit = units[np.uint64((node >> PAYLOAD_SHIFT) + 1 + c)]
             if (unit & TAG_MASK) != c:
                 break
             node = unit
@@ -148,13 +152,13 @@ def viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines
                 if leaf:
                     piece = unit >> PAYLOAD_SHIFT
                 else:
-                    piece = units[unit >> PAYLOAD_SHIFT] >> PAYLOAD_SHIFT
+                    piece = units[np.uint64(unit >> PAYLOAD_SHIFT)] >> PAYLOAD_SHIFT
                 e = k - start
-                candidate = piece_score[piece] + here
-                if best_start[e] == -1 or candidate > best_score[e]:
-                    best_score[e] = candidate
-                    best_start[e] = s
-                    best_id[e] = piece
+                candidate = piece_score[np.uint64(piece)] + here
+                if best_start[np.uint64(e)] == -1 or candidate > best_score[np.uint64(e)]:
+                    best_score[np.uint64(e)] = candidate
+                    best_start[np.uint64(e)] = s
+                    best_id[np.uint64(e)] = piece
                 if e - s == mblen:
                     has_single = True
                 if leaf:
