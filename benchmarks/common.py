@@ -12,15 +12,22 @@ line, UTF-8), as built by the shared ``corpora/build.sh``; the default is ``$SHA
 
 from __future__ import annotations
 
-import json
 import os
-import platform
-import subprocess
 import sys
-import threading
-import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+
+# This directory holds tokenize.py, which shares its name with the standard library's ``tokenize`` (used by
+# linecache, inspect, numba, pandas): keep the directory behind the standard library on sys.path, before anything
+# imports ``tokenize``, so that it gets the real one. (Scripts import this module first.)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE] + [HERE]
+
+import json  # noqa: E402
+import platform  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from dataclasses import asdict, dataclass, field  # noqa: E402
+from typing import Any, Callable, Sequence  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:

@@ -37,18 +37,12 @@ at least 70% of twice the one-thread encoder, and at least 3x the sentencepiece 
 
 from __future__ import annotations
 
-import os
-import sys
-
-# This file shares its name with the standard library's ``tokenize`` (used by linecache, inspect, numba): move its
-# directory behind the standard library on sys.path so ``import tokenize`` anywhere still gets the real one.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE] + [_HERE]
+import common  # first: it moves this directory behind the standard library on sys.path (this file's name)
 
 import argparse  # noqa: E402
+import os  # noqa: E402
 import shutil  # noqa: E402
-
-import common  # noqa: E402
+import sys  # noqa: E402
 
 LOSSLESS = dict(normalization_rule_name="identity", byte_fallback=True, remove_extra_whitespaces=False,
                 add_dummy_prefix=False, allow_whitespace_only_pieces=True)
@@ -243,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                         "--output", os.path.join(out_root, "cli"), "--keep-columns", "id", "--mode", "overwrite",
                         "--master", "local[2]"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
-                       cwd=os.path.dirname(_HERE))
+                       cwd=common.REPO)
 
     tokens = len(encoder().values)
     # Interleaved (encoder, loop, job, job, encoder, ...) so that load changes on a shared machine hit all alike.

@@ -12,13 +12,13 @@ Results go to ``benchmarks/results/worker_heap.json``.
 
 from __future__ import annotations
 
-import argparse
-import gc
-import os
-import sys
-import time
+import common  # first: see its note on this directory's tokenize.py
 
-import common
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,10 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     before = timed_collections()
     gc.freeze()
     after = timed_collections()
-    rows = [["not frozen", tracked_before, before[0] * 1e3, before[len(before) // 2] * 1e3],
-            ["frozen (gc.freeze)", len(gc.get_objects()), after[0] * 1e3, after[len(after) // 2] * 1e3]]
-    table = common.markdown_table(["heap", "objects a collection walks", "gc.collect() ms (best)",
-                                   "gc.collect() ms (median)"], rows)
+    rows = [["not frozen", tracked_before, before[0] * 1e6, before[len(before) // 2] * 1e6],
+            ["frozen (gc.freeze)", len(gc.get_objects()), after[0] * 1e6, after[len(after) // 2] * 1e6]]
+    table = common.markdown_table(["heap", "objects a collection walks", "gc.collect() us (best)",
+                                   "gc.collect() us (median)"], rows)
     print(f"model: {model_name}; {common.load_text()}")
     print(table)
     path = common.write_results(args.output, {"model": model_name, "repeats": args.repeats, "table": table,
