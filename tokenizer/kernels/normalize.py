@@ -449,6 +449,33 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, plai
 
 
 @kernel
+def all_marked_characters(text, start, end, marked):
+    """True when ``text[start:end]`` (uint8) is valid UTF-8 and every character in it is ASCII or a BMP code point
+    ``cp`` with ``marked[cp] != 0`` (``marked``: uint8, 0x10000); False at the first other character (astral
+    ones included) or invalid byte. The quick "already normalized" check of :mod:`tokenizer.normalizers`, whose
+    ``marked`` table holds the characters no normalization of the text can change; it runs without the GIL.
+    Example: with ``marked`` all zero, ``b"ab"`` -> True and ``"é".encode()`` -> False."""
+    position = start
+    while position < end:
+        b0 = np.int64(text[position])
+        if b0 < 0x80:
+            position += 1
+            continue
+        length = utf8_char_length(text, position, end)
+        if length == 2:
+            cp = ((b0 & 0x1F) << 6) | (np.int64(text[position + 1]) & 0x3F)
+        elif length == 3:
+            cp = ((b0 & 0x0F) << 12) | ((np.int64(text[position + 1]) & 0x3F) << 6) | \
+                (np.int64(text[position + 2]) & 0x3F)
+        else:
+            return False
+        if marked[cp] == 0:
+            return False
+        position += length
+    return True
+
+
+@kernel
 def normalize_batch_into(data, offsets, first_text, out, out_offsets, trie, replacements, plain_chars,
                          ascii_pairs, uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal, uds_first_bytes,
                          flags):
@@ -483,6 +510,15 @@ def reference_utf8_char_length(text: bytes, position: int) -> int:
             continue
         return length if len(decoded) == 1 else 0
     return 0
+
+
+def reference_all_marked_characters(text: bytes, marked) -> bool:
+    """Twin of :func:`all_marked_characters`: decode with Python's strict codec, then look every character up."""
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(ord(ch) < 0x80 or (ord(ch) < 0x10000 and marked[ord(ch)] != 0) for ch in decoded)
 
 
 def reference_charsmap_longest_match(trie: list[int], text: bytes, position: int) -> tuple[int, int]:
