@@ -35,9 +35,9 @@ FLOAT32_MAX = np.float32(np.finfo(np.float32).max)
 FLOAT32_TINY = np.float32(np.finfo(np.float32).tiny)  # SentencePiece starts max_score at FLT_MIN
 _MIN_BYTES_PER_THREAD = 1 << 16
 _MIN_BYTES_PER_RANGE = 1 << 14
-# Document ranges per thread in a parallel batch: each range costs ~55 us of Python around its kernels, and
-# more ranges balance threads that a shared machine slows unevenly. Two threads on the zh/ja/en test splits: 3
-# gave 1.82-1.93x one thread, 8 gave 1.76-1.85x (same run).
+# Document ranges per thread in a parallel batch: each range costs some Python around its kernels (tens of
+# microseconds), and more ranges balance threads that a shared machine slows unevenly; 3 per thread was faster
+# than 8 on two cores on the zh/ja/en test splits.
 _RANGES_PER_THREAD = 3
 _MAX_CACHED_BUFFER = 1 << 20  # per-thread encode() buffers kept for texts up to this many bytes
 
@@ -826,7 +826,7 @@ def _split_ids(ids: np.ndarray, offsets: np.ndarray, id_objects: np.ndarray | No
         if id_objects is not None:
             flat = id_objects[ids].tolist()
             bounds = offsets.tolist()
-            # (a comprehension of slices: 1-1.5 ms faster on zh.test's 25,602 lists than list(map(...slice...)))
+            # (a comprehension of slices: faster than list(map(flat.__getitem__, map(slice, ...))))
             return [flat[start:end] for start, end in zip(bounds, bounds[1:])]
         import pyarrow as pa
 
