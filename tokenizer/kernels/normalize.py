@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
+from tokenizer.kernels.ngram import _decode_char as decode_char
 
 # Flag bits of the ``flags`` argument.
 ADD_DUMMY_PREFIX = 1
@@ -457,19 +458,8 @@ def all_marked_characters(text, start, end, marked):
     Example: with ``marked`` all zero, ``b"ab"`` -> True and ``"é".encode()`` -> False."""
     position = start
     while position < end:
-        b0 = np.int64(text[position])
-        if b0 < 0x80:
-            position += 1
-            continue
-        length = utf8_char_length(text, position, end)
-        if length == 2:
-            cp = ((b0 & 0x1F) << 6) | (np.int64(text[position + 1]) & 0x3F)
-        elif length == 3:
-            cp = ((b0 & 0x0F) << 12) | ((np.int64(text[position + 1]) & 0x3F) << 6) | \
-                (np.int64(text[position + 2]) & 0x3F)
-        else:
-            return False
-        if marked[cp] == 0:
+        cp, length = decode_char(text, position, end)
+        if cp < 0 or (cp >= 0x80 and (cp >= 0x10000 or marked[cp] == 0)):
             return False
         position += length
     return True
