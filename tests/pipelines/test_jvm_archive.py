@@ -7,6 +7,7 @@ import glob
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -24,6 +25,20 @@ def java(monkeypatch, tmp_path) -> str:
         pytest.skip("no java")
     monkeypatch.setenv(ARCHIVE_DIR_ENV, str(tmp_path))
     return found
+
+
+def _sleeper(marker: str) -> subprocess.Popen:
+    """A process whose command line names ``marker``, returned once ``/proc`` shows that command line: Popen returns
+    when the child has begun its exec, and until the kernel has set up the new argument area the child's
+    ``/proc/PID/cmdline`` reads empty (seen here on a loaded machine)."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
+    for _ in range(500):
+        with open(f"/proc/{process.pid}/cmdline", "rb") as handle:
+            if marker.encode() in handle.read():
+                return process
+        time.sleep(0.01)
+    process.kill()
+    raise AssertionError(f"pid {process.pid} never showed its command line")
 
 
 def _part_of(options: str) -> str:
@@ -55,7 +70,7 @@ def test_no_second_dump_while_a_jvm_is_writing_one(java):
     first = driver_archive_options(OPTIONS)
     part = _part_of(first)
     record_class_path(first, "unused")
-    jvm = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"-XX:ArchiveClassesAtExit={part}"])
+    jvm = _sleeper(f"-XX:ArchiveClassesAtExit={part}")
     try:
         assert driver_archive_options(OPTIONS) == ""
         assert os.path.exists(part[: -len(".part")] + ".classpath")
@@ -120,7 +135,7 @@ def test_dump_check_promote_and_map(java, tmp_path):
     orphan = part.replace(".part", "") + ".2-killed.classpath"
     with open(orphan, "w") as handle:
         handle.write(class_path)
-    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", busy])
+    writer = _sleeper(busy)
     try:
         second = driver_archive_options(OPTIONS)
         final = part.split(".jsa.")[0] + ".jsa"
