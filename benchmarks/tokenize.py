@@ -16,6 +16,11 @@ What is measured (best of ``--repeats``; the machine's load is printed and store
 * ``shardpiece tokenize command`` (not a target; ``--no-command-line`` skips it): the job as a scheduler runs it,
   its own process: Python and JVM start (from the class-data-sharing archive, written by an untimed first run),
   Parquet->Parquet, exit. Its CPU counts the whole tree.
+* ``tasks' work in one process`` (context, not a target): the job's task function (``encode_task`` over
+  ``read_work_units``: read the Parquet row groups, check the rows, encode, write the shard, count) over every
+  row in this process, one thread, no Spark, for Parquet and Megatron output. Twice its speed is what a job on two
+  cores could reach if Spark cost nothing and the two cores added up perfectly: its ratio to the one-thread
+  encoder is the ceiling of the first target's ratio on this machine.
 * ``spark parquet->parquet`` and ``spark parquet->megatron``: ``run_tokenize`` on local[2] reading the rows from
   Parquet files (written once from the corpus) and committing shards; seconds from the job's start (listing,
   reading, encoding, writing, commit) to ``_SUCCESS``. A warm-up job first starts the Python workers and loads the
@@ -157,6 +162,39 @@ def text_lake(lines: list[str], directory: str, files: int) -> str:
     return _lake(lines, directory, files, write_part)
 
 
+def tasks_work_in_one_process(model_path: str, lake: str, output_format: str, keep_columns: list[str],
+                              directory: str):
+    """A callable running the tokenize job's task function over every row of the Parquet files in ``lake`` in this
+    process (one task, one thread, no Spark), writing one ``output_format`` shard under ``directory`` (removed
+    after each call); it returns the task's counts."""
+    import hashlib
+    import itertools
+
+    from pipelines.arrow_read import plan_parquet, read_work_units
+    from pipelines.tokenize import MALFORMED, TEXT, TokenizeConfig, encode_task, task_options
+
+    files = sorted(os.path.join(lake, name) for name in os.listdir(lake) if name.endswith(".parquet"))
+    plan, keep_schema, reason = plan_parquet([(path, os.path.getsize(path)) for path in files], "text",
+                                             keep_columns, None)
+    assert plan is not None, reason
+    options = task_options(TokenizeConfig(model=model_path, inputs=[lake], output=directory,
+                                          output_format=output_format, keep_columns=keep_columns))
+    with open(model_path, "rb") as handle:
+        model_bytes = handle.read()
+    sha256 = hashlib.sha256(model_bytes).hexdigest()
+    attempts = itertools.count()
+
+    def run() -> dict:
+        os.makedirs(directory, exist_ok=True)
+        try:
+            return encode_task(read_work_units(plan.units, "text", keep_schema, TEXT, MALFORMED), partition=0,
+                               attempt=next(attempts), model=model_bytes, model_sha256=sha256, output=directory,
+                               run_id="bench", config=options, empty_schema=keep_schema if keep_columns else None)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", default="en", choices=common.CORPORA)
@@ -239,10 +277,18 @@ def main(argv: list[str] | None = None) -> int:
                        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
                        cwd=common.REPO)
 
+    tasks_work = {fmt: tasks_work_in_one_process(model_path, lake, fmt, ["id"] if fmt == "parquet" else [],
+                                                 os.path.join(args.work, f"tokenize-one-process-{fmt}"))
+                  for fmt in ("parquet", "megatron")}
     tokens = len(encoder().values)
+    for fmt, run in tasks_work.items():
+        counts = run()
+        assert counts["documents"] == len(lines) and counts["tokens"] == tokens, "lost or changed documents"
     # Interleaved (encoder, loop, job, job, encoder, ...) so that load changes on a shared machine hit all alike.
     systems = {"encoder": cpu_measured(encoder), "encoder2": cpu_measured(encoder_two_threads),
                "sentencepiece": cpu_measured(spm_loop),
+               "tasks_parquet": cpu_measured(tasks_work["parquet"]),
+               "tasks_megatron": cpu_measured(tasks_work["megatron"]),
                "parquet": cpu_measured(spark_job("parquet", "parquet")),
                "megatron": cpu_measured(spark_job("megatron", "megatron")),
                "text": cpu_measured(spark_job("parquet", "text", source="text"))}
@@ -271,6 +317,14 @@ def main(argv: list[str] | None = None) -> int:
              one_thread_s / two_threads_s * one_thread / spm_rate, cpu["encoder2"], cpu["encoder"] / cpu["encoder2"]],
             ["sentencepiece loop, 1 thread (in memory)", spm_s, spm_rate, spm_rate / one_thread, 1.0,
              cpu["sentencepiece"], cpu["encoder"] / cpu["sentencepiece"]]]
+    one_process = {}
+    for fmt in ("parquet", "megatron"):
+        seconds = best[f"tasks_{fmt}"]
+        one_process[fmt] = {"seconds": seconds, "cpu_seconds": cpu[f"tasks_{fmt}"], "mb_per_s": mb / seconds,
+                            "x_encoder": one_thread_s / seconds}
+        rows.append([f"tasks' work in one process, 1 thread, no Spark (parquet->{fmt})", seconds, mb / seconds,
+                     one_thread_s / seconds, one_thread_s / seconds * one_thread / spm_rate, cpu[f"tasks_{fmt}"],
+                     cpu["encoder"] / cpu[f"tasks_{fmt}"]])
     labels = {"parquet": "spark local[2] parquet->parquet", "megatron": "spark local[2] parquet->megatron",
               "text": "spark local[2] text->parquet"}
     for name, run in spark_runs.items():
@@ -296,6 +350,10 @@ def main(argv: list[str] | None = None) -> int:
         # this machine's two cores give the encoder alone).
         {"target": "context: parquet->parquet / encoder with 2 threads in memory", "value": pq_rate * two_threads_s / mb,
          "needed": 0.0, "met": True},
+        # Context, not a target: the first target's ratio if Spark cost nothing and two cores gave exactly twice
+        # one: the tasks' own work (read, check, encode, write) in one process against the encoder alone.
+        {"target": "context: ceiling of the first target (tasks' work in one process / encoder, parquet output)",
+         "value": one_process["parquet"]["x_encoder"], "needed": 0.0, "met": True},
         # Load-independent view of the first target: with both cores busy, the job reaches 70% of 2x one thread
         # when its whole process tree (JVM, Python workers, driver) spends at most 1/0.7 of the encoder's CPU.
         {"target": "parquet->parquet CPU efficiency (encoder CPU / job CPU) >= 0.7",
@@ -312,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         "corpus": args.corpus, "rows": len(lines), "bytes": total_bytes, "tokens": tokens,
         "model": os.path.basename(model_path), "identical_ids_sample": [same_ids, len(sample)],
         "one_thread_s": one_thread_s, "two_threads_s": two_threads_s, "sentencepiece_loop_s": spm_s, "cpu_seconds": cpu, "spark": spark_runs,
+        "tasks_work_one_process": one_process,
         "load_before": load_before, "session": "local[2], small_driver (serial GC, C1 only), driver memory 4g, Python workers reused",
         "targets": targets, "table": table, "load_after": common.load_average(),
     })

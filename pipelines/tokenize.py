@@ -284,6 +284,17 @@ def encode_units(
                           empty_schema=keep_schema if len(keep_schema) else None)
 
 
+#: The :class:`TokenizeConfig` fields a task reads (:func:`encode_task`'s ``config``).
+TASK_OPTIONS = ("add_bos", "add_eos", "output_format", "parquet_ids_dtype", "keep_columns", "verify", "verify_rate",
+                "on_bad_row", "max_document_bytes", "fault_injection")
+
+
+def task_options(config: TokenizeConfig) -> dict[str, Any]:
+    """The settings :func:`encode_task` takes as ``config``: the fields of ``TASK_OPTIONS``, as a plain dict (it is
+    pickled into every task)."""
+    return {name: value for name, value in asdict(config).items() if name in TASK_OPTIONS}
+
+
 def _task_identity() -> tuple[int, int]:
     """(partition, attempt id) of the running Spark task; (0, 0) outside Spark."""
     from pyspark import TaskContext
@@ -529,9 +540,7 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
         empty_schema = keep_schema if config.keep_columns else None
         reader = "spark" if plan is None else "arrow"
         model_broadcast = spark.sparkContext.broadcast(model_bytes)
-        options = {k: v for k, v in asdict(config).items()
-                   if k in ("add_bos", "add_eos", "output_format", "parquet_ids_dtype", "keep_columns", "verify",
-                            "verify_rate", "on_bad_row", "max_document_bytes", "fault_injection")}
+        options = task_options(config)
 
         def step(batches):
             return encode_partition(batches, model=model_broadcast, model_sha256=sha256,
