@@ -21,6 +21,9 @@ What is measured (best of ``--repeats``; the machine's load is printed and store
   row in this process, one thread, no Spark, for Parquet and Megatron output. Twice its speed is what a job on two
   cores could reach if Spark cost nothing and the two cores added up perfectly: its ratio to the one-thread
   encoder is the ceiling of the first target's ratio on this machine.
+* ``spark parquet->parquet (CODEC)`` (context, not targets; ``--codecs``, default snappy lz4 none): the
+  Parquet->Parquet job with ``parquet_compression: CODEC`` instead of the default zstd; the table's last column
+  gives the output's size.
 * ``spark parquet->parquet`` and ``spark parquet->megatron``: ``run_tokenize`` on local[2] reading the rows from
   Parquet files (written once from the corpus) and committing shards; seconds from the job's start (listing,
   reading, encoding, writing, commit) to ``_SUCCESS``. A warm-up job first starts the Python workers and loads the
@@ -195,6 +198,13 @@ def tasks_work_in_one_process(model_path: str, lake: str, output_format: str, ke
     return run
 
 
+def output_megabytes(out_root: str, name: str) -> float:
+    """Size of the committed shards of the job output ``out_root/name`` (MB = 10**6 bytes)."""
+    directory = os.path.join(out_root, name)
+    return sum(os.path.getsize(os.path.join(directory, entry)) for entry in os.listdir(directory)
+               if not entry.startswith("_")) / 1e6
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", default="en", choices=common.CORPORA)
@@ -206,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=8, help="Parquet files the rows are written to")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--output", default="tokenize", help="results/NAME.json")
+    parser.add_argument("--codecs", nargs="*", default=["snappy", "lz4", "none"],
+                        help="other Parquet codecs to time the Parquet->Parquet job with (context rows)")
     parser.add_argument("--no-command-line", dest="command_line", action="store_false",
                         help="skip timing the `shardpiece tokenize` command as its own process")
     args = parser.parse_args(argv)
@@ -256,13 +268,13 @@ def main(argv: list[str] | None = None) -> int:
 
     summaries: dict[str, dict] = {}
 
-    def spark_job(output_format: str, name: str, source: str = "parquet"):
+    def spark_job(output_format: str, name: str, source: str = "parquet", codec: str = "zstd"):
         def run():
             summary = run_tokenize(spark, TokenizeConfig(
                 model=model_path, inputs=[lake if source == "parquet" else texts],
                 output=os.path.join(out_root, name), output_format=output_format,
                 keep_columns=["id"] if output_format == "parquet" and source == "parquet" else [],
-                mode="overwrite", progress_seconds=60))
+                parquet_compression=codec, mode="overwrite", progress_seconds=60))
             if summary["seconds"] < summaries.get(name, {}).get("seconds", float("inf")):
                 summaries[name] = summary
         return run
@@ -291,7 +303,9 @@ def main(argv: list[str] | None = None) -> int:
                "tasks_megatron": cpu_measured(tasks_work["megatron"]),
                "parquet": cpu_measured(spark_job("parquet", "parquet")),
                "megatron": cpu_measured(spark_job("megatron", "megatron")),
-               "text": cpu_measured(spark_job("parquet", "text", source="text"))}
+               "text": cpu_measured(spark_job("parquet", "text", source="text")),
+               **{f"parquet_{codec}": cpu_measured(spark_job("parquet", f"parquet_{codec}", codec=codec))
+                  for codec in args.codecs}}
     if args.command_line:
         command_line()  # the first run may write the driver JVM's class-data-sharing archive
         systems["cli"] = cpu_measured(command_line)
@@ -300,13 +314,13 @@ def main(argv: list[str] | None = None) -> int:
     spark.stop()
     one_thread_s, spm_s, two_threads_s = best["encoder"], best["sentencepiece"], best["encoder2"]
     spark_runs = {}
-    for name in ("parquet", "megatron", "text"):
+    for name in ("parquet", "megatron", "text", *(f"parquet_{codec}" for codec in args.codecs)):
         summary = summaries[name]
         assert summary["documents"] == len(lines) and summary["tokens"] == tokens, "lost or changed documents"
         spark_runs[name] = {"seconds": summary["seconds"], "wall_seconds": best[name],
                             "cpu_seconds": cpu[name], "partitions": summary["partitions"],
                             "encode_seconds_total": summary["encode_seconds_total"],
-                            "reader": summary.get("reader")}
+                            "reader": summary.get("reader"), "output_mb": output_megabytes(out_root, name)}
 
     mb = total_bytes / 1e6
     one_thread = mb / one_thread_s
@@ -317,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
              one_thread_s / two_threads_s * one_thread / spm_rate, cpu["encoder2"], cpu["encoder"] / cpu["encoder2"]],
             ["sentencepiece loop, 1 thread (in memory)", spm_s, spm_rate, spm_rate / one_thread, 1.0,
              cpu["sentencepiece"], cpu["encoder"] / cpu["sentencepiece"]]]
+    for row in rows:
+        row.append("")
     one_process = {}
     for fmt in ("parquet", "megatron"):
         seconds = best[f"tasks_{fmt}"]
@@ -324,22 +340,23 @@ def main(argv: list[str] | None = None) -> int:
                             "x_encoder": one_thread_s / seconds}
         rows.append([f"tasks' work in one process, 1 thread, no Spark (parquet->{fmt})", seconds, mb / seconds,
                      one_thread_s / seconds, one_thread_s / seconds * one_thread / spm_rate, cpu[f"tasks_{fmt}"],
-                     cpu["encoder"] / cpu[f"tasks_{fmt}"]])
+                     cpu["encoder"] / cpu[f"tasks_{fmt}"], ""])
     labels = {"parquet": "spark local[2] parquet->parquet", "megatron": "spark local[2] parquet->megatron",
-              "text": "spark local[2] text->parquet"}
+              "text": "spark local[2] text->parquet",
+              **{f"parquet_{codec}": f"spark local[2] parquet->parquet ({codec})" for codec in args.codecs}}
     for name, run in spark_runs.items():
         rate = mb / run["seconds"]
         run["mb_per_s"] = rate
         run["cpu_efficiency"] = cpu["encoder"] / run["cpu_seconds"]
         rows.append([labels[name], run["seconds"], rate, rate / one_thread, rate / spm_rate, run["cpu_seconds"],
-                     run["cpu_efficiency"]])
+                     run["cpu_efficiency"], run["output_mb"]])
     if "cli" in best:
         rate = mb / best["cli"]
         spark_runs["cli"] = {"wall_seconds": best["cli"], "cpu_seconds": cpu["cli"], "mb_per_s": rate}
         rows.append(["shardpiece tokenize command (parquet->parquet, JVM start and exit included)", best["cli"], rate,
-                     rate / one_thread, rate / spm_rate, cpu["cli"], cpu["encoder"] / cpu["cli"]])
+                     rate / one_thread, rate / spm_rate, cpu["cli"], cpu["encoder"] / cpu["cli"], ""])
     table = common.markdown_table(["system", "seconds", "MB/s", "x encoder 1 thread", "x sentencepiece loop",
-                                   "CPU s", "encoder CPU / CPU"], rows)
+                                   "CPU s", "encoder CPU / CPU", "output MB"], rows)
     pq_rate = spark_runs["parquet"]["mb_per_s"]
     targets = [
         {"target": "parquet->parquet >= 70% of 2 x one-thread encoder", "value": pq_rate / (2 * one_thread),

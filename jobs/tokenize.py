@@ -2,7 +2,8 @@
 
     shardpiece tokenize --model MODEL --input PATH [PATH ...] --output DIR
         [--input-format text|jsonl|parquet] [--text-column text] [--keep-columns a,b]
-        [--output-format parquet|megatron|npy] [--parquet-ids-dtype int32|uint16] [--add-bos] [--add-eos]
+        [--output-format parquet|megatron|npy] [--parquet-ids-dtype int32|uint16]
+        [--parquet-compression zstd|snappy|lz4|gzip|none] [--add-bos] [--add-eos]
         [--partitions N] [--master URL] [--mode error|overwrite|skip|incremental]
         [--verify] [--verify-rate R] [--on-bad-row error|skip|keep] [--max-document-bytes N] [--config FILE]
     shardpiece tokenize --merge-megatron DIR --output PREFIX     # one PREFIX.bin/.idx from DIR's shards
@@ -21,6 +22,7 @@ import os
 import sys
 from dataclasses import fields
 
+from pipelines.writers import PARQUET_CODECS
 from tokenizer.errors import ConfigError, ShardpieceError
 
 _LIST_KEYS = ("inputs", "keep_columns")
@@ -38,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--keep-columns", help="comma-separated input columns copied to Parquet output (e.g. id,url)")
     add("--output-format", choices=["parquet", "megatron", "npy"], help="default: parquet")
     add("--parquet-ids-dtype", choices=["int32", "uint16"], help="element type of input_ids (default int32)")
+    add("--parquet-compression", choices=list(PARQUET_CODECS),
+        help="codec of Parquet output (default zstd: smallest; snappy: Spark's default; lz4, none: least CPU)")
     add("--add-bos", action="store_true", default=None, help="prepend the model's <s> id to every document")
     add("--add-eos", action="store_true", default=None, help="append the model's </s> id to every document")
     add("--partitions", type=int, help="repartition the documents into N tasks/shards (default: as read)")

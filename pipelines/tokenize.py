@@ -55,8 +55,8 @@ import pyarrow.compute as pc
 
 from pipelines.commit import InputFile, OutputDirectory, TaskResult
 from pipelines.worker_heap import freeze_worker_heap
-from pipelines.writers import OUTPUT_FORMATS, check_format, open_shard_writer, read_shard, shard_document_count, \
-    shard_files
+from pipelines.writers import OUTPUT_FORMATS, check_format, check_parquet_codec, open_shard_writer, read_shard, \
+    shard_document_count, shard_files
 from tokenizer.errors import ConfigError, InputError
 
 TEXT = "__text"
@@ -82,6 +82,7 @@ class TokenizeConfig:
     keep_columns: list[str] = field(default_factory=list)
     output_format: str = "parquet"            # parquet | megatron | npy
     parquet_ids_dtype: str = "int32"          # int32 | uint16 (Parquet's input_ids element type)
+    parquet_compression: str = "zstd"         # one of pipelines.writers.PARQUET_CODECS
     add_bos: bool = False
     add_eos: bool = False
     partitions: int | None = None             # repartition the documents (default: as read)
@@ -101,6 +102,7 @@ class TokenizeConfig:
 
     def validate(self) -> None:
         check_format(self.output_format)
+        check_parquet_codec(self.parquet_compression)
         if self.on_bad_row not in BAD_ROW_POLICIES:
             raise ConfigError(f"--on-bad-row {self.on_bad_row!r}: use one of {', '.join(BAD_ROW_POLICIES)}")
         if not 0 < self.verify_rate <= 1:
@@ -285,8 +287,8 @@ def encode_units(
 
 
 #: The :class:`TokenizeConfig` fields a task reads (:func:`encode_task`'s ``config``).
-TASK_OPTIONS = ("add_bos", "add_eos", "output_format", "parquet_ids_dtype", "keep_columns", "verify", "verify_rate",
-                "on_bad_row", "max_document_bytes", "fault_injection")
+TASK_OPTIONS = ("add_bos", "add_eos", "output_format", "parquet_ids_dtype", "parquet_compression", "keep_columns",
+                "verify", "verify_rate", "on_bad_row", "max_document_bytes", "fault_injection")
 
 
 def task_options(config: TokenizeConfig) -> dict[str, Any]:
@@ -317,7 +319,8 @@ def encode_task(
     out = OutputDirectory(output)
     stem = out.task_stem(run_id, partition, attempt)
     writer = open_shard_writer(config["output_format"], stem, vocab_size=vocab_size,
-                               ids_dtype=config["parquet_ids_dtype"])
+                               ids_dtype=config["parquet_ids_dtype"],
+                               compression=config["parquet_compression"])
     if empty_schema is not None and hasattr(writer, "set_empty_schema"):
         writer.set_empty_schema(empty_schema)
     keep_columns = list(config["keep_columns"])

@@ -11,8 +11,9 @@ format            files
 ================  =============================================================================================
 ``parquet``       ``S.parquet``: the kept input columns, ``input_ids`` (``list<int32>``, or ``list<uint16>`` with
                   ``ids_dtype="uint16"``) and ``num_tokens`` (``int32``), one row per document, input order;
-                  zstd (level 1, Arrow's default), dictionary pages off for every column, one row group per
-                  written batch (at most 10,000 documents).
+                  zstd (level 1, Arrow's default; ``compression`` picks another of ``PARQUET_CODECS``),
+                  dictionary pages off for every column, one row group per written batch (at most 10,000
+                  documents).
 ``megatron``      ``S.bin`` + ``S.idx``: a Megatron-LM indexed dataset, one sequence per document
                   (:mod:`tokenizer.interop.megatron`), uint16 tokens below 65,500 pieces, else int32.
 ``npy``           ``S.tokens.npy``: every document's ids back to back (uint16 when the vocabulary has at most
@@ -47,6 +48,11 @@ from tokenizer.errors import ConfigError, InputError
 from tokenizer.interop.megatron import MegatronDataset, MegatronWriter
 
 OUTPUT_FORMATS = ("parquet", "megatron", "npy")
+#: Codecs of Parquet output (``none``: uncompressed), each one Spark's own reader takes (brotli needs a codec
+#: Spark does not ship). The tokenize job on en.train's 9.3 million ids (``benchmarks/tokenize.py``,
+#: ``BENCHMARKS.md``): zstd 13.5 MB, snappy 21.6 MB, lz4 20.8 MB, none 47.0 MB; the job's CPU in the same order
+#: 1.25, 1.18, 1.16 and 1.12 s, the encoding itself 0.8-0.9 s of it.
+PARQUET_CODECS = ("zstd", "snappy", "lz4", "gzip", "none")
 IDS_COLUMN = "input_ids"
 NUM_TOKENS_COLUMN = "num_tokens"
 
@@ -67,6 +73,11 @@ def shard_files(output_format: str, stem: str) -> list[str]:
 def check_format(output_format: str) -> None:
     if output_format not in OUTPUT_FORMATS:
         raise ConfigError(f"unknown output format {output_format!r}: use one of {', '.join(OUTPUT_FORMATS)}")
+
+
+def check_parquet_codec(codec: str) -> None:
+    if codec not in PARQUET_CODECS:
+        raise ConfigError(f"Parquet compression {codec!r}: use one of {', '.join(PARQUET_CODECS)}")
 
 
 def npy_token_dtype(vocab_size: int) -> np.dtype:
@@ -117,6 +128,7 @@ class ParquetShardWriter(ShardWriter):
             raise ConfigError(f"Parquet ids dtype {ids_dtype!r}: use int32 or uint16")
         if ids_dtype == "uint16" and vocab_size > 1 << 16:
             raise ConfigError(f"a vocabulary of {vocab_size} pieces does not fit uint16 ids: use int32")
+        check_parquet_codec(compression)
         self.ids_type = pa.list_(pa.int32() if ids_dtype == "int32" else pa.uint16())
         self.compression = compression
         self._writer: pq.ParquetWriter | None = None
@@ -240,12 +252,13 @@ class NpyShardWriter(ShardWriter):
 
 
 def open_shard_writer(
-    output_format: str, stem: str, *, vocab_size: int, ids_dtype: str = "int32",
+    output_format: str, stem: str, *, vocab_size: int, ids_dtype: str = "int32", compression: str = "zstd",
 ) -> ShardWriter:
-    """A writer for one shard in ``output_format`` (see the module docstring for the files)."""
+    """A writer for one shard in ``output_format`` (see the module docstring for the files); ``ids_dtype`` and
+    ``compression`` apply to Parquet output."""
     check_format(output_format)
     if output_format == "parquet":
-        return ParquetShardWriter(stem, vocab_size, ids_dtype=ids_dtype)
+        return ParquetShardWriter(stem, vocab_size, ids_dtype=ids_dtype, compression=compression)
     if output_format == "megatron":
         return MegatronShardWriter(stem, vocab_size)
     return NpyShardWriter(stem, vocab_size)

@@ -22,9 +22,12 @@ def _config(argv):
 def test_flags_override_the_config_file(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("model: m.bin\ninput: [a.parquet, b.parquet]\noutput: out\nkeep-columns: id,url\n"
-                    "output_format: megatron\nmaster: local[3]\nverify: true\nverify_rate: 0.25\n")
+                    "output_format: megatron\nmaster: local[3]\nverify: true\nverify_rate: 0.25\n"
+                    "parquet-compression: snappy\n")
     config, master = _config(["--config", str(path), "--output-format", "npy", "--add-eos"])
     assert config.inputs == ["a.parquet", "b.parquet"] and config.keep_columns == ["id", "url"]
+    assert config.parquet_compression == "snappy"
+    assert _config(["--config", str(path), "--parquet-compression", "none"])[0].parquet_compression == "none"
     assert config.output_format == "npy" and config.add_eos and not config.add_bos
     assert config.verify and config.verify_rate == 0.25 and master == "local[3]"
     config, master = _config(["--config", str(path), "--master", "local[1]", "--input", "x.txt"])

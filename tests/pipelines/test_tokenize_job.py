@@ -227,6 +227,26 @@ def test_the_job_summary_records_the_resolved_options_and_versions(spark, tmp_pa
     assert versions["python"] == platform.python_version() and versions["spark"] == spark.version
 
 
+def test_parquet_compression_reaches_every_shard(spark, tmp_path, model_path, tok):
+    documents = make_documents(400, seed=5)
+    source = str(tmp_path / "in.parquet")
+    write_parquet(source, documents)
+    output = tmp_path / "out"
+    run_tokenize(spark, _config(model_path, [source], output, parquet_compression="snappy", on_bad_row="skip",
+                                partitions=2))
+    shards = [str(output / shard["stem"]) + ".parquet"
+              for run in json.load(open(output / "_manifest.json"))["runs"] for shard in run["shards"]]
+    assert len(shards) == 2
+    for shard in shards:
+        metadata = pq.ParquetFile(shard).metadata
+        assert {metadata.row_group(g).column(c).compression for g in range(metadata.num_row_groups)
+                for c in range(metadata.num_columns)} == {"SNAPPY"}
+    assert sorted(decoded_documents(tok, str(output), "parquet")) == _expected(documents, True)
+    with pytest.raises(ConfigError, match="use one of zstd, snappy, lz4, gzip, none"):
+        run_tokenize(spark, _config(model_path, [source], tmp_path / "out2", parquet_compression="lzo"))
+    assert not os.path.exists(tmp_path / "out2")
+
+
 # ---------------------------------------------------------------------------------------------- incremental
 def test_incremental_reads_only_new_files(spark, tmp_path, model_path, tok):
     lake = tmp_path / "lake"

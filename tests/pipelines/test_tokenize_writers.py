@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pipelines.writers import (
-    OUTPUT_FORMATS, npy_header, npy_token_dtype, open_shard_writer, read_shard, shard_document_count, shard_files,
+    OUTPUT_FORMATS, PARQUET_CODECS, npy_header, npy_token_dtype, open_shard_writer, read_shard, shard_document_count, shard_files,
 )
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.interop.megatron import MegatronDataset
@@ -62,6 +62,25 @@ def test_parquet_shards_are_zstd_without_dictionary_pages_one_row_group_per_batc
         for column in range(metadata.num_columns):
             chunk = metadata.row_group(group).column(column)
             assert chunk.compression == "ZSTD" and chunk.dictionary_page_offset is None, chunk.path_in_schema
+
+
+@pytest.mark.parametrize("codec", PARQUET_CODECS)
+def test_parquet_compression_option(tmp_path, codec):
+    """Every codec of --parquet-compression is the codec of every column chunk, and the ids read back the same."""
+    stem = str(tmp_path / "p")
+    docs = [[i % 300 for i in range(n * 7, n * 7 + n)] for n in range(40)]
+    _write("parquet", stem, [docs[:25], docs[25:]], 300, compression=codec)
+    metadata = pq.ParquetFile(stem + ".parquet").metadata
+    names = {metadata.row_group(g).column(c).compression for g in range(metadata.num_row_groups)
+             for c in range(metadata.num_columns)}
+    assert names == {"UNCOMPRESSED" if codec == "none" else codec.upper()}
+    assert [ids.tolist() for ids in read_shard("parquet", stem)] == docs
+
+
+def test_unknown_parquet_codec_names_the_choices(tmp_path):
+    with pytest.raises(ConfigError, match="zstd, snappy, lz4, gzip, none"):
+        open_shard_writer("parquet", str(tmp_path / "p"), vocab_size=10, compression="lzo")
+    assert not os.path.exists(str(tmp_path / "p.parquet"))
 
 
 def test_parquet_uint16_ids_option(tmp_path):

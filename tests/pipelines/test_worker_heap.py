@@ -46,7 +46,7 @@ def _encode_task():
 
         import pyarrow as pa
 
-        from pipelines.tokenize import MALFORMED, TEXT, encode_task
+        from pipelines.tokenize import MALFORMED, TEXT, TokenizeConfig, encode_task, task_options
         from tokenizer import Model
 
         model_bytes = Model.byte_level([b"ab", b"ca"], [-1.0, -1.0]).to_bytes()
@@ -55,9 +55,9 @@ def _encode_task():
         with tempfile.TemporaryDirectory() as output:
             counts = encode_task(iter([batch]), partition=0, attempt=0, model=model_bytes, model_sha256="heap-test",
                                  output=output, run_id="run-00000",
-                                 config={"add_bos": False, "add_eos": False, "output_format": "npy",
-                                         "parquet_ids_dtype": "int32", "keep_columns": [], "verify": False,
-                                         "verify_rate": 1.0, "on_bad_row": "error", "max_document_bytes": 1 << 20},
+                                 config=task_options(TokenizeConfig(model="-", inputs=["-"], output=output,
+                                                                    output_format="npy",
+                                                                    max_document_bytes=1 << 20)),
                                  empty_schema=None)
         return counts["documents"]
     return run
