@@ -79,6 +79,30 @@ def capped_train_file(corpora: str, name: str, work: str, max_bytes: int | None)
     return path, len(head)
 
 
+#: SentencePiece's lossless settings (bytes in = bytes out): the tokenize benchmarks' model.
+LOSSLESS_SENTENCEPIECE = dict(normalization_rule_name="identity", byte_fallback=True, remove_extra_whitespaces=False,
+                              add_dummy_prefix=False, allow_whitespace_only_pieces=True)
+
+
+def lossless_sentencepiece_model(args) -> str:
+    """Path of a SentencePiece unigram model with :data:`LOSSLESS_SENTENCEPIECE` settings, ``args.vocab_size``
+    pieces, trained (once, kept in ``args.work``) on the first ``args.sp_train_bytes`` of ``args.corpus``'s
+    train split."""
+    import sentencepiece as spm
+
+    train_path, train_bytes = capped_train_file(args.corpora, args.corpus, args.work, args.sp_train_bytes)
+    prefix = os.path.join(args.work, f"sp-unigram-{args.corpus}-{train_bytes}b-identity-{args.vocab_size}")
+    if not os.path.isfile(prefix + ".model"):
+        os.makedirs(args.work, exist_ok=True)
+        tmp = f"{prefix}.tmp{os.getpid()}"
+        spm.SentencePieceTrainer.train(input=train_path, model_prefix=tmp, model_type="unigram",
+                                       vocab_size=args.vocab_size, num_threads=2, input_sentence_size=1_000_000,
+                                       shuffle_input_sentence=True, minloglevel=2, **LOSSLESS_SENTENCEPIECE)
+        os.replace(tmp + ".model", prefix + ".model")
+        os.replace(tmp + ".vocab", prefix + ".vocab")
+    return prefix + ".model"
+
+
 def write_bytes_atomic(path: str, data: bytes) -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "wb") as handle:

@@ -52,26 +52,6 @@ import os  # noqa: E402
 import shutil  # noqa: E402
 import sys  # noqa: E402
 
-LOSSLESS = dict(normalization_rule_name="identity", byte_fallback=True, remove_extra_whitespaces=False,
-                add_dummy_prefix=False, allow_whitespace_only_pieces=True)
-
-
-def sentencepiece_model(args) -> str:
-    import sentencepiece as spm
-
-    train_path, train_bytes = common.capped_train_file(args.corpora, args.corpus, args.work, args.sp_train_bytes)
-    prefix = os.path.join(args.work, f"sp-unigram-{args.corpus}-{train_bytes}b-identity-{args.vocab_size}")
-    if not os.path.isfile(prefix + ".model"):
-        os.makedirs(args.work, exist_ok=True)
-        tmp = f"{prefix}.tmp{os.getpid()}"
-        spm.SentencePieceTrainer.train(input=train_path, model_prefix=tmp, model_type="unigram",
-                                       vocab_size=args.vocab_size, num_threads=2, input_sentence_size=1_000_000,
-                                       shuffle_input_sentence=True, minloglevel=2, **LOSSLESS)
-        os.replace(tmp + ".model", prefix + ".model")
-        os.replace(tmp + ".vocab", prefix + ".vocab")
-    return prefix + ".model"
-
-
 class TreeCpu:
     """CPU seconds (user + system) spent by this process and all its descendants (the Spark JVM, the Python daemon
     and workers) between ``start`` and ``stop``: the tree is sampled every ``interval`` seconds and each process
@@ -235,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     total_bytes = sum(len(line.encode()) for line in lines)
     print(f"{args.corpus}.train: {len(lines):,} rows, {total_bytes / 1e6:.1f} MB; {common.load_text()}", flush=True)
     load_before = common.load_average()
-    model_path = sentencepiece_model(args)
+    model_path = common.lossless_sentencepiece_model(args)
     lake = parquet_lake(lines, os.path.join(args.work, f"tokenize-{args.corpus}-{len(lines)}-parquet"), args.files)
     texts = text_lake(lines, os.path.join(args.work, f"tokenize-{args.corpus}-{len(lines)}-text"), args.files)
 

@@ -116,7 +116,7 @@ TOKENIZE_SCHEMA: dict[str, tuple[Any, str]] = {
     "keep_columns": (_columns, "a list of column names or a comma-separated string"),
     "output_format": (_str, "a string (parquet, megatron or npy)"),
     "parquet_ids_dtype": (_str, "a string (int32 or uint16)"),
-    "parquet_compression": (_str, "a string (zstd, snappy, lz4, gzip or none)"),
+    "parquet_compression": (_str, "a string (zstd, snappy, lz4 or none)"),
     "add_bos": (_bool, "true or false"),
     "add_eos": (_bool, "true or false"),
     "partitions": (_optional(_int), "an integer"),

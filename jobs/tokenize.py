@@ -3,7 +3,7 @@
     shardpiece tokenize --model MODEL --input PATH [PATH ...] --output DIR
         [--input-format text|jsonl|parquet] [--text-column text] [--keep-columns a,b]
         [--output-format parquet|megatron|npy] [--parquet-ids-dtype int32|uint16]
-        [--parquet-compression zstd|snappy|lz4|gzip|none] [--add-bos] [--add-eos]
+        [--parquet-compression zstd|snappy|lz4|none] [--add-bos] [--add-eos]
         [--partitions N] [--master URL] [--mode error|overwrite|skip|incremental]
         [--verify] [--verify-rate R] [--on-bad-row error|skip|keep] [--max-document-bytes N] [--config FILE]
     shardpiece tokenize --merge-megatron DIR --output PREFIX     # one PREFIX.bin/.idx from DIR's shards

@@ -48,11 +48,11 @@ from tokenizer.errors import ConfigError, InputError
 from tokenizer.interop.megatron import MegatronDataset, MegatronWriter
 
 OUTPUT_FORMATS = ("parquet", "megatron", "npy")
-#: Codecs of Parquet output (``none``: uncompressed), each one Spark's own reader takes (brotli needs a codec
-#: Spark does not ship). The tokenize job on en.train's 9.3 million ids (``benchmarks/tokenize.py``,
-#: ``BENCHMARKS.md``): zstd 13.5 MB, snappy 21.6 MB, lz4 20.8 MB, none 47.0 MB; the job's CPU in the same order
-#: 1.25, 1.18, 1.16 and 1.12 s, the encoding itself 0.8-0.9 s of it.
-PARQUET_CODECS = ("zstd", "snappy", "lz4", "gzip", "none")
+#: Codecs of Parquet output (``none``: uncompressed), each one Spark's own reader takes. Writing en.train's 9.3
+#: million ids as the job does (``benchmarks/parquet_write.py``, ``BENCHMARKS.md``): zstd 0.19 CPU s and 13.5 MB,
+#: snappy 0.16 s and 21.6 MB, lz4 0.16 s and 20.8 MB, none 0.10 s and 47.0 MB, against ~0.85 s to encode them.
+#: Left out: gzip (17.5 s for 12.3 MB at pyarrow's default level) and brotli (Spark ships no codec for it).
+PARQUET_CODECS = ("zstd", "snappy", "lz4", "none")
 IDS_COLUMN = "input_ids"
 NUM_TOKENS_COLUMN = "num_tokens"
 
