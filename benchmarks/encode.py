@@ -42,8 +42,7 @@ from benchmarks import common  # noqa: E402
 
 SP_VARIANTS = {
     # The lossless settings of the peer measurements: bytes in = bytes out.
-    "identity": dict(normalization_rule_name="identity", byte_fallback=True, remove_extra_whitespaces=False,
-                     add_dummy_prefix=False, allow_whitespace_only_pieces=True),
+    "identity": dict(common.LOSSLESS_SENTENCEPIECE),
     # sentencepiece's defaults (nmt_nfkc, dummy prefix, whitespace collapsing, no byte fallback).
     "nmt_nfkc": dict(),
 }

@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         one_process[fmt] = {"seconds": seconds, "cpu_seconds": cpu[f"tasks_{fmt}"], "mb_per_s": mb / seconds,
                             "x_encoder": one_thread_s / seconds}
         rows.append([f"tasks' work in one process, 1 thread, no Spark (parquet->{fmt})", seconds, mb / seconds,
-                     one_thread_s / seconds, one_thread_s / seconds * one_thread / spm_rate, cpu[f"tasks_{fmt}"],
+                     one_thread_s / seconds, mb / seconds / spm_rate, cpu[f"tasks_{fmt}"],
                      cpu["encoder"] / cpu[f"tasks_{fmt}"], ""])
     labels = {"parquet": "spark local[2] parquet->parquet", "megatron": "spark local[2] parquet->megatron",
               "text": "spark local[2] text->parquet",

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pipelines.writers import (
-    OUTPUT_FORMATS, PARQUET_CODECS, npy_header, npy_token_dtype, open_shard_writer, read_shard, shard_document_count, shard_files,
+    OUTPUT_FORMATS, PARQUET_CODECS, npy_header, npy_token_dtype, open_shard_writer, read_shard, shard_document_count,
+    shard_files,
 )
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.interop.megatron import MegatronDataset
