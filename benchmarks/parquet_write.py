@@ -53,51 +53,40 @@ def main(argv: list[str] | None = None) -> int:
 
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from pipelines.writers import PARQUET_CODECS, open_shard_writer
+    from pipelines.writers import PARQUET_CODECS, ParquetShardWriter, open_shard_writer
     from tokenizer import Tokenizer
 
     lines = common.read_lines(common.corpus_path(args.corpora, args.corpus, "train"))
     if args.rows:
         lines = lines[:args.rows]
-    ids = Tokenizer.load(common.lossless_sentencepiece_model(args)).encode_batch(pa.array(lines, pa.string()), num_threads=1)
+    tokenizer = Tokenizer.load(common.lossless_sentencepiece_model(args))
+    ids = tokenizer.encode_batch(pa.array(lines, pa.string()), num_threads=1)
     documents, tokens = len(ids), len(ids.values)
     print(f"{args.corpus}.train: {documents:,} documents, {tokens:,} ids; {common.load_text()}", flush=True)
     columns = pa.table({"id": pa.array(np.arange(documents, dtype=np.int64))})
     directory = os.path.join(args.work, "parquet-write")
     os.makedirs(directory, exist_ok=True)
-    sizes: dict[str, int] = {}
+    stem = os.path.join(directory, "shard")
+
+    def write_all(writer) -> int:
+        """Write every document with ``writer`` in the job's batches; returns the shard's bytes."""
+        for start in range(0, documents, BATCH_ROWS):
+            writer.write(columns.slice(start, BATCH_ROWS), ids.slice(start, BATCH_ROWS))
+        return sum(os.path.getsize(os.path.join(directory, name)) for name in writer.close())
 
     def job_writer(output_format: str, codec: str = "zstd"):
-        stem = os.path.join(directory, f"{output_format}-{codec}")
-
-        def run() -> None:
-            writer = open_shard_writer(output_format, stem, vocab_size=args.vocab_size, compression=codec)
-            for start in range(0, documents, BATCH_ROWS):
-                writer.write(columns.slice(start, BATCH_ROWS), ids.slice(start, BATCH_ROWS))
-            names = writer.close()
-            sizes[run.name] = sum(os.path.getsize(os.path.join(directory, name)) for name in names)
-        return run
+        return lambda: write_all(open_shard_writer(output_format, stem, vocab_size=args.vocab_size,
+                                                   compression=codec))
 
     def changed_writer(**changes):
-        """The job writer's table and settings (zstd, no dictionary pages) with ``changes`` to the writer options."""
-        path = os.path.join(directory, "changed.parquet")
-
-        def run() -> None:
-            writer = None
-            for start in range(0, documents, BATCH_ROWS):
-                batch = ids.slice(start, BATCH_ROWS)
-                table = columns.slice(start, BATCH_ROWS).append_column("input_ids", batch).append_column(
-                    "num_tokens", pc.list_value_length(batch).cast(pa.int32()).fill_null(0))
-                if writer is None:
-                    writer = pq.ParquetWriter(path, table.schema, **{"compression": "zstd", "use_dictionary": False,
-                                                                     **changes})
-                writer.write_table(table)
-            writer.close()
-            sizes[run.name] = os.path.getsize(path)
-        return run
+        """The job's zstd Parquet writer with ``changes`` to the options it opens its ``ParquetWriter`` with."""
+        class ChangedWriter(ParquetShardWriter):
+            def _open(self, schema):
+                return pq.ParquetWriter(self.stem + ".parquet", schema, **{"compression": self.compression,
+                                                                          "use_dictionary": False, **changes})
+        return lambda: write_all(ChangedWriter(stem, args.vocab_size))
 
     systems = {f"job writer, {codec}": job_writer("parquet", codec) for codec in PARQUET_CODECS}
     systems.update({
@@ -110,12 +99,11 @@ def main(argv: list[str] | None = None) -> int:
         "megatron writer": job_writer("megatron"),
     })
     cpu = {name: float("inf") for name in systems}
-    for name, function in systems.items():
-        function.name = name
+    sizes: dict[str, int] = {}
     for _ in range(args.repeats):  # interleaved, as common.interleaved_best, but timing process CPU
         for name, function in systems.items():
             started = time.process_time()
-            function()
+            sizes[name] = function()
             cpu[name] = min(cpu[name], time.process_time() - started)
     shutil.rmtree(directory, ignore_errors=True)
 
