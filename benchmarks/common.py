@@ -33,6 +33,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
+from tokenizer.files import write_atomic  # noqa: E402  (benchmark results are written as the project's files are)
+
 DEFAULT_CORPORA = os.environ.get("SHARDPIECE_CORPORA", "/work/corpora")
 DEFAULT_WORK = os.environ.get("SHARDPIECE_BENCH_WORK", "/tmp/shardpiece-bench")
 RESULTS_DIR = os.path.join(REPO, "benchmarks", "results")
@@ -75,7 +77,7 @@ def capped_train_file(corpora: str, name: str, work: str, max_bytes: int | None)
     path = os.path.join(work, f"{name}.train.first{len(head)}.txt")
     if not os.path.isfile(path) or os.path.getsize(path) != len(head):
         os.makedirs(work, exist_ok=True)
-        write_bytes_atomic(path, head)
+        write_atomic(path, head)
     return path, len(head)
 
 
@@ -103,11 +105,6 @@ def lossless_sentencepiece_model(args) -> str:
     return prefix + ".model"
 
 
-def write_bytes_atomic(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------------------------------------------------- timing
@@ -408,7 +405,7 @@ def write_results(name: str, payload: dict[str, Any], results_dir: str = RESULTS
     os.makedirs(results_dir, exist_ok=True)
     path = os.path.join(results_dir, f"{name}.json")
     body = {"machine": machine_info(), **payload}
-    write_bytes_atomic(path, (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode())
+    write_atomic(path, (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode())
     return path
 
 

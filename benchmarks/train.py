@@ -161,7 +161,7 @@ def run_scaling(args, reuse: dict | None = None) -> dict:
             continue
         path = os.path.join(args.work, f"{name}.train.{train_bytes}b.x{copies}.txt")
         if not os.path.isfile(path) or os.path.getsize(path) != len(data) * copies:
-            common.write_bytes_atomic(path, data * copies)
+            common.write_atomic(path, data * copies)
         model = os.path.join(args.work, f"shardpiece-{name}-x{copies}-v{args.vocab_size}.model")
         run = train_shardpiece_measured([path], model, args.vocab_size, args.master)
         print(f"[scaling] {copies}x zh ({len(data) * copies:,} bytes): {run.seconds:.1f} s, peak "

@@ -114,11 +114,11 @@ def input_fingerprint(spark, inputs: Sequence[str], hash_cache: str | None = Non
             entry["hash"] = f"{checksum.getAlgorithmName()}:{bytes(checksum.getBytes()).hex()}"
         entries.append(entry)
     if hash_cache:
-        from pipelines.workdir import write_file_atomic
+        from tokenizer.files import write_atomic
 
         live = {local_path(e["path"]) for e in entries}
         kept = {k: v for k, v in cache.items() if k.split("\t", 1)[0] in live}
-        write_file_atomic(hash_cache, json.dumps(kept, sort_keys=True).encode(), what="input hash cache")
+        write_atomic(hash_cache, json.dumps(kept, sort_keys=True).encode(), what="input hash cache")
     identities = sorted(e["hash"] if e["hash"] else f"{e['path']}:{e['size']}:{e.get('mtime_ms')}"
                         for e in entries if e["size"] > 0)
     digest = hashlib.sha256("\n".join(identities).encode()).hexdigest()
@@ -164,7 +164,7 @@ def file_checksums(paths: Sequence[str]) -> dict[str, dict[str, Any]]:
 
 def write_manifest(path: str, manifest: dict[str, Any]) -> None:
     """Write the manifest as indented JSON, atomically (an ``OSError`` becomes an ``OutputWriteError``)."""
-    from pipelines.workdir import write_file_atomic
+    from tokenizer.files import write_atomic
 
-    write_file_atomic(path, (json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n").encode(),
+    write_atomic(path, (json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n").encode(),
                       what="run manifest")

@@ -162,7 +162,8 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
     from pipelines.bytepiece import train_bytepiece
     from pipelines.readers import ReadStats, read_corpus
     from pipelines.session import build_session
-    from pipelines.workdir import WorkDir, write_file_atomic
+    from pipelines.workdir import WorkDir
+    from tokenizer.files import write_atomic
     from tokenizer.errors import InputError
 
     settings = train_settings(options)
@@ -218,8 +219,8 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
                              provenance={"holdout_fraction": holdout} if holdout > 0 else None, workdir=work)
     started = time.perf_counter()
     for vocab_size, model in result.models.items():
-        write_file_atomic(paths[vocab_size], model.to_bytes(), what="model file")
-    write_file_atomic(resolved_path, dump_config(options).encode(), what="resolved config")
+        write_atomic(paths[vocab_size], model.to_bytes(), what="model file")
+    write_atomic(resolved_path, dump_config(options).encode(), what="resolved config")
     write_seconds = time.perf_counter() - started
 
     started = time.perf_counter()

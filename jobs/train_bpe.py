@@ -151,7 +151,7 @@ def run_local(args: argparse.Namespace, settings, progress: Callable[[str], None
     """``--master none``: the Spark job's steps in one process (see the module docstring)."""
     from jobs.evaluate import bytes_per_token
     from jobs.training import EVAL_BYTES
-    from tokenizer.model import write_atomic
+    from tokenizer.files import write_atomic
     from tokenizer.trainers import bpe
 
     check_holdout_fraction(args.holdout_fraction)
@@ -220,7 +220,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     from pipelines.readers import read_corpus
     from pipelines.session import build_session
     from pipelines.unigram import counting_session_options
-    from tokenizer.model import write_atomic
+    from tokenizer.files import write_atomic
 
     settings = settings_from(args)  # fail before Spark starts
     sizes = sorted(settings.vocab_sizes)

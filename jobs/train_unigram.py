@@ -105,7 +105,7 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = print) -> di
     from pipelines.readers import read_corpus
     from pipelines.session import build_session
     from pipelines.unigram import count_chunks_direct, counting_session_options, driver_threads, train_unigram
-    from tokenizer.model import write_atomic
+    from tokenizer.files import write_atomic
 
     if args.threads is not None and args.threads < 1:
         raise ConfigError(f"--threads {args.threads}: use 1 or more")

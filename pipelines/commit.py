@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
 from tokenizer.errors import ConfigError, InputError
-from tokenizer.model import write_atomic
+from tokenizer.files import write_atomic
 from pipelines.writers import SHARD_SUFFIXES, shard_files
 
 MODES = ("error", "overwrite", "skip", "incremental")

@@ -101,10 +101,9 @@ def _log4j_file(level: str) -> str:
                 return path
     except OSError:
         pass
-    fd, tmp = tempfile.mkstemp(prefix=".shardpiece-log4j2-", dir=os.path.dirname(path))
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    from tokenizer.files import write_atomic
+
+    write_atomic(path, text.encode("utf-8"), what="Spark logging configuration")
     return path
 
 

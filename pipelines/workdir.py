@@ -30,17 +30,15 @@ Example::
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import io
 import json
 import os
-import tempfile
 from typing import Any, Callable
 
 import numpy as np
 
-from tokenizer.errors import ShardpieceError
+from tokenizer.files import write_atomic
 
 FAULT_ENV = "SHARDPIECE_FAIL_AFTER_STAGE"
 _FORMAT = 1
@@ -50,52 +48,10 @@ class InjectedFault(RuntimeError):
     """Raised by :meth:`WorkDir.run` after a stage named in ``$SHARDPIECE_FAIL_AFTER_STAGE`` (tests only)."""
 
 
-class OutputWriteError(ShardpieceError, OSError):
-    """An output (model, manifest, stage file) could not be written: a full disk, a read-only or missing place."""
-
-
 def run_key(material: dict) -> str:
     """16 hex digits of SHA-256 over the canonical JSON of ``material``: ``run_key({"a": 1}) == run_key({"a": 1})``."""
     blob = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def write_file_atomic(path: str, data: bytes, what: str = "output") -> None:
-    """Write ``data`` to ``path`` atomically (temporary name in the same directory, fsync, rename).
-
-    An ``OSError`` (full disk, no permission, read-only filesystem) becomes :class:`OutputWriteError` naming the
-    path and the fix; the temporary file is removed and an older file at ``path`` is left untouched.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = None
-    try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-        os.fchmod(fd, 0o644)  # mkstemp makes 0600 files; outputs are meant to be read by others (workers, users)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as exc:
-        raise write_error(path, exc, what) from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def write_error(path: str, exc: OSError, what: str = "output") -> OutputWriteError:
-    reason = exc.strerror or str(exc)
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        fix = "free space there, or write to another place (--output, or work_dir for stage files)"
-    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        fix = "make the directory writable, or write to another place"
-    else:
-        fix = "check the path and the filesystem"
-    error = OutputWriteError(f"cannot write the {what} {path}: {reason}; {fix}. Nothing was overwritten")
-    error.errno = exc.errno
-    return error
 
 
 # ------------------------------------------------------------------------------------------------ codecs
@@ -182,7 +138,7 @@ class WorkDir:
         self.computed: list[str] = []
         key_file = os.path.join(self.path, "key.json")
         if not os.path.exists(key_file):
-            write_file_atomic(key_file, (json.dumps(self.material, indent=2, sort_keys=True, default=str) + "\n")
+            write_atomic(key_file, (json.dumps(self.material, indent=2, sort_keys=True, default=str) + "\n")
                               .encode(), what="work directory key")
 
     def stage_file(self, name: str) -> str:
@@ -207,7 +163,7 @@ class WorkDir:
         buffer = io.BytesIO()
         np.savez(buffer, __header__=np.frombuffer(header.encode(), dtype=np.uint8),
                  **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
-        write_file_atomic(self.stage_file(name), buffer.getvalue(), what=f"stage file ({name})")
+        write_atomic(self.stage_file(name), buffer.getvalue(), what=f"stage file ({name})")
 
     def run(self, name: str, compute: Callable[[], Any], kind: str) -> tuple[Any, bool]:
         """``(value, resumed)``: the stage's saved value when it finished before, else ``compute()`` saved."""

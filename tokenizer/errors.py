@@ -24,3 +24,7 @@ class InputError(ShardpieceError, ValueError):
 
 class ConfigError(ShardpieceError, ValueError):
     """A configuration file or command-line option is invalid."""
+
+
+class OutputWriteError(ShardpieceError, OSError):
+    """An output (model, manifest, stage file) could not be written: a full disk, a read-only or missing place."""

@@ -28,7 +28,6 @@ import hashlib
 import json
 import os
 import struct
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +35,7 @@ import numpy as np
 
 from tokenizer._version import __version__
 from tokenizer.errors import ModelFileError, ModelError
+from tokenizer.files import write_atomic
 
 MAGIC = b"SHRDPCE\x00"
 FORMAT_VERSION = 1
@@ -262,7 +262,7 @@ class Model:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model file atomically (temporary file in the same directory, then rename)."""
-        write_atomic(path, self.to_bytes())
+        write_atomic(path, self.to_bytes(), what="model file")
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Model":
@@ -273,20 +273,3 @@ class Model:
             raise ModelFileError(str(path), f"cannot read the file: {exc.strerror}") from None
         return cls.from_bytes(data, source=str(path))
 
-
-def write_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see either the old file or the whole new one, never a part."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -16,7 +16,8 @@ import pytest
 
 from jobs.train import main as train_main
 from pipelines.bytepiece import multiset_fingerprint
-from pipelines.workdir import OutputWriteError, write_file_atomic
+from tokenizer.errors import OutputWriteError
+from tokenizer.files import write_atomic
 from tokenizer.core import Tokenizer
 from tokenizer.errors import ModelFileError
 from tokenizer.model import Model
@@ -235,7 +236,7 @@ def test_write_file_atomic_on_a_full_disk_keeps_the_old_file(tmp_path, monkeypat
     target.write_bytes(b"old model")
     fill_disk(monkeypatch, tmp_path / "full")
     with pytest.raises(OutputWriteError, match="No space left on device; free space there") as caught:
-        write_file_atomic(str(target), b"new model", what="model file")
+        write_atomic(str(target), b"new model", what="model file")
     assert caught.value.errno == errno.ENOSPC and str(target) in str(caught.value)
     assert target.read_bytes() == b"old model" and os.listdir(target.parent) == ["m.model"]
 

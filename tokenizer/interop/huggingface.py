@@ -46,7 +46,8 @@ from tokenizer.added_tokens import FLAGS, AddedToken, added_tokens_of
 from tokenizer.errors import ModelError, ModelFileError
 from tokenizer.interop import read_json_file
 from tokenizer.kernels.pretokenize import PATTERN_TEXT
-from tokenizer.model import Model, PieceType, write_atomic
+from tokenizer.files import write_atomic
+from tokenizer.model import Model, PieceType
 
 
 @functools.lru_cache(maxsize=1)
@@ -171,7 +172,7 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
 def save_tokenizer_json(model: Model, path: str | os.PathLike) -> None:
     """Write :func:`to_tokenizer_json` to ``path`` atomically (UTF-8, compact)."""
     text = json.dumps(to_tokenizer_json(model), ensure_ascii=False, separators=(",", ":"))
-    write_atomic(path, text.encode("utf-8"))
+    write_atomic(path, text.encode("utf-8"), what="tokenizer.json")
 
 
 # ---------------------------------------------------------------------------------------------- import

@@ -25,7 +25,8 @@ import os
 from tokenizer.errors import ShardpieceError
 from tokenizer.interop import protobuf as pb
 from tokenizer.interop.sentencepiece_normalizer import DEFAULT_UNK_SURFACE, _byte_piece_value
-from tokenizer.model import Model, PieceType, write_atomic
+from tokenizer.files import write_atomic
+from tokenizer.model import Model, PieceType
 
 # field numbers of sentencepiece_model.proto
 _MODEL_PIECES, _MODEL_TRAINER, _MODEL_NORMALIZER = 1, 2, 3
@@ -127,4 +128,4 @@ def model_to_sentencepiece(model: Model) -> bytes:
 
 def save_sentencepiece(model: Model, path: str | os.PathLike) -> None:
     """Write ``model`` as a SentencePiece ``.model`` file, atomically."""
-    write_atomic(path, model_to_sentencepiece(model))
+    write_atomic(path, model_to_sentencepiece(model), what="SentencePiece model")
