@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from tokenizer.errors import ConfigError, ShardpieceError
+from tokenizer.errors import ConfigError
 
 SAMPLE_LINES = [
     "Spark counts the byte n-grams of every shard, then the driver prunes them.",
@@ -67,30 +67,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, metavar="N", help="document partitions (default: the config's)")
     args = parser.parse_args(argv)
 
-    from jobs.config import load_config
-    from jobs.train import DEFAULTS, format_summary, run, train_settings
+    from jobs.exit_codes import run_command
+    from jobs.train import build_parser, format_summary, resolve_options, run
 
-    try:
-        config_path = demo_config_path()
-        options = dict(DEFAULTS)
-        options.update(load_config(config_path))
+    outcome = {}
+
+    def body() -> int:
+        argv = ["--config", demo_config_path()]
         for key in ("output", "master", "partitions"):
             if getattr(args, key) is not None:
-                options[key] = getattr(args, key)
-        train_settings(options)
-        print(f"shardpiece demo: training on {', '.join(options['input'])} with {config_path}", flush=True)
-        manifest = run(options, progress=lambda message: print(message, flush=True))
-    except ShardpieceError as exc:
-        print(f"shardpiece demo: error: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:
-        from pipelines.session import task_error_message
+                argv += [f"--{key}", str(getattr(args, key))]
+        options, _ = resolve_options(build_parser().parse_args(argv))
+        print(f"shardpiece demo: training on {', '.join(options['input'])} with {argv[1]}", flush=True)
+        outcome["manifest"] = run(options, progress=lambda message: print(message, flush=True))
+        return 0
 
-        message = task_error_message(exc)
-        if message is None:
-            raise
-        print(f"shardpiece demo: error in a Spark task: {message}", file=sys.stderr)
-        return 1
+    code = run_command("shardpiece demo", body)
+    if code:
+        return code
+    manifest = outcome["manifest"]
     print(format_summary(manifest), flush=True)
     largest = max(manifest["models"], key=int)
     ok = show_round_trip(manifest["models"][largest]["path"], SAMPLE_LINES)

@@ -21,7 +21,8 @@ import sys
 from contextlib import contextmanager
 from typing import BinaryIO, Iterator
 
-from tokenizer.errors import InputError, ShardpieceError
+from jobs.exit_codes import run_command
+from tokenizer.errors import InputError
 
 BATCH_LINES = 4096
 _ESCAPE = re.compile(rb"\\(\\|x[0-9a-fA-F]{2})")
@@ -245,10 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     command, rest = argv[0], argv[1:]
     args = build_parser(command).parse_args(rest)
     try:
-        return COMMANDS[command](args)
-    except ShardpieceError as exc:
-        print(f"shardpiece {command}: error: {exc}", file=sys.stderr)
-        return 2
+        return run_command(f"shardpiece {command}", lambda: COMMANDS[command](args))
     except BrokenPipeError:  # e.g. `shardpiece encode ... | head`
         return 0
 

@@ -13,7 +13,6 @@ import argparse
 import os
 import sys
 
-from tokenizer.errors import ShardpieceError
 
 
 def export_huggingface(model, output: str) -> str:
@@ -53,16 +52,15 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "export":
         argv = argv[1:]
     args = build_parser().parse_args(argv)
+    from jobs.exit_codes import run_command
     from tokenizer.core import Tokenizer
 
-    try:
-        model = Tokenizer.load(args.model).model
-        written = EXPORTERS[args.to](model, args.output)
-    except ShardpieceError as exc:
-        print(f"shardpiece export: error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {written}")
-    return 0
+    def body() -> int:
+        written = EXPORTERS[args.to](Tokenizer.load(args.model).model, args.output)
+        print(f"wrote {written}")
+        return 0
+
+    return run_command("shardpiece export", body)
 
 
 if __name__ == "__main__":

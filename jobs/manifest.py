@@ -91,9 +91,7 @@ def input_fingerprint(spark, inputs: Sequence[str], hash_cache: str | None = Non
     """
     from pipelines.readers import list_input_files
 
-    listed = list_input_files(spark, inputs)
-    jvm = spark._jvm
-    conf = spark._jsc.hadoopConfiguration()
+    listed = list_input_files(spark, inputs)  # ``spark`` may be None when every input is local
     cache = _load_cache(hash_cache)
     entries = []
     for uri in listed.files + listed.empty_files:
@@ -105,8 +103,8 @@ def input_fingerprint(spark, inputs: Sequence[str], hash_cache: str | None = Non
                 cache[cache_key] = "sha256:" + sha256_file(local)
             entries.append({"path": uri, "size": stat.st_size, "hash": cache[cache_key]})
             continue
-        path = jvm.org.apache.hadoop.fs.Path(uri)
-        fs = path.getFileSystem(conf)
+        path = spark._jvm.org.apache.hadoop.fs.Path(uri)
+        fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
         status = fs.getFileStatus(path)
         checksum = fs.getFileChecksum(path)
         entry = {"path": uri, "size": int(status.getLen()), "hash": None, "mtime_ms": int(status.getModificationTime())}

@@ -11,7 +11,9 @@
 Options given on the command line override the same keys of ``--config FILE`` (YAML, keys as the long options with
 ``_`` or ``-``; see ``configs/tokenize.yaml``; a value of the wrong type is an error naming the file and the key).
 The run's summary, with the resolved options (``config``) and the versions of shardpiece, Spark, PySpark, NumPy,
-PyArrow, Numba and Python (``versions``), is printed as JSON and written to ``DIR/_summary.json``; the exit status is 0 on success, 1 when the job fails, 2 for invalid options.
+PyArrow, Numba and Python (``versions``, the same blocks as a training manifest's), is printed as JSON and written
+to ``DIR/_summary.json``. Exit codes are every command's (:mod:`jobs.exit_codes`): 0 success, 1 the run failed,
+2 invalid options, input or model.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 from dataclasses import fields
 
 from pipelines.writers import PARQUET_CODECS
-from tokenizer.errors import ConfigError, ShardpieceError
+from tokenizer.errors import ConfigError
 
 _LIST_KEYS = ("inputs", "keep_columns")
 
@@ -46,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--add-eos", action="store_true", default=None, help="append the model's </s> id to every document")
     add("--partitions", type=int, help="repartition the documents into N tasks/shards (default: as read)")
     add("--master", help="Spark master URL (default local[*])")
+    add("--driver-memory", help="Spark driver memory (default 4g, or $SHARDPIECE_DRIVER_MEMORY)")
     add("--mode", choices=["error", "overwrite", "skip", "incremental"],
         help="what to do with a non-empty output: error (default), overwrite, skip if complete, incremental")
     add("--verify", action="store_true", default=None, help="decode the written shards and compare with the input")
@@ -89,14 +92,14 @@ def make_config(args: argparse.Namespace):
     if "input" in values:
         values["inputs"] = values.pop("input")
     for key, value in vars(args).items():
-        if value is not None and key not in ("config", "master", "merge_megatron"):
+        if value is not None and key not in ("config", "master", "merge_megatron", "driver_memory"):
             values[key] = value
     for key in _LIST_KEYS:
         if isinstance(values.get(key), str):
             values[key] = [v.strip() for v in values[key].split(",") if v.strip()] if key == "keep_columns" \
                 else [values[key]]
     known = {f.name for f in fields(TokenizeConfig)}
-    unknown = sorted(set(values) - known - {"master"})
+    unknown = sorted(set(values) - known - {"master", "driver_memory"})
     if unknown:
         raise ConfigError(f"unknown option(s) {', '.join(unknown)}: see shardpiece tokenize --help")
     for required in ("model", "inputs", "output"):
@@ -104,29 +107,32 @@ def make_config(args: argparse.Namespace):
             flag = "--input" if required == "inputs" else f"--{required}"
             raise ConfigError(f"{flag} is required (on the command line or in --config)")
     master = values.pop("master", None)
-    return TokenizeConfig(**values), args.master or master
+    driver_memory = values.pop("driver_memory", None)
+    return TokenizeConfig(**values), args.master or master, args.driver_memory or driver_memory
 
 
 def main(argv: list[str] | None = None) -> int:
+    from jobs.exit_codes import run_command
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "tokenize":
         argv = argv[1:]
     args = build_parser().parse_args(argv)
-    try:
-        if args.merge_megatron:
-            from pipelines.tokenize import merge_megatron
+    return run_command("shardpiece tokenize", lambda: run(args))
 
-            if not args.output:
-                raise ConfigError("--merge-megatron DIR needs --output PREFIX (writes PREFIX.bin and PREFIX.idx)")
-            merged = merge_megatron(args.merge_megatron, args.output)
-            print(json.dumps({"merged": args.output, "sequences": len(merged), "documents": merged.num_documents,
-                              "dtype": str(merged.dtype)}))
-            return 0
-        config, master = make_config(args)
-        config.validate()
-    except ShardpieceError as exc:
-        print(f"shardpiece tokenize: error: {exc}", file=sys.stderr)
-        return 2
+
+def run(args: argparse.Namespace) -> int:
+    if args.merge_megatron:
+        from pipelines.tokenize import merge_megatron
+
+        if not args.output:
+            raise ConfigError("--merge-megatron DIR needs --output PREFIX (writes PREFIX.bin and PREFIX.idx)")
+        merged = merge_megatron(args.merge_megatron, args.output)
+        print(json.dumps({"merged": args.output, "sequences": len(merged), "documents": merged.num_documents,
+                          "dtype": str(merged.dtype)}))
+        return 0
+    config, master, driver_memory = make_config(args)
+    config.validate()
     from jobs.manifest import versions
     from pipelines.session import build_session
     from pyspark.sql import SparkSession
@@ -136,12 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     # A small driver JVM (serial GC, C1 only: on the Parquet path it only schedules tasks) with a 4g heap ceiling
     # for the Spark-reader inputs (text, JSONL), and one reused Python worker per core.
     spark = build_session(master, app_name="shardpiece-tokenize", small_driver=True,
-                          driver_memory=os.environ.get("SHARDPIECE_DRIVER_MEMORY") or "4g")
+                          driver_memory=driver_memory or os.environ.get("SHARDPIECE_DRIVER_MEMORY") or "4g")
     try:
         summary = run_tokenize(spark, config, versions=versions(spark))
-    except ShardpieceError as exc:
-        print(f"shardpiece tokenize: error: {exc}", file=sys.stderr)
-        return 1
     finally:
         if owned:
             spark.stop()

@@ -1,23 +1,25 @@
-"""``shardpiece train``: learn a vocabulary from a corpus with Spark.
+"""``shardpiece train``: learn a vocabulary from a corpus with Spark, one job for every algorithm.
 
     shardpiece train --algorithm bytepiece --input 'corpus/*.txt.gz' --vocab-size 32000 --output bp.model
-    shardpiece train --input data.parquet --text-column body --vocab-size 8000 16000 --output models/
-    shardpiece train --config configs/demo.yaml --partitions 8          # flags win over the file
+    shardpiece train --algorithm unigram --input data.parquet --text-column body --vocab-size 8000 16000 --output m/
+    shardpiece train --algorithm bpe --config run.yaml --set min_count=8          # flags win over --set, the file
 
-With one vocab size ``--output`` is the model file, the run manifest is ``OUTPUT.manifest.json`` and the resolved
-config ``OUTPUT.config.yaml``; with several it is a directory holding ``bytepiece-SIZE.model`` per size,
-``manifest.json`` and ``config.yaml``. The model files hold only what determines the result (settings, corpus
-fingerprint); time, host, versions, input file hashes, per-stage timings and output checksums go to the manifest
-(:mod:`jobs.manifest`).
+The job owns everything that is not the algorithm (:mod:`jobs.train_options` for the options, config file and
+``--set``): the session, the input and its fingerprint, the held-out documents, the work directory that lets a
+killed run resume, atomic writes, the evaluation, the manifest and the saved config. An algorithm
+(:mod:`jobs.train_algorithms`) adds its settings, its count and its fit.
 
-Every stage's output is kept in a work directory (``--work-dir``, default ``.shardpiece-work`` beside the output)
-keyed by the settings and the input's content fingerprint, so a killed run resumes from its last finished stage
-when started again with the same options, and gives the same model bytes (:mod:`pipelines.workdir`).
+With one vocab size ``--output`` is the model file, the manifest ``OUTPUT.manifest.json`` and the resolved config
+``OUTPUT.config.yaml``; with several it is a directory of ``ALGORITHM-SIZE.model`` files, ``manifest.json`` and
+``config.yaml``. Model files hold only what decides the result (settings, a corpus fingerprint); time, host,
+versions, input hashes, per-stage timings and output checksums go to the manifest (:mod:`jobs.manifest`). Every
+stage's output is kept in the work directory (``--work-dir``, default ``.shardpiece-work`` beside the output) keyed
+by the algorithm, its settings and the input's content fingerprint (:mod:`pipelines.workdir`): the same command
+run again resumes after the last finished stage and writes the same model bytes.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import socket
@@ -25,111 +27,13 @@ import sys
 import time
 from typing import Any, Callable
 
-from jobs.training import evaluation_sample, exit_code_of, model_paths, requested_algorithm, split_holdout
-from tokenizer.errors import ConfigError
+from jobs.exit_codes import run_command
+from jobs.train_algorithms import ALGORITHMS, TrainInput
+from jobs.train_options import build_parser, dump_config, resolve_options
+from jobs.training import model_paths
 
-DEFAULTS: dict[str, Any] = {
-    "algorithm": "bytepiece",
-    "order": 6,
-    "min_count": 2,
-    "max_piece_length": 36,
-    "normalization": "identity",
-    "isolate_digits": False,
-    "ensure_unicode": True,
-    "refine_em_rounds": 0,
-    "refine_em_mode": "viterbi",
-    "text_column": "text",
-    "holdout_fraction": 0.001,
-    "eval_documents": 2000,
-}
 _WORK_DIR_NAME = ".shardpiece-work"
-_SETTINGS_KEYS = ("order", "min_count", "max_piece_length", "normalization", "isolate_digits", "ensure_unicode",
-                  "special_tokens", "refine_em_rounds", "refine_em_mode")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="shardpiece train", description="Train a byte-level vocabulary with Spark.",
-        epilog="Every option may also be given in --config FILE (YAML, keys as the option names with '_'); "
-               "command-line options win.",
-    )
-    add = parser.add_argument
-    add("--config", metavar="FILE", help="YAML file of options (see configs/demo.yaml)")
-    add("--algorithm", choices=["bytepiece", "unigram", "bpe"], help="training algorithm (default bytepiece)")
-    add("--input", nargs="+", metavar="PATH", help="files, globs or directories (any Spark filesystem URI)")
-    add("--vocab-size", dest="vocab_size", nargs="+", type=int, metavar="N",
-        help="vocabulary size(s), counting the 256 byte pieces and the special tokens")
-    add("--output", metavar="MODEL", help="model file (one size) or directory (several sizes)")
-    add("--order", type=int, help="longest byte n-gram of the language model, 1..7 (default 6)")
-    add("--min-count", dest="min_count", type=int, help="prune n-grams and pieces rarer than this (default 2)")
-    add("--max-piece-length", dest="max_piece_length", type=int, help="longest piece in bytes (default 36)")
-    add("--normalization", choices=["identity", "nfc"], help="identity (lossless, default) or nfc")
-    add("--isolate-digits", dest="isolate_digits", action="store_const", const=True,
-        help="every decimal digit is a piece of its own")
-    add("--refine-em-rounds", dest="refine_em_rounds", type=int, help="unigram EM rounds after pruning (default 0)")
-    add("--input-format", dest="input_format", choices=["text", "jsonl", "parquet"],
-        help="default: guessed from the file names")
-    add("--text-column", dest="text_column", metavar="NAME", help="JSONL field / Parquet column (default text)")
-    add("--partitions", type=int, metavar="N", help="repartition the documents into N partitions")
-    add("--master", metavar="URL", help="Spark master (default local[*])")
-    add("--driver-memory", dest="driver_memory", metavar="SIZE",
-        help="Spark driver memory (default 512m on a local master, else 4g)")
-    add("--holdout-fraction", dest="holdout_fraction", type=float, metavar="F",
-        help="share of documents held out of training to measure bytes per token (default 0.001; 0: measure on "
-             "a sample of the training documents)")
-    add("--work-dir", dest="work_dir", metavar="DIR",
-        help="where finished stages are kept for resuming (default: .shardpiece-work beside --output)")
-    add("--no-resume", dest="resume", action="store_const", const=False,
-        help="recompute every stage even if the work directory holds it")
-    add("--set", dest="overrides", action="append", metavar="KEY=VALUE",
-        help="override any config key (value read as YAML), e.g. --set min_count=8 --set spark.executor.memory=8g;"
-             " repeatable; wins over --config, loses to the named options")
-    add("--quiet", action="store_true", help="print only the summary")
-    return parser
-
-
-def resolve_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Defaults < config file < ``--set`` < named options; raises :class:`ConfigError` for missing or invalid
-    options."""
-    from jobs.config import load_config, merge_options, parse_overrides
-
-    options = dict(DEFAULTS)
-    source = "command line"
-    if args.config:
-        options.update(load_config(args.config))
-        source = f"{args.config} or the command line"
-    options = merge_options(options, parse_overrides(getattr(args, "overrides", None)))
-    for key, value in vars(args).items():
-        if key in ("config", "quiet", "overrides") or value is None:
-            continue
-        options[key] = value
-    for key in ("input", "vocab_size", "output"):
-        if options.get(key) in (None, [], ""):
-            flag = "--" + key.replace("_", "-")
-            raise ConfigError(f"{flag} is required: give it in {source}")
-    if isinstance(options["input"], str):
-        options["input"] = [options["input"]]
-    if isinstance(options["vocab_size"], int):
-        options["vocab_size"] = [options["vocab_size"]]
-    if not 0.0 <= float(options["holdout_fraction"]) <= 0.5:
-        raise ConfigError(f"holdout_fraction={options['holdout_fraction']} is outside 0..0.5")
-    if options.get("partitions") is not None and options["partitions"] < 1:
-        raise ConfigError(f"--partitions {options['partitions']}: use 1 or more")
-    if options["algorithm"] != "bytepiece":
-        raise ConfigError(
-            f"--algorithm {options['algorithm']} is not available in the Spark train job yet: use --algorithm "
-            "bytepiece"
-        )
-    return options
-
-
-def train_settings(options: dict[str, Any]):
-    from tokenizer.trainers.bytepiece import TrainSettings
-
-    kwargs = {k: options[k] for k in _SETTINGS_KEYS if k in options}
-    if "special_tokens" in kwargs:
-        kwargs["special_tokens"] = tuple(kwargs["special_tokens"])
-    return TrainSettings(vocab_sizes=tuple(int(v) for v in options["vocab_size"]), **kwargs).validate()
+__all__ = ["build_parser", "resolve_options", "run", "main"]
 
 
 def config_path(output: str, vocab_sizes: list[int]) -> str:
@@ -153,115 +57,147 @@ def resolved_config(options: dict[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> dict[str, Any]:
-    """Train with resolved options; returns the manifest (also written beside the model)."""
+def _read(source: TrainInput, options: dict, algorithm, settings, log) -> tuple[dict, str, Any]:
+    """Read the input as the algorithm and the options allow; returns ``(read counts, reader, corpus or None)``
+    and fills ``source`` (documents, units or local packed documents)."""
+    from pipelines.readers import ReadStats
 
-    from jobs.config import dump_config
+    holdout = source.holdout
+    if source.spark is None:  # --master none: local text files in this process
+        from jobs.training import read_text_lines, split_held_out
+
+        started = time.perf_counter()
+        data, offsets, files = read_text_lines(options["input"])
+        source.local = split_held_out(data, offsets, holdout)
+        import numpy as np
+
+        (kept, kept_offsets), (_, held_offsets) = source.local
+        stats = ReadStats(files=len(files), input_bytes=sum(os.path.getsize(f) for f in files),
+                          documents=int(np.count_nonzero(np.diff(kept_offsets))) +
+                          int(np.count_nonzero(np.diff(held_offsets))), document_bytes=int(offsets[-1]))
+        log.add("read", started, files=len(files), documents=stats.documents, bytes=stats.document_bytes,
+                held_out_documents=int(np.count_nonzero(np.diff(held_offsets))))
+        return stats.to_dict(), "one process", None
+    if algorithm.reads_files_in_tasks and options["reader"] == "auto" and not options.get("partitions") \
+            and algorithm.counts_in_tasks(options):
+        from pipelines.direct_count import direct_units
+
+        source.units = direct_units(source.spark, options["input"], options.get("input_format"),
+                                    options["text_column"])
+        if source.units is not None:
+            return {}, "pyarrow in the tasks", None
+    from jobs.training import split_holdout
+    from pipelines.readers import read_corpus
+
+    corpus = read_corpus(source.spark, options["input"], input_format=options.get("input_format"),
+                         text_column=options["text_column"], partitions=options.get("partitions"))
+    counts = log.run("read", lambda: corpus.compute_stats().to_dict(), "json",
+                     lambda value: {k: value[k] for k in ("files", "empty_files", "rows", "documents",
+                                                          "document_bytes", "null_rows", "empty_rows",
+                                                          "malformed_rows", "invalid_utf8_rows")})
+    algorithm.check_read(ReadStats(**counts), settings)
+    source.documents, source.held_out = split_holdout(corpus.documents, holdout)
+    return counts, "spark", corpus
+
+
+def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Train with resolved options (:func:`jobs.train_options.resolve_options`); returns the manifest (also
+    written beside the models)."""
     from jobs.evaluate import bytes_per_token
     from jobs.manifest import file_checksums, input_fingerprint, versions, write_manifest
-    from pipelines.bytepiece import train_bytepiece
-    from pipelines.readers import ReadStats, read_corpus
-    from pipelines.session import build_session
-    from pipelines.workdir import WorkDir
+    from jobs.training import evaluation_sample, evaluation_texts
+    from pipelines.workdir import StageLog, WorkDir
     from tokenizer.files import write_atomic
-    from tokenizer.errors import InputError
 
-    settings = train_settings(options)
+    algorithm = ALGORITHMS[options["algorithm"]]
+    settings = algorithm.settings(options)  # invalid settings fail before Spark starts
     options = resolved_config(options)
-    paths, manifest_path = model_paths(options["output"], list(settings.vocab_sizes))
-    resolved_path = config_path(options["output"], list(settings.vocab_sizes))
+    sizes = [int(v) for v in options["vocab_size"]]
+    paths, manifest_path = model_paths(options["output"], sizes, algorithm.name)
+    resolved_path = config_path(options["output"], sizes)
     wall = time.perf_counter()
-    started = time.perf_counter()
-    spark = build_session(options.get("master"), app_name="shardpiece-train",
-                          driver_memory=options.get("driver_memory"), extra=options.get("spark"),
-                          shuffle_partitions=options.get("partitions"), small_driver=True,
-                          single_worker=True)
-    master = spark.sparkContext.master
-    progress(f"[spark] session on {master} in {time.perf_counter() - started:.1f} s")
+    spark = None
+    if (options.get("master") or "").lower() != "none":
+        from pipelines.session import build_session
+
+        # a lean local driver JVM and one Python worker at a time using every local core through threads
+        spark = build_session(options.get("master"), app_name=f"shardpiece-train-{algorithm.name}",
+                              driver_memory=options.get("driver_memory"),
+                              extra={**algorithm.session_options(options.get("master")),
+                                     **(options.get("spark") or {})},
+                              shuffle_partitions=options.get("partitions"), small_driver=True, single_worker=True)
+        progress(f"[spark] session on {spark.sparkContext.master} in {time.perf_counter() - wall:.1f} s")
 
     started = time.perf_counter()
     work_root = options["work_dir"]
     fingerprint = input_fingerprint(spark, options["input"], hash_cache=os.path.join(work_root, "input-hashes.json"))
-    fingerprint_seconds = time.perf_counter() - started
-    fingerprint["seconds"] = round(fingerprint_seconds, 3)
-    progress(f"[fingerprint] {fingerprint_seconds:.1f} s: {len(fingerprint['files'])} files, "
+    fingerprint["seconds"] = round(time.perf_counter() - started, 3)
+    progress(f"[fingerprint] {fingerprint['seconds']:.1f} s: {len(fingerprint['files'])} files, "
              f"{fingerprint['total_bytes']:,} bytes, {fingerprint['digest']}")
     work = WorkDir(work_root, {
-        "algorithm": options["algorithm"], "settings": settings.to_dict(), "input": fingerprint["digest"],
+        "algorithm": algorithm.name, "settings": algorithm.settings_dict(settings), "input": fingerprint["digest"],
         "input_format": options.get("input_format"), "text_column": options["text_column"],
         "holdout_fraction": float(options["holdout_fraction"]),
     }, resume=options.get("resume", True) is not False, progress=progress)
+    log = StageLog(work, progress)
+    source = TrainInput(spark=spark, options=options, work=work, log=log)
+    read_counts, reader, corpus = _read(source, options, algorithm, settings, log)
 
+    trained = algorithm.fit(source, settings, progress)
     started = time.perf_counter()
-    corpus = read_corpus(spark, options["input"], input_format=options.get("input_format"),
-                         text_column=options["text_column"], partitions=options.get("partitions"))
-    read_counts, read_resumed = work.run("read", lambda: corpus.compute_stats().to_dict(), "json")
-    read_stats = ReadStats(**read_counts)
-    read_seconds = time.perf_counter() - started
-    progress(
-        f"[read] {read_seconds:.1f} s{' (resumed)' if read_resumed else ''}: {read_stats.files} files "
-        f"({read_stats.empty_files} empty), "
-        f"{read_stats.rows:,} rows, {read_stats.documents:,} documents, {read_stats.document_bytes:,} bytes; "
-        f"skipped {read_stats.null_rows:,} null, {read_stats.empty_rows:,} empty, "
-        f"{read_stats.malformed_rows:,} malformed rows; {read_stats.invalid_utf8_rows:,} rows not valid UTF-8 "
-        "(kept as bytes)"
-    )
-    if settings.normalization == "nfc" and read_stats.invalid_utf8_rows:
-        raise InputError(
-            f"{read_stats.invalid_utf8_rows} documents are not valid UTF-8, which NFC normalization cannot take: "
-            "fix the input encoding, or train with --normalization identity (it keeps any bytes)"
-        )
-    documents = corpus.documents
-    holdout = float(options["holdout_fraction"])
-    training, held_out = split_holdout(documents, holdout)
-
-    result = train_bytepiece(training, settings, progress=progress,
-                             provenance={"holdout_fraction": holdout} if holdout > 0 else None, workdir=work)
-    started = time.perf_counter()
-    for vocab_size, model in result.models.items():
-        write_atomic(paths[vocab_size], model.to_bytes(), what="model file")
+    for size, model in trained.models.items():
+        write_atomic(paths[size], model.to_bytes(), what="model file")
     write_atomic(resolved_path, dump_config(options).encode(), what="resolved config")
-    write_seconds = time.perf_counter() - started
+    log.add("write", started, models=len(paths))
 
     started = time.perf_counter()
-    texts, sample_kind = evaluation_sample(training, held_out, int(options["eval_documents"]))
+    limit = int(options["eval_documents"])
+    if trained.evaluation_documents is not None:
+        texts, sample_kind = evaluation_texts(*trained.evaluation_documents, limit)
+    elif source.documents is not None:
+        texts, sample_kind = evaluation_sample(source.documents, source.held_out, limit)
+    else:
+        texts, sample_kind = [], "none"
     evaluation = {size: bytes_per_token(paths[size], texts) for size in paths}
-    eval_seconds = time.perf_counter() - started
-    corpus.raw.unpersist()
+    log.add("evaluate", started, documents=len(texts))
+    if corpus is not None:
+        corpus.raw.unpersist()
+    if not read_counts:
+        read_counts = {"files": len([f for f in fingerprint["files"] if f["size"] > 0]),
+                       "empty_files": len([f for f in fingerprint["files"] if f["size"] == 0]),
+                       "input_bytes": fingerprint["total_bytes"], "documents": trained.documents}
 
     manifest = {
         "command": "shardpiece train",
+        "algorithm": algorithm.name,
         "created_unix": round(time.time(), 3),
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "host": socket.gethostname(),
         "python": platform.python_version(),
-        "spark_version": spark.version,
-        "spark_master": master,
-        "default_parallelism": spark.sparkContext.defaultParallelism,
+        "spark_version": spark.version if spark is not None else None,
+        "spark_master": spark.sparkContext.master if spark is not None else "none",
+        "default_parallelism": spark.sparkContext.defaultParallelism if spark is not None else None,
         "partitions": options.get("partitions"),
         "input": list(options["input"]),
-        "input_format": corpus.input_format,
+        "input_format": options.get("input_format") or (corpus.input_format if corpus is not None else None),
         "text_column": options["text_column"],
-        "read": read_stats.to_dict(),
-        "holdout_fraction": holdout,
-        "corpus_fingerprint": result.fingerprint,
-        "training_documents": result.documents,
-        "settings": settings.to_dict(),
+        "reader": reader,
+        "read": read_counts,
+        "holdout_fraction": float(options["holdout_fraction"]),
+        "corpus_fingerprint": trained.corpus_fingerprint,
+        "training_documents": trained.documents,
+        "settings": algorithm.settings_dict(settings),
+        "details": trained.details,
         "config": {k: v for k, v in sorted(options.items()) if v is not None},
         "config_path": os.path.abspath(resolved_path),
         "input_fingerprint": fingerprint,
         "versions": versions(spark),
         "work_dir": work.describe(),
-        "stages": [{"name": "read", "seconds": round(read_seconds, 3), "counts": read_stats.to_dict(),
-                    "resumed": read_resumed}]
-        + [s.to_dict() for s in result.stages]
-        + [{"name": "write", "seconds": round(write_seconds, 3), "counts": {"models": len(paths)}, "resumed": False},
-           {"name": "evaluate", "seconds": round(eval_seconds, 3), "counts": {"documents": len(texts)},
-            "resumed": False}],
+        "stages": [report.to_dict() for report in log.reports],
         "models": {
             str(size): {
                 "path": os.path.abspath(paths[size]),
-                "vocab_size": result.models[size].vocab_size,
+                "vocab_size": trained.models[size].vocab_size,
                 "evaluation": {"sample": sample_kind, **evaluation[size]},
             }
             for size in sorted(paths)
@@ -275,12 +211,14 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
 
 
 def format_summary(manifest: dict[str, Any]) -> str:
-    lines = ["", "summary", f"  spark master      {manifest['spark_master']}  (partitions: "
-             f"{manifest['partitions'] or 'as read'})"]
+    lines = ["", "summary", f"  algorithm         {manifest['algorithm']}",
+             f"  spark master      {manifest['spark_master']}  (partitions: {manifest['partitions'] or 'as read'}; "
+             f"reader: {manifest['reader']})"]
     for stage in manifest["stages"]:
         counts = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in stage["counts"].items()
                            if isinstance(v, int) and (v or k in ("documents", "rows")))
-        lines.append(f"  {stage['name']:<17} {stage['seconds']:8.1f} s   {counts}")
+        resumed = " (resumed)" if stage.get("resumed") else ""
+        lines.append(f"  {stage['name']:<17} {stage['seconds']:8.1f} s{resumed}   {counts}")
     lines.append(f"  total             {manifest['seconds_total']:8.1f} s")
     for size, info in manifest["models"].items():
         evaluation = info["evaluation"]
@@ -299,30 +237,22 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "train":
         argv = argv[1:]
-    algorithm = requested_algorithm(argv)
-    if algorithm == "unigram":  # SentencePiece's unigram trainer has its own options (jobs/train_unigram.py)
-        from jobs.train_unigram import main as unigram_main
-
-        return unigram_main(argv)
-    if algorithm == "bpe":  # BPE has its own options (jobs/train_bpe.py)
-        from jobs.train_bpe import main as bpe_main
-
-        return bpe_main(argv)
     args = build_parser().parse_args(argv)
-    progress = (lambda message: None) if args.quiet else (lambda message: print(message, flush=True))
+    quiet = getattr(args, "quiet", False)
+    progress = (lambda message: None) if quiet else (lambda message: print(message, flush=True))
     outcome = {}
 
     def body() -> int:
-        options = resolve_options(args)
-        train_settings(options)  # fail on bad settings before starting Spark
+        options, notices = resolve_options(args)
+        for notice in notices:
+            print(f"shardpiece train: {notice}", file=sys.stderr)
         outcome["manifest"] = run(options, progress=progress)
         return 0
 
-    code = exit_code_of(body)
+    code = run_command("shardpiece train", body)
     if code:
         return code
-    manifest = outcome["manifest"]
-    print(format_summary(manifest), flush=True)
+    print(format_summary(outcome["manifest"]), flush=True)
     return 0
 
 

@@ -1,15 +1,15 @@
-"""Pieces every ``shardpiece train`` algorithm shares: output paths, the held-out split, the evaluation sample and
-the exit-code convention. The jobs themselves (``jobs/train.py`` for BytePiece, ``jobs/train_unigram.py``,
-``jobs/train_bpe.py``) stay thin: options, a session, the pipeline, the manifest.
+"""Helpers of the one ``shardpiece train`` job (:mod:`jobs.train`): output paths, the held-out split (Spark's and
+its twin for documents read in this process), the evaluation sample, and reading local text files without Spark
+(``--master none``).
 """
 
 from __future__ import annotations
 
 import os
-import sys
-from typing import Callable
 
-from tokenizer.errors import ConfigError, ShardpieceError
+import numpy as np
+
+from tokenizer.errors import ConfigError, InputError
 
 EVAL_BYTES = 8 << 20  # text the driver encodes to measure bytes per token (document prefixes beyond it are cut)
 
@@ -76,69 +76,73 @@ def evaluation_texts(held_out: list[bytes], training: list[bytes], limit: int) -
     return texts, kind
 
 
-def exit_code_of(run: Callable[[], int], command: str = "shardpiece train") -> int:
-    """Run a job body: 2 for a :class:`ShardpieceError` (bad input or settings), 1 for an error inside a Spark task
-    (its useful line printed, not the JVM trace); anything else propagates."""
-    try:
-        return run()
-    except ShardpieceError as exc:
-        print(f"{command}: error: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # an error inside a Spark task arrives wrapped in JVM/Python tracebacks
-        from pipelines.session import task_error_message
+def read_text_lines(inputs: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(data uint8, offsets int64, files)``: every line of local text files (plain, ``.gz``, ``.zst``; globs and
+    directories expanded, sorted), split at ``\\n`` as Spark's text source does, without the newlines."""
+    import glob
 
-        message = task_error_message(exc)
-        if message is None:
-            raise
-        print(f"{command}: error in a Spark task: {message}", file=sys.stderr)
-        return 1
+    from pipelines.readers import read_local_text_file
+
+    files: list[str] = []
+    for pattern in inputs:
+        if "://" in pattern and not pattern.startswith("file://"):
+            raise ConfigError(f"--input {pattern}: --master none reads local files only; run with Spark "
+                              "(--master local[*] or a cluster URL) for other filesystems")
+        path = pattern[len("file://"):] if pattern.startswith("file://") else pattern
+        found = sorted(glob.glob(path)) if glob.has_magic(path) else [path] if os.path.exists(path) else []
+        for item in found:
+            if os.path.isdir(item):
+                files.extend(sorted(os.path.join(item, f) for f in os.listdir(item)
+                                    if not f.startswith((".", "_")) and os.path.isfile(os.path.join(item, f))))
+            elif os.path.isfile(item):
+                files.append(item)
+        if not found:
+            raise InputError(f"--input {pattern}: no such file; check the path")
+    for path in files:
+        if path.endswith((".jsonl", ".json", ".parquet")):
+            raise ConfigError(f"--input {path}: --master none reads text files only (one document per line); "
+                              "run with Spark for JSONL or Parquet")
+    parts = [read_local_text_file(path) for path in files]
+    datas, offset_parts, base = [], [np.zeros(1, np.int64)], 0
+    for blob in parts:
+        raw = np.frombuffer(blob, np.uint8)
+        newlines = np.flatnonzero(raw == 0x0A)
+        starts = np.concatenate([[0], newlines + 1])
+        ends = np.concatenate([newlines, [len(raw)]])
+        if len(raw) and raw[-1] == 0x0A:  # no empty last line after a final newline
+            starts, ends = starts[:-1], ends[:-1]
+        keep = np.ones(len(raw), bool)
+        keep[newlines] = False
+        datas.append(raw[keep])
+        offset_parts.append(base + np.cumsum(ends - starts))
+        base += int(len(raw) - len(newlines))
+    data = np.concatenate(datas) if datas else np.zeros(0, np.uint8)
+    return data, np.concatenate(offset_parts).astype(np.int64), files
 
 
-def requested_algorithm(argv: list[str]) -> str | None:
-    """The ``--algorithm`` a ``shardpiece train`` command line asks for, on the line or in its ``--config`` file
-    (``None`` when neither says; an unreadable config is left for the job's own loader to report)."""
-    import argparse
+def split_held_out(data: np.ndarray, offsets: np.ndarray, fraction: float):
+    """``((training data, offsets), (held-out data, offsets))`` of packed documents (uint8 data, int64 offsets):
+    the documents ``jobs.training.split_holdout`` holds out on Spark (its ``xxhash64`` rule, reproduced by
+    :mod:`tokenizer.kernels.xxhash`) go to the second part, both in input order. ``fraction`` 0 holds out
+    nothing."""
+    from tokenizer.kernels.xxhash import held_out_documents
 
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--algorithm")
-    pre.add_argument("--config")
-    known, _ = pre.parse_known_args(argv)
-    if known.algorithm is not None:
-        return known.algorithm
-    if known.config:
-        try:
-            import yaml
-
-            with open(known.config, encoding="utf-8") as handle:
-                data = yaml.safe_load(handle) or {}
-        except (OSError, ValueError):
-            return None
-        if isinstance(data, dict) and isinstance(data.get("algorithm"), str):
-            return data["algorithm"]
-    return None
+    held = held_out_documents(data, offsets, fraction)
+    if not held.any():
+        return (data, offsets), (data[:0], np.zeros(1, np.int64))
+    lengths = np.diff(offsets)
+    byte_held = np.repeat(held, lengths)
+    base = data[offsets[0]:offsets[-1]]
+    parts = []
+    for keep, byte_keep in ((~held, ~byte_held), (held, byte_held)):
+        bounds = np.zeros(int(keep.sum()) + 1, np.int64)
+        np.cumsum(lengths[keep], out=bounds[1:])
+        parts.append((base[byte_keep], bounds))
+    return parts[0], parts[1]
 
 
-def algorithm_job_main(argv: list[str] | None, build_parser, run) -> int:
-    """``main`` of a per-algorithm training job (unigram, BPE): parse, run (exit codes as :func:`exit_code_of`),
-    print one line per model and the total."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "train":
-        argv = argv[1:]
-    args = build_parser().parse_args(argv)
-    progress = (lambda message: None) if args.quiet else (lambda message: print(message, flush=True))
-    outcome = {}
-
-    def body() -> int:
-        outcome["manifest"] = run(args, progress)
-        return 0
-
-    code = exit_code_of(body)
-    if code:
-        return code
-    manifest = outcome["manifest"]
-    for size, info in manifest["models"].items():
-        evaluation = info["evaluation"]
-        print(f"model {size}: vocab size {info['vocab_size']:,}, {evaluation.get('bytes_per_token')} bytes/token "
-              f"on {evaluation['documents']:,} {evaluation['sample']}; {info['path']}")
-    print(f"total {manifest['seconds_total']:.1f} s; manifest {manifest['manifest_path']}", flush=True)
-    return 0
+def first_documents(data: np.ndarray, offsets: np.ndarray, limit: int) -> list[bytes]:
+    """The first ``limit`` non-empty documents of packed ``(data uint8, offsets int64)`` as bytes (the evaluation
+    sample of documents read in this process). ``first_documents(b"abc", [0, 2, 2, 3], 5)`` -> ``[b"ab", b"c"]``."""
+    packed = np.asarray(data, np.uint8)
+    return [packed[offsets[k]:offsets[k + 1]].tobytes() for k in np.flatnonzero(np.diff(offsets))[:limit].tolist()]

@@ -36,16 +36,16 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import deque
-from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, TypeVar
+from dataclasses import dataclass
+from typing import Callable, Iterator
 
 import numpy as np
 
+from pipelines.shards import SHARD_BYTES, binary_array, iter_shards, map_shards
+from pipelines.workdir import StageLog, StageReport
 from tokenizer.errors import InputError
 from tokenizer.trainers import bytepiece as bp
 
-SHARD_BYTES = 2 << 20  # per kernel call: counting a shard's n-grams takes ~30 bytes per text byte
 _LIMBS = 8  # a 256-bit fingerprint as eight 32-bit limbs
 _KEY_DOCUMENTS, _KEY_CHUNKS, _KEY_BYTES, _KEY_DISTINCT = -1, -2, -3, -4
 _KEY_LIMB0 = -16  # limb i has key -16 - i
@@ -73,103 +73,6 @@ def multiset_fingerprint(texts) -> str:
         total += document_digest(text.encode() if isinstance(text, str) else bytes(text))
         n += 1
     return format_fingerprint(total, n)
-
-
-# ---------------------------------------------------------------------------------------------- arrow helpers
-def binary_buffers(array) -> tuple[np.ndarray, np.ndarray]:
-    """``(data uint8, offsets int64)`` of a pyarrow binary/string (or large_) array without copying the data.
-
-    Nulls must have been filtered out. Example: ``pa.array([b"ab", b"c"])`` -> ``(b"abc", [0, 2, 3])``.
-    """
-    import pyarrow as pa
-
-    if array.null_count:
-        raise InputError(f"{array.null_count} null documents reached the counting step: filter nulls first")
-    large = pa.types.is_large_binary(array.type) or pa.types.is_large_string(array.type)
-    buffers = array.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int64 if large else np.int32)[array.offset:array.offset + len(array) + 1]
-    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None and len(buffers[2]) else np.zeros(
-        0, dtype=np.uint8)
-    return data, offsets.astype(np.int64)
-
-
-def binary_array(data: np.ndarray, offsets: np.ndarray):
-    """A pyarrow binary array from packed ``(data uint8, offsets int64)`` (offsets must start at 0)."""
-    import pyarrow as pa
-
-    if len(data) >= (1 << 31):
-        raise InputError("more than 2 GiB of pieces in one partition: use more partitions (--partitions)")
-    return pa.Array.from_buffers(pa.binary(), len(offsets) - 1,
-                                 [None, pa.py_buffer(np.asarray(offsets, np.int32).tobytes()),
-                                  pa.py_buffer(np.ascontiguousarray(data, np.uint8).tobytes())])
-
-
-def iter_shards(batches: Iterator, shard_bytes: int = SHARD_BYTES) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Group Arrow batches of one ``text`` column into packed shards of about ``shard_bytes`` (fewer kernel calls
-    and merges per partition). Yields ``(data uint8, offsets int64 starting at 0)``."""
-    pending, size = [], 0
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        data, offsets = binary_buffers(batch.column(0))
-        pending.append((data, offsets))
-        size += int(offsets[-1] - offsets[0])
-        if size >= shard_bytes:
-            yield _concat(pending)
-            pending, size = [], 0
-    if pending:
-        yield _concat(pending)
-
-
-_Shard = TypeVar("_Shard")
-_Result = TypeVar("_Result")
-
-
-def map_shards(function: Callable[[_Shard], _Result], shards: Iterable[_Shard], threads: int = 1
-               ) -> Iterator[_Result]:
-    """``function(shard)`` for every shard, in input order, computed by up to ``threads`` threads at once.
-
-    The kernels ``function`` calls are compiled ``nogil`` (and numpy's sort releases the GIL), so one Python worker
-    uses ``threads`` cores. At most ``threads`` shards are in flight: the next shard is taken from ``shards`` only
-    after the oldest result has been handed to the caller (who merges it in the calling thread). ``threads=1``
-    runs everything in the calling thread. Example: ``list(map_shards(len, [b"ab", b"c"], threads=2))`` -> ``[2, 1]``.
-
-    In a Spark task, the worker's heap is frozen after the first result (:mod:`pipelines.worker_heap`).
-    """
-    from pipelines.worker_heap import freeze_worker_heap
-
-    for index, result in enumerate(_map_shards(function, shards, threads)):
-        yield result
-        if index == 0:
-            freeze_worker_heap()
-
-
-def _map_shards(function: Callable[[_Shard], _Result], shards: Iterable[_Shard], threads: int
-                ) -> Iterator[_Result]:
-    if threads <= 1:
-        for shard in shards:
-            yield function(shard)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="shardpiece-shard") as pool:
-        pending: deque = deque()
-        for shard in shards:
-            while len(pending) >= threads:
-                yield pending.popleft().result()
-            pending.append(pool.submit(function, shard))
-            del shard
-        while pending:
-            yield pending.popleft().result()
-
-
-def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    datas, offset_parts, base = [], [np.zeros(1, np.int64)], 0
-    for data, offsets in parts:
-        datas.append(data[offsets[0]:offsets[-1]])
-        offset_parts.append(offsets[1:] - offsets[0] + base)
-        base += int(offsets[-1] - offsets[0])
-    return np.concatenate(datas) if datas else np.zeros(0, np.uint8), np.concatenate(offset_parts)
 
 
 # ---------------------------------------------------------------------------------------------- step 1: n-grams
@@ -460,17 +363,6 @@ def release_memory() -> None:
 
 
 @dataclass
-class StageReport:
-    name: str
-    seconds: float
-    counts: dict = field(default_factory=dict)
-    resumed: bool = False  # loaded from the work directory instead of computed
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "seconds": round(self.seconds, 3), "counts": self.counts, "resumed": self.resumed}
-
-
-@dataclass
 class TrainResult:
     models: dict  # vocab_size -> tokenizer.model.Model
     stages: list[StageReport]
@@ -490,19 +382,12 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
     driver runs one task at a time over all cores; other sessions give 1). The models do not depend on it.
     """
     from pipelines.session import task_threads
-    from pipelines.workdir import NoWorkDir
 
     threads = task_threads(documents.sparkSession) if threads is None else max(1, int(threads))
 
     settings.validate()
-    work = workdir if workdir is not None else NoWorkDir()
-    stages: list[StageReport] = []
-
-    def stage(name: str, started: float, resumed: bool = False, **counts) -> None:
-        report = StageReport(name, time.perf_counter() - started, counts, resumed)
-        stages.append(report)
-        shown = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in counts.items())
-        progress(f"[{name}] {report.seconds:.1f} s" + (f": {shown}" if shown else ""))
+    log = StageLog(workdir, progress)
+    work, stage = log.work, log.add
 
     started = time.perf_counter()
     progress("[ngrams] counting byte n-grams (order %d) per partition, then reducing" % settings.order)
@@ -554,4 +439,5 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
     started = time.perf_counter()
     models, resumed = work.run("models", build_models, "models")
     stage("models", started, resumed, models=len(models))
-    return TrainResult(models=models, stages=stages, fingerprint=ngrams.fingerprint, documents=ngrams.documents)
+    return TrainResult(models=models, stages=log.reports, fingerprint=ngrams.fingerprint,
+                       documents=ngrams.documents)

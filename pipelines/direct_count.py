@@ -3,7 +3,7 @@ local masters).
 
 Spark's text reader hands every line from the JVM to the Python worker as Arrow, and the partitions' tables then
 go through a shuffle; on a local master, whose driver collects the reduced table anyway, that costs more than the
-counting itself (the unigram job's chunk stage on en.train: 15.7 s through Spark's reader, 8.6 s read here). Here
+counting itself (BENCHMARKS.md, the bpe section's reader rows). Here
 each task opens its files with pyarrow (:func:`pipelines.arrow_read.read_text_units`: the same lines as Spark's
 text source; :func:`pipelines.arrow_read.read_units`: a Parquet file's text column, nulls dropped), drops the
 held-out documents by Spark's own ``xxhash64`` rule (:mod:`tokenizer.kernels.xxhash`, so
@@ -20,42 +20,24 @@ Example::
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 
-from pipelines.bytepiece import binary_buffers
-from tokenizer.trainers import bpe
+from pipelines.chunk_count import Counter
+from pipelines.shards import binary_buffers
+from tokenizer.trainers import chunk_table as T
 
 DIRECT_TASK_BYTES = 64 << 20  # text per task (each returns its own table to the driver)
-
-#: A job's counter: ``(Arrow batches of one binary column (the training documents of one task), threads)`` ->
-#: ``((chunk data uint8, chunk offsets int64, counts int64), tally)``, where the tally is an int the job sums
-#: over tasks (the unigram job's skipped sentences, the BPE job's documents). It runs in the tasks: picklable.
-Counter = Callable[[Iterator, int], tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int]]
-
-
-@dataclass
-class DirectCount:
-    """The chunk table (``chunks`` sorted by bytes, ``counts`` int64), the counters' summed ``tally``, and the first
-    held-out and training documents (for the evaluation sample), in input order."""
-
-    chunks: list[bytes]
-    counts: np.ndarray
-    tally: int
-    held_out: list[bytes]
-    training: list[bytes]
-    seconds: float
 
 
 def direct_count_task(counter: Counter, threads: int, holdout_fraction: float, keep_documents: int,
                       text_column: str = "text") -> Callable:
     """``mapPartitions`` function: read this task's units with pyarrow (text lines, or a Parquet file's
     ``text_column``, nulls dropped and strings taken as their UTF-8 bytes, as Spark's reader gives them), drop the
-    held-out documents, count the rest with ``counter`` on ``threads`` threads; yields one ``(chunk data bytes,
-    chunk offsets, counts, tally, held-out docs, training docs)`` tuple per group of units."""
+    held-out documents, count the rest with ``counter`` (:data:`pipelines.chunk_count.Counter`) on ``threads``
+    threads; yields one ``(chunk data bytes, chunk offsets, counts, stats, held-out docs, training docs)`` tuple per
+    group of units."""
 
     def run(groups):
         import pyarrow as pa
@@ -85,40 +67,36 @@ def direct_count_task(counter: Counter, threads: int, holdout_fraction: float, k
                         train_docs.extend(d for d in column.slice(0, keep_documents).to_pylist() if d)
                     yield pa.RecordBatch.from_arrays([column], ["text"])
 
-            (chunk_data, chunk_offsets, counts), tally = counter(training_batches(), threads)
+            (chunk_data, chunk_offsets, counts), stats = counter(training_batches(), threads)
             yield (np.asarray(chunk_data, np.uint8).tobytes(), np.asarray(chunk_offsets, np.int64),
-                   np.asarray(counts, np.int64), int(tally), held_docs[:keep_documents], train_docs[:keep_documents])
+                   np.asarray(counts, np.int64), dict(stats), held_docs[:keep_documents], train_docs[:keep_documents])
 
     return run
 
 
 def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float, *, threads: int | None = None,
-                        keep_documents: int = 2000, text_column: str = "text") -> DirectCount:
+                        keep_documents: int = 2000, text_column: str = "text") -> T.ChunkTable:
     """The chunk table of local text or Parquet files (:func:`pipelines.arrow_read.plan_text` or
     :func:`~pipelines.arrow_read.plan_parquet` units; ``text_column`` is a Parquet file's text), ``counter`` run in
     Spark tasks of up to ``DIRECT_TASK_BYTES`` of text each (see the module docstring) with ``threads`` threads
     (default: the session's :func:`~pipelines.session.task_threads`); the tasks' tables summed
-    (:func:`tokenizer.trainers.bpe.merge_chunk_counts`) and sorted on the driver. Meant for local masters, whose
-    driver holds the reduced table anyway."""
+    (:func:`tokenizer.trainers.chunk_table.merge`) and sorted on the driver, with the first ``keep_documents``
+    held-out and training documents. Meant for local masters, whose driver holds the reduced table anyway."""
     from pipelines.arrow_read import assign_units
     from pipelines.session import task_threads
 
-    started = time.perf_counter()
     threads = task_threads(spark) if threads is None else max(1, int(threads))
     total_weight = sum(unit.weight for unit in units)
     tasks = max(1, min(len(units), -(-total_weight // DIRECT_TASK_BYTES)))
     groups = [group for group in assign_units(units, tasks) if group]
     rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
         direct_count_task(counter, threads, holdout_fraction, keep_documents, text_column)).collect() if groups else []
-    tables, tally, held_out, training = [], 0, [], []
-    for chunk_bytes, chunk_offsets, counts, task_tally, held_docs, train_docs in rows:
-        tables.append((np.frombuffer(chunk_bytes, np.uint8), chunk_offsets, counts))
-        tally += task_tally
+    parts, held_out, training = [], [], []
+    for chunk_bytes, chunk_offsets, counts, stats, held_docs, train_docs in rows:
+        parts.append(((np.frombuffer(chunk_bytes, np.uint8), chunk_offsets, counts), stats))
         held_out.extend(held_docs)
         training.extend(train_docs)
-    chunks, counts = bpe.sort_chunks(*bpe.merge_chunk_counts(*tables))
-    return DirectCount(chunks, counts, tally, held_out[:keep_documents], training[:keep_documents],
-                       time.perf_counter() - started)
+    return T.finish(*T.merge(*parts), held_out[:keep_documents], training[:keep_documents])
 
 
 def direct_units(spark, inputs: list[str], input_format: str | None, text_column: str = "text"):

@@ -1,38 +1,35 @@
-"""SentencePiece-style unigram training as Spark steps around :mod:`tokenizer.trainers.unigram`::
+"""SentencePiece-style unigram training's Spark steps around :mod:`tokenizer.trainers.unigram`::
 
     documents (text: binary)
       -> mapInArrow: ChunkSplitter.count (normalize, meta pieces -> boundary, split at "▁", hash count: Numba)
-         per ~2 MB shard on the task's threads, the shards' tables summed per partition
-         -> rows (chunk: binary, count: long)
-      -> groupBy(chunk).sum(count)                        exact integer reduce
+         per ~2 MB shard on the task's threads, summed over the partition
+      -> the chunk count reduce of :mod:`pipelines.chunk_count` (exact integer sums; side statistics: documents,
+         skipped sentences)
       -> the chunk table: collected and sorted on the driver (seeds, M-step and pruning run there)
-    EM rounds, each E-step either
+    EM rounds (``shardpiece train``, :mod:`jobs.train_algorithms`), each E-step either
       driver: the Numba kernels over the collected table (when it is small: no job overhead per round), or
-      spark:  the table stays partitioned in Spark (persisted); the trie and scores are broadcast, each partition
-              returns its int64 fixed-point expected counts, the driver adds them (exact, order-free)
+      spark:  the table partitioned in Spark (persisted); the trie and scores are broadcast, each partition
+              returns its int64 fixed-point expected counts, the driver adds them (:func:`spark_runner`)
 
 Every reduction is an integer sum and every driver step sorts its input, so the model's bytes do not depend on
 the number of partitions or on the E-step mode.
 
 Example::
 
-    result = train_unigram(corpus.documents, UnigramSettings(vocab_size=32000))
-    result.model.save("unigram-32000.model")
+    table = count_chunks(corpus.documents, UnigramSettings(vocab_size=32000))
+    model = train_from_chunks(table.chunks, table.counts, UnigramSettings(vocab_size=32000))
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Iterator
 
 import numpy as np
 
-from pipelines import direct_count
-from pipelines.bytepiece import SHARD_BYTES, StageReport, binary_array, binary_buffers, iter_shards, map_shards
-from pipelines.direct_count import DirectCount
-from tokenizer.trainers import bpe
+from pipelines import chunk_count, direct_count
+from pipelines.shards import SHARD_BYTES, binary_buffers, iter_shards, map_shards
+from tokenizer.trainers import chunk_table as T
 from tokenizer.trainers import unigram as ug
 
 DRIVER_ESTEP_MAX_BYTES = 512 << 20
@@ -62,83 +59,70 @@ def counting_session_options(master: str | None) -> dict[str, str]:
     return options
 
 
-def count_shards(settings: ug.UnigramSettings, batches: Iterator, threads: int, shard_bytes: int):
-    """``((chunk data, chunk offsets, counts), skipped sentences)`` of Arrow batches of one text column: cut into
-    ~``shard_bytes`` shards counted by ``threads`` threads at once
-    (:meth:`~tokenizer.trainers.unigram.ChunkSplitter.count`, Numba, nogil), the tables summed in one pass."""
+def count_shards(settings: ug.UnigramSettings, batches: Iterator, threads: int, shard_bytes: int = SHARD_BYTES):
+    """``((chunk data, chunk offsets, counts), {"documents": n, "skipped_sentences": k})`` of Arrow batches of one
+    text column: cut into ~``shard_bytes`` shards counted by ``threads`` threads at once
+    (:meth:`~tokenizer.trainers.unigram.ChunkSplitter.count`, Numba, nogil), the tables summed in one pass (a
+    :data:`pipelines.chunk_count.Counter` once ``settings`` is bound)."""
     splitter = ug.ChunkSplitter(settings)
     splitter.normalizer, splitter.meta_pattern  # built once, before the threads share them
-    tables, skipped = [], 0
-    for chunk_data, chunk_offsets, counts, dropped in map_shards(lambda shard: splitter.count(*shard),
-                                                                 iter_shards(batches, shard_bytes), threads):
-        skipped += dropped
-        tables.append((chunk_data, chunk_offsets, counts))
-    return bpe.merge_chunk_counts(*tables), skipped
+
+    def count(shard):
+        chunk_data, chunk_offsets, counts, dropped = splitter.count(*shard)
+        return (chunk_data, chunk_offsets, counts), {"documents": int(np.count_nonzero(np.diff(shard[1]))),
+                                                     "skipped_sentences": int(dropped)}
+
+    return T.merge(*map_shards(count, iter_shards(batches, shard_bytes), threads))
 
 
-def split_partition(settings: ug.UnigramSettings, threads: int = 1, shard_bytes: int = SHARD_BYTES) -> Callable:
-    """The ``mapInArrow`` function of the chunk count: the partition's ~``shard_bytes`` shards counted by
-    ``threads`` threads at once (:meth:`~tokenizer.trainers.unigram.ChunkSplitter.count`, Numba, nogil), the
-    tables summed (``merge_chunk_counts``); yields (chunk: binary, count: long) rows, plus one row with an empty
-    chunk whose count is the number of skipped sentences negated (empty chunks never occur otherwise)."""
-
-    def run(batches: Iterator) -> Iterator:
-        import pyarrow as pa
-
-        (chunk_data, chunk_offsets, counts), skipped = count_shards(settings, batches, threads, shard_bytes)
-        if len(counts):
-            yield pa.RecordBatch.from_arrays(
-                [binary_array(chunk_data, chunk_offsets), pa.array(np.asarray(counts, np.int64), pa.int64())],
-                names=["chunk", "count"])
-        yield pa.RecordBatch.from_arrays([pa.array([b""], pa.binary()), pa.array([-skipped], pa.int64())],
-                                         names=["chunk", "count"])
-
-    return run
+def counter(settings: ug.UnigramSettings, shard_bytes: int = SHARD_BYTES) -> chunk_count.Counter:
+    """The job's counter (picklable: it runs in the tasks); the chunks do not depend on the vocab size."""
+    settings.validate()
+    return partial(count_shards, settings, shard_bytes=shard_bytes)
 
 
 def count_chunks(documents, settings: ug.UnigramSettings, threads: int | None = None,
-                 shard_bytes: int = SHARD_BYTES):
-    """The reduced chunk table as a DataFrame (chunk, count); the empty chunk's count is minus the number of
-    skipped sentences. ``threads``: counting threads per task (default: the session's
-    :func:`~pipelines.session.task_threads`)."""
-    from pyspark.sql import functions as F
+                 shard_bytes: int = SHARD_BYTES, keep_frame: bool = False, partitions: int | None = None):
+    """The chunk table of a DataFrame of documents (``text: binary``) through Spark's reduce; ``threads``: counting
+    threads per task (default: the session's :func:`~pipelines.session.task_threads`). With ``keep_frame`` returns
+    ``(table, frame)``: the reduced ``(chunk, count)`` rows persisted (memory and disk; in ``partitions``
+    partitions when given) for Spark E-steps (:func:`spark_runner`; unpersist it after)."""
+    from pyspark import StorageLevel
 
-    from pipelines.session import task_threads
-
-    threads = task_threads(documents.sparkSession) if threads is None else max(1, int(threads))
-    counted = documents.select("text").mapInArrow(split_partition(settings, threads, shard_bytes),
-                                                   "chunk binary, count long")
-    return counted.groupBy("chunk").agg(F.sum("count").alias("count"))
-
-
-def collect_table(table) -> tuple[list[bytes], np.ndarray, int]:
-    """``(chunks sorted by bytes, int64 counts, skipped sentences)`` of the reduced table."""
-    arrow = table.toArrow()
-    column = arrow.column("chunk").combine_chunks()
-    counts = arrow.column("count").to_numpy().astype(np.int64)
-    data, offsets = binary_buffers(column)
-    lengths = np.diff(offsets)
-    empty = lengths == 0
-    skipped = -int(counts[empty].sum())
-    keep = ~empty
-    starts, ends = offsets[:-1][keep], offsets[1:][keep]
-    chunks, sorted_counts = bpe.sort_chunks(*bpe.K.gather_spans(np.ascontiguousarray(data, np.uint8), starts, ends),
-                                            counts[keep])
-    return chunks, sorted_counts, skipped
+    frame = chunk_count.chunk_count_frame(documents, counter(settings, shard_bytes), threads)
+    if not keep_frame:
+        return chunk_count.collect_chunk_table(frame)
+    if partitions:
+        frame = frame.repartition(partitions, "chunk")
+    frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        table = chunk_count.collect_chunk_table(frame)
+    except BaseException:
+        frame.unpersist()
+        raise
+    return table, chunk_count.chunks_only(frame)
 
 
-# ---------------------------------------------------------------------------------------------- direct count
 def count_chunks_direct(spark, units, settings: ug.UnigramSettings, holdout_fraction: float, *,
                         threads: int | None = None, shard_bytes: int = SHARD_BYTES,
-                        keep_documents: int = 2000, text_column: str = "text") -> DirectCount:
+                        keep_documents: int = 2000, text_column: str = "text") -> T.ChunkTable:
     """The chunk table of local text or Parquet files (:func:`pipelines.direct_count.direct_units`) counted by
-    Spark tasks that read them with pyarrow (:func:`pipelines.direct_count.count_chunks_direct`); equals
-    :func:`count_chunks` on the training documents, so the model's bytes are the same. The result's ``tally`` is
-    the number of skipped sentences."""
-    settings.validate()
-    return direct_count.count_chunks_direct(spark, units, partial(count_shards, settings, shard_bytes=shard_bytes),
-                                            holdout_fraction, threads=threads, keep_documents=keep_documents,
+    Spark tasks that read them with pyarrow: the table :func:`count_chunks` gives on the training documents."""
+    return direct_count.count_chunks_direct(spark, units, counter(settings, shard_bytes), holdout_fraction,
+                                            threads=threads, keep_documents=keep_documents,
                                             text_column=text_column)
+
+
+def table_frame(spark, table: T.ChunkTable, partitions: int | None = None):
+    """A persisted ``(chunk, count)`` DataFrame of a collected table (Spark E-steps of a table counted in the tasks
+    or resumed from the work directory), in ``partitions`` partitions (default: the session's parallelism)."""
+    import pandas as pd
+    from pyspark import StorageLevel
+
+    frame = spark.createDataFrame(pd.DataFrame({"chunk": table.chunks, "count": table.counts}),
+                                  "chunk binary, count long")
+    frame = frame.repartition(partitions or spark.sparkContext.defaultParallelism, "chunk")
+    return frame.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 def _stats_partition(state_broadcast, kind: str) -> Callable:
@@ -200,78 +184,11 @@ def driver_threads(master: str) -> int:
     return local_cores(master) if is_local_master(master) else 1
 
 
-@dataclass
-class UnigramResult:
-    model: object  # tokenizer.model.Model
-    stages: list[StageReport] = field(default_factory=list)
-    chunks: int = 0
-    sentences: int = 0
-    skipped_sentences: int = 0
-    estep_mode: str = "driver"
-
-
-def train_unigram(documents, settings: ug.UnigramSettings, *, estep: str = "auto", partitions: int | None = None,
-                  provenance: dict | None = None, threads: int | None = None, count_threads: int | None = None,
-                  shard_bytes: int = SHARD_BYTES, counted: DirectCount | None = None,
-                  progress: Callable[[str], None] = lambda message: None) -> UnigramResult:
-    """Train one unigram model on a DataFrame of documents (``text: binary``, one sentence per row).
-
-    ``estep``: ``driver`` (collect the chunk table, E-steps in this process), ``spark`` (E-steps as Spark jobs
-    over the partitioned table), ``auto`` (driver when the table holds at most ``DRIVER_ESTEP_MAX_BYTES``).
-    ``threads``: threads of driver E-steps (default :func:`driver_threads`); ``count_threads``: threads per task
-    of the chunk count over ~``shard_bytes`` shards (default: the session's task cores). The model's bytes never
-    depend on them. ``counted``: a chunk table already counted by :func:`count_chunks_direct` (``documents`` is
-    then not read; the E-steps run on the driver, which holds the table).
-    """
-    from pyspark import StorageLevel
-
+def estep_mode(estep: str, table: T.ChunkTable) -> str:
+    """Where the E-steps run: ``driver`` or ``spark`` as asked, ``auto``: the driver up to
+    :data:`DRIVER_ESTEP_MAX_BYTES` of chunk bytes. ``estep_mode("auto", table)`` -> ``"driver"`` for small tables."""
     if estep not in ESTEP_MODES:
         raise ValueError(f"estep={estep!r}: use one of {ESTEP_MODES}")
-    settings.validate()
-    stages: list[StageReport] = []
-    if counted is not None:
-        return _train_counted(counted, settings, provenance, threads, progress)
-    started = time.perf_counter()
-    table = count_chunks(documents, settings, count_threads, shard_bytes)
-    if partitions:
-        table = table.repartition(partitions, "chunk")
-    table = table.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        chunks, counts, skipped = collect_table(table)
-        chunk_bytes = sum(len(c) for c in chunks)
-        stages.append(StageReport("chunks", time.perf_counter() - started,
-                                  {"chunks": len(chunks), "chunk_bytes": chunk_bytes, "sentences_skipped": skipped}))
-        progress(f"[chunks] {stages[-1].seconds:.1f} s: {len(chunks):,} distinct chunks, {chunk_bytes:,} bytes, "
-                 f"{skipped:,} sentences skipped (too long or containing U+2585)")
-        mode = estep
-        if mode == "auto":
-            mode = "driver" if chunk_bytes <= DRIVER_ESTEP_MAX_BYTES else "spark"
-        runner = spark_runner(table.where("length(chunk) > 0")) if mode == "spark" else None
-        if threads is None:
-            threads = driver_threads(table.sparkSession.sparkContext.master)
-        if mode == "driver":
-            progress(f"[em] E-steps on the driver with {threads} thread{'s' if threads != 1 else ''}")
-        started = time.perf_counter()
-        model = ug.train_from_chunks(chunks, counts, settings, runner=runner, provenance=provenance,
-                                     progress=progress, threads=threads)
-        stages.append(StageReport("em", time.perf_counter() - started, {"pieces": model.vocab_size}))
-    finally:
-        table.unpersist()
-    return UnigramResult(model=model, stages=stages, chunks=len(chunks), sentences=int(counts.sum()),
-                         skipped_sentences=skipped, estep_mode=mode)
-
-
-def _train_counted(counted: DirectCount, settings: ug.UnigramSettings, provenance, threads, progress) -> UnigramResult:
-    chunk_bytes = sum(len(c) for c in counted.chunks)
-    stages = [StageReport("chunks", counted.seconds, {"chunks": len(counted.chunks), "chunk_bytes": chunk_bytes,
-                                                      "sentences_skipped": counted.tally})]
-    progress(f"[chunks] {counted.seconds:.1f} s: {len(counted.chunks):,} distinct chunks, {chunk_bytes:,} bytes, "
-             f"{counted.tally:,} sentences skipped (too long or containing U+2585)")
-    threads = threads or 1
-    progress(f"[em] E-steps on the driver with {threads} thread{'s' if threads != 1 else ''}")
-    started = time.perf_counter()
-    model = ug.train_from_chunks(counted.chunks, counted.counts, settings, provenance=provenance, progress=progress,
-                                 threads=threads)
-    stages.append(StageReport("em", time.perf_counter() - started, {"pieces": model.vocab_size}))
-    return UnigramResult(model=model, stages=stages, chunks=len(counted.chunks), sentences=int(counted.counts.sum()),
-                         skipped_sentences=counted.tally, estep_mode="driver")
+    if estep == "auto":
+        return "driver" if table.chunk_bytes <= DRIVER_ESTEP_MAX_BYTES else "spark"
+    return estep

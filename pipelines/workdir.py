@@ -5,11 +5,18 @@ the result (the training settings, how the input is read, and the input's conten
 
     ROOT/3f9c0e1a2b4d5e6f/
         key.json                 what the key was computed from (for people; never read back)
+        read.npz                 the read counts (Spark's reader)
+      bytepiece:
         ngrams.npz               the reduced n-gram table (pruned to min_count, as the driver holds it)
         ngram_model.npz          the n-gram language model
         pieces.npz               the summed piece counts
         prune.npz                the pruned vocabulary of every requested size
         refine_em_SIZE.npz       the EM-refined pieces of one size (only with refine_em_rounds)
+      unigram and bpe:
+        chunks.npz               the reduced chunk table (and the documents kept for evaluation)
+        em_SIZE.npz              unigram: the EM loop's state after its latest pruning round (a checkpoint)
+        merges.npz               bpe: the merges of the largest size
+      every algorithm:
         models.npz               the model files' bytes
 
 A stage's file appears, whole, only after the stage finished: it is written under a temporary name, flushed to
@@ -20,7 +27,8 @@ computed again, never trusted. Files are ``.npz`` archives without pickles (``al
 plus one JSON header.
 
 Testing aid: ``SHARDPIECE_FAIL_AFTER_STAGE=NAME[,NAME...]`` makes :meth:`WorkDir.run` raise :class:`InjectedFault`
-right after stage NAME was computed and saved, which is what a job killed at that point leaves behind.
+right after stage NAME was computed and saved (a checkpointed stage: after its first save), which is what a job
+killed at that point leaves behind.
 
 Example::
 
@@ -34,6 +42,8 @@ import hashlib
 import io
 import json
 import os
+import time
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -88,6 +98,17 @@ def _encode(kind: str, value: Any) -> tuple[dict[str, np.ndarray], dict]:
     if kind == "models":
         return ({str(size): np.frombuffer(model.to_bytes(), dtype=np.uint8) for size, model in value.items()},
                 {"sizes": sorted(int(s) for s in value)})
+    if kind == "chunk_table":
+        arrays = {"counts": np.asarray(value.counts, np.int64)}
+        for name, texts in (("chunks", value.chunks), ("held_out", value.held_out), ("training", value.training)):
+            arrays[f"{name}_data"], arrays[f"{name}_offsets"] = _pack(texts)
+        return arrays, {"stats": value.stats}
+    if kind == "merges":
+        return {"left": value.left, "right": value.right, "counts": value.counts}, {}
+    if kind == "em_state":
+        data, offsets = _pack(value.pieces)
+        return ({"data": data, "offsets": offsets, "scores": value.scores, "order": value.order},
+                {"rounds": int(value.rounds)})
     if kind == "json":
         return {}, {"value": value}
     raise ValueError(f"unknown stage kind {kind!r}")
@@ -113,6 +134,20 @@ def _decode(kind: str, arrays: dict[str, np.ndarray], meta: dict) -> Any:
 
         return {size: Model.from_bytes(arrays[str(size)].tobytes(), source=f"stage file, model {size}")
                 for size in meta["sizes"]}
+    if kind == "chunk_table":
+        from tokenizer.trainers.chunk_table import ChunkTable
+
+        texts = {name: _unpack(arrays[f"{name}_data"], arrays[f"{name}_offsets"])
+                 for name in ("chunks", "held_out", "training")}
+        return ChunkTable(texts["chunks"], arrays["counts"], meta["stats"], texts["held_out"], texts["training"])
+    if kind == "merges":
+        from tokenizer.trainers.bpe import Merges
+
+        return Merges(arrays["left"], arrays["right"], arrays["counts"])
+    if kind == "em_state":
+        from tokenizer.trainers.unigram import EmState
+
+        return EmState(_unpack(arrays["data"], arrays["offsets"]), arrays["scores"], arrays["order"], meta["rounds"])
     if kind == "json":
         return meta["value"]
     raise ValueError(f"unknown stage kind {kind!r}")
@@ -165,28 +200,65 @@ class WorkDir:
                  **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
         write_atomic(self.stage_file(name), buffer.getvalue(), what=f"stage file ({name})")
 
-    def run(self, name: str, compute: Callable[[], Any], kind: str) -> tuple[Any, bool]:
-        """``(value, resumed)``: the stage's saved value when it finished before, else ``compute()`` saved."""
+    def finished_value(self, name: str, kind: str) -> tuple[Any, bool]:
+        """``(value, True)`` of a stage finished before (when resuming), else ``(None, False)``; a damaged stage
+        file is reported and ignored, never trusted."""
         if self.resume and os.path.exists(self.stage_file(name)):
             try:
                 value = self.load(name, kind)
-            except Exception as exc:  # a damaged stage file is recomputed, never trusted
+            except Exception as exc:
                 self.progress(f"[resume] stage file {self.stage_file(name)} is unreadable ({exc!r}); recomputing")
             else:
                 self.resumed.append(name)
                 self.progress(f"[resume] {name}: loaded from {self.stage_file(name)}")
                 return value, True
-        value = compute()
+        return None, False
+
+    def finish(self, name: str, kind: str, value: Any) -> None:
+        """Save a computed stage (or a newer checkpoint of it); then the fault-injection hook (module docstring)."""
         self.save(name, kind, value)
-        self.computed.append(name)
+        if name not in self.computed:
+            self.computed.append(name)
         faults = [s.strip() for s in os.environ.get(FAULT_ENV, "").split(",") if s.strip()]
         if name in faults:
             raise InjectedFault(f"injected fault after stage {name!r} ({FAULT_ENV}={os.environ[FAULT_ENV]})")
+
+    def run(self, name: str, compute: Callable[[], Any], kind: str) -> tuple[Any, bool]:
+        """``(value, resumed)``: the stage's saved value when it finished before, else ``compute()`` saved."""
+        value, resumed = self.finished_value(name, kind)
+        if resumed:
+            return value, True
+        value = compute()
+        self.finish(name, kind, value)
         return value, False
+
+    def checkpoints(self, name: str, kind: str) -> "StageCheckpoints":
+        """A stage saved again each time it moves on (the unigram EM loop after each pruning round)."""
+        return StageCheckpoints(self, name, kind)
 
     def describe(self) -> dict:
         return {"path": self.path, "key": self.key, "resumed_stages": list(self.resumed),
                 "computed_stages": list(self.computed)}
+
+
+class StageCheckpoints:
+    """``load()`` / ``save(value)`` of one checkpointed stage (see :meth:`WorkDir.checkpoints`): ``load`` gives the
+    last saved value once (``None`` when there is none or when not resuming), ``save`` replaces it atomically."""
+
+    def __init__(self, work: WorkDir, name: str, kind: str):
+        self.work, self.name, self.kind = work, name, kind
+        self._loaded = False
+
+    def load(self) -> Any:
+        if self._loaded:
+            return self._last
+        self._loaded = True
+        self._last, _ = self.work.finished_value(self.name, self.kind)
+        return self._last
+
+    def save(self, value: Any) -> None:
+        self._loaded, self._last = True, value
+        self.work.finish(self.name, self.kind, value)
 
 
 class NoWorkDir:
@@ -196,3 +268,43 @@ class NoWorkDir:
 
     def run(self, name: str, compute: Callable[[], Any], kind: str) -> tuple[Any, bool]:
         return compute(), False
+
+
+@dataclass
+class StageReport:
+    """One stage of a training run in the manifest: its seconds, counts, and whether it was resumed."""
+
+    name: str
+    seconds: float
+    counts: dict = field(default_factory=dict)
+    resumed: bool = False  # loaded from the work directory instead of computed
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "seconds": round(self.seconds, 3), "counts": self.counts, "resumed": self.resumed}
+
+
+class StageLog:
+    """The stages of a run as they finish: one :class:`StageReport` each and one progress line
+    (``[name] 1.2 s: documents 12, chunks 40``); :meth:`run` also persists the stage in a work directory."""
+
+    def __init__(self, work: "WorkDir | NoWorkDir | None" = None,
+                 progress: Callable[[str], None] = lambda message: None):
+        self.work = work if work is not None else NoWorkDir()
+        self.progress = progress
+        self.reports: list[StageReport] = []
+
+    def add(self, name: str, started: float, resumed: bool = False, **counts) -> None:
+        """Record stage ``name`` that began at ``started`` (``time.perf_counter()``) and ends now."""
+        report = StageReport(name, time.perf_counter() - started, counts, resumed)
+        self.reports.append(report)
+        shown = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in counts.items())
+        self.progress(f"[{name}] {report.seconds:.1f} s" + (" (resumed)" if resumed else "")
+                      + (f": {shown}" if shown else ""))
+
+    def run(self, name: str, compute: Callable[[], Any], kind: str,
+            counts: Callable[[Any], dict] = lambda value: {}) -> Any:
+        """The stage's value: loaded from the work directory, or computed and saved; recorded with ``counts``."""
+        started = time.perf_counter()
+        value, resumed = self.work.run(name, compute, kind)
+        self.add(name, started, resumed, **counts(value))
+        return value

@@ -1,4 +1,5 @@
-"""Train configs: validation names key and file, --set overrides, precedence, the resolved config round trip."""
+"""Train configs: validation names key and file, --set overrides, precedence, aliases and deprecated names, options
+an algorithm does not take, the resolved config round trip."""
 
 from __future__ import annotations
 
@@ -7,15 +8,21 @@ import os
 import pytest
 import yaml
 
-from jobs.config import SCHEMA, dump_config, load_config, merge_options, parse_overrides, validate_config
+from jobs.config import merge_options, validate_config
+from jobs.config import parse_overrides as parse_any_overrides
 from jobs.train import build_parser, resolve_options, resolved_config
+from jobs.train_options import ACCEPTED, SCHEMA, dump_config, load_config
 from tokenizer.errors import ConfigError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def options_from(argv: list[str]) -> dict:
-    return resolve_options(build_parser().parse_args(argv))
+    return resolve_options(build_parser().parse_args(argv))[0]
+
+
+def parse_overrides(pairs):
+    return parse_any_overrides(pairs, ACCEPTED)
 
 
 def test_every_shipped_train_config_validates():
@@ -71,7 +78,7 @@ def test_precedence_defaults_file_set_flags(tmp_path):
                             "--set", "spark.executor.memory=8g", "--order", "5"])
     assert options["min_count"] == 7           # --set beats the file
     assert options["order"] == 5               # a named flag beats --set
-    assert options["max_piece_length"] == 36   # the default where nobody says otherwise
+    assert options["max_piece_bytes"] == 36    # the default where nobody says otherwise
     assert options["spark"] == {"spark.executor.memory": "8g", "spark.executor.cores": 1}  # merged key by key
     assert merge_options({"spark": {"a": 1}}, {"spark": {"b": 2}}) == {"spark": {"a": 1, "b": 2}}
 
@@ -92,6 +99,62 @@ def test_resolved_config_round_trips_and_reruns_the_same_options(tmp_path, monke
 
 
 def test_validate_config_accepts_empty_and_rejects_non_mappings():
-    assert validate_config(None, "x.yaml") == {}
+    assert validate_config(None, "x.yaml", SCHEMA) == {}
     with pytest.raises(ConfigError, match="x.yaml: the file must hold a mapping"):
-        validate_config([1, 2], "x.yaml")
+        validate_config([1, 2], "x.yaml", SCHEMA)
+
+
+def test_every_algorithm_takes_the_shared_options_and_its_own_only(tmp_path):
+    base = ["--input", "c.txt", "--output", "m.model", "--vocab-size", "400"]
+    for algorithm in ("bytepiece", "unigram", "bpe"):
+        options = options_from(["--algorithm", algorithm, *base, "--work-dir", "w", "--no-resume", "--threads", "2",
+                                "--set", "eval_documents=10", "--special-tokens", "<x>"])
+        assert options["resume"] is False and options["threads"] == 2 and options["eval_documents"] == 10
+        assert options["special_tokens"] == ["<x>"] and options["algorithm"] == algorithm
+    with pytest.raises(ConfigError, match=r"option order \(--order\) is not taken by --algorithm bpe: only by "
+                                          r"bytepiece"):
+        options_from(["--algorithm", "bpe", *base, "--set", "order=3"])
+    path = tmp_path / "u.yaml"
+    path.write_text("algorithm: unigram\npretokenizer: byte_level\n")
+    with pytest.raises(ConfigError, match=r"option pretokenizer .* not taken by --algorithm unigram: only by bpe"):
+        options_from(["--config", str(path), *base])
+    with pytest.raises(ConfigError, match="character_coverage is taken by unigram and by bpe with --pretokenizer "
+                                          "sentencepiece only"):
+        options_from(["--algorithm", "bpe", *base, "--character-coverage", "0.99"])
+    with pytest.raises(ConfigError, match="--master none .* is taken by --algorithm bpe only"):
+        options_from([*base, "--master", "none"])
+
+
+def test_piece_lengths_have_one_unit_per_name_and_old_spellings_still_work():
+    base = ["--input", "c.txt", "--output", "m.model", "--vocab-size", "400"]
+    assert options_from(["--algorithm", "bpe", *base])["max_piece_bytes"] == 32
+    sp = options_from(["--algorithm", "bpe", "--pretokenizer", "sentencepiece", *base])
+    assert sp["max_piece_chars"] == 16 and "max_piece_bytes" not in sp
+    assert options_from(["--algorithm", "unigram", "--unigram-variant", "byte", *base])["max_piece_bytes"] == 16
+    with pytest.raises(ConfigError, match="counts piece lengths in characters: use --max-piece-chars"):
+        options_from(["--algorithm", "unigram", *base, "--max-piece-bytes", "8"])
+    with pytest.raises(ConfigError, match="counts piece lengths in bytes: use --max-piece-bytes"):
+        options_from(["--algorithm", "bpe", *base, "--set", "max_piece_chars=8"])
+    # SentencePiece's spellings are aliases; the old name of both units is deprecated but still works
+    options, notices = resolve_options(build_parser().parse_args(
+        ["--algorithm", "unigram", *base, "--max-sentencepiece-length", "8", "--split-digits",
+         "--control-symbols", "<a>"]))
+    assert options["max_piece_chars"] == 8 and options["isolate_digits"] and options["special_tokens"] == ["<a>"]
+    assert notices == []
+    options, notices = resolve_options(build_parser().parse_args(["--algorithm", "bpe", *base,
+                                                                  "--max-piece-length", "9"]))
+    assert options["max_piece_bytes"] == 9 and "--max-piece-length is deprecated" in notices[0]
+    options, notices = resolve_options(build_parser().parse_args(
+        ["--algorithm", "bpe", "--pretokenizer", "sentencepiece", *base, "--set", "max_piece_length=7"]))
+    assert options["max_piece_chars"] == 7 and "deprecated" in notices[0]
+
+
+def test_help_lists_every_algorithms_options_in_groups(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    text = capsys.readouterr().out
+    for title in ("bytepiece options", "unigram options", "bpe options", "model options of several algorithms"):
+        assert title in text
+    for flag in ("--order", "--unigram-variant", "--pretokenizer", "--max-piece-bytes", "--max-piece-chars",
+                 "--work-dir", "--no-resume", "--set", "--config", "--threads", "--driver-memory"):
+        assert flag in text

@@ -1,8 +1,10 @@
-"""Resume: a training run killed after any stage resumes from the work directory and writes the same model bytes.
+"""Resume: a training run killed after any stage resumes from the work directory and writes the same model bytes,
+for every algorithm.
 
 The kill is the fault-injection hook ``SHARDPIECE_FAIL_AFTER_STAGE`` (the job dies right after saving the stage,
-which is all a real kill at that point leaves behind). One chain covers every stage: run k dies after stage k,
-having loaded stages 1..k-1 from the files run k-1 left (their files are not rewritten).
+which is all a real kill at that point leaves behind; a checkpointed stage, unigram's ``em_SIZE``, dies after its
+first save). One chain covers every stage: run k dies after stage k, having loaded stages 1..k-1 from the files
+run k-1 left (their files are not rewritten, except a checkpoint the run moves on from).
 """
 
 from __future__ import annotations
@@ -18,12 +20,17 @@ from pipelines.bytepiece import multiset_fingerprint
 from pipelines.workdir import FAULT_ENV, InjectedFault, WorkDir, run_key
 from tokenizer.trainers.bytepiece import TrainSettings, train_bytepiece_local
 
-STAGES = ["read", "ngrams", "ngram_model", "pieces", "prune", "models"]
-
-
 def corpus_lines(n: int = 400, seed: int = 3) -> list[bytes]:
     rng = random.Random(seed)
     words = ["resume", "stage", "piece", "work", "の", "データ", "数据", "处理", "42", "x"]
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(1, 9))).encode() for _ in range(n)]
+
+
+def syllable_lines(n: int = 400, seed: int = 5) -> list[bytes]:
+    """Many distinct words of random syllables: unigram seeds far more pieces than it keeps, so it prunes."""
+    rng = random.Random(seed)
+    syllables = ["ka", "to", "ri", "中", "sé", "lo", "7", "mu", "ne", "文", "shi", "po"]
+    words = ["".join(rng.choice(syllables) for _ in range(rng.randint(2, 5))) for _ in range(400)]
     return [" ".join(rng.choice(words) for _ in range(rng.randint(1, 9))).encode() for _ in range(n)]
 
 
@@ -42,33 +49,70 @@ def stage_files(work_root) -> dict[str, int]:
             if f.endswith(".npz")}
 
 
+RUNS = {  # algorithm: (its options, its stages in order, the vocab sizes)
+    "bytepiece": (["--min-count", "3", "--order", "4", "--partitions", "2"],
+                  ["read", "ngrams", "ngram_model", "pieces", "prune", "models"], (300, 330)),
+    "unigram": (["--master", "local[2]", "--holdout-fraction", "0.05"], ["chunks", "em_60", "em_80", "models"],
+                (60, 80)),
+    "bpe": (["--min-count", "2", "--pretokenizer", "sentencepiece"], ["chunks", "merges", "models"], (300, 330)),
+}
+
+
 @pytest.mark.spark
-def test_kill_after_each_stage_then_rerun_gives_identical_model_bytes(spark, tmp_path, monkeypatch):
+@pytest.mark.parametrize("algorithm", list(RUNS))
+def test_kill_after_each_stage_then_rerun_gives_identical_model_bytes(spark, tmp_path, monkeypatch, capsys,
+                                                                      algorithm):
+    options, stages, sizes = RUNS[algorithm]
+    (tmp_path / "corpus.txt").write_bytes(b"\n".join(syllable_lines()) + b"\n")
+
+    def argv(work: str) -> list[str]:
+        return ["train", "--algorithm", algorithm, "--input", str(tmp_path / "corpus.txt"), "--vocab-size",
+                *map(str, sizes), "--output", str(tmp_path / work / "models"), "--holdout-fraction", "0",
+                "--work-dir", str(tmp_path / work / "stages"), *options]
+
+    assert main(argv("fresh")) == 0  # the uninterrupted run
+    expected = {size: (tmp_path / "fresh" / "models" / f"{algorithm}-{size}.model").read_bytes() for size in sizes}
+    capsys.readouterr()
+    before: dict[str, int] = {}
+    for number, stage in enumerate(stages):
+        monkeypatch.setenv(FAULT_ENV, stage)
+        with pytest.raises(InjectedFault, match=f"after stage '{stage}'"):
+            main(argv("killed"))
+        after = stage_files(tmp_path / "killed" / "stages")
+        assert sorted(after) == sorted(stages[:number + 1])
+        kept = {name: mtime for name, mtime in before.items() if not name.startswith("em_")}
+        assert {name: after[name] for name in kept} == kept  # earlier stages were loaded, not rewritten
+        assert not (tmp_path / "killed" / "models").exists()  # nothing looks finished before the end
+        before = after
+        if stage.startswith("em_") and stages[number - 1].startswith("em_"):
+            assert "[em] resumed after round" in capsys.readouterr().out  # went on from the checkpoint
+    monkeypatch.delenv(FAULT_ENV)
+    assert main(argv("killed")) == 0
+    for size in sizes:
+        assert (tmp_path / "killed" / "models" / f"{algorithm}-{size}.model").read_bytes() == expected[size]
+    manifest = json.loads((tmp_path / "killed" / "models" / "manifest.json").read_text())
+    assert manifest["work_dir"]["computed_stages"] == [] and "models" in manifest["work_dir"]["resumed_stages"]
+    assert manifest["algorithm"] == algorithm and (tmp_path / "killed" / "models" / "config.yaml").exists()
+
+
+@pytest.mark.spark
+def test_resumed_bytepiece_run_equals_the_local_trainer_and_distrusts_damaged_files(spark, tmp_path, monkeypatch):
     lines = corpus_lines()
     (tmp_path / "corpus.txt").write_bytes(b"\n".join(lines) + b"\n")
     expected = train_bytepiece_local(lines, TrainSettings(order=4, min_count=3, vocab_sizes=(300, 330)),
                                      provenance={"corpus_fingerprint": multiset_fingerprint(lines)})
     models = tmp_path / "models"
-
-    before: dict[str, int] = {}
-    for number, stage in enumerate(STAGES):
-        monkeypatch.setenv(FAULT_ENV, stage)
-        with pytest.raises(InjectedFault, match=f"after stage '{stage}'"):
-            main(train_argv(tmp_path, "work"))
-        after = stage_files(tmp_path / "work")
-        assert sorted(after) == sorted(STAGES[:number + 1])
-        assert {name: after[name] for name in before} == before  # earlier stages were loaded, not rewritten
-        assert not (models / "bytepiece-300.model").exists()      # nothing looks finished before the end
-        before = after
-
+    monkeypatch.setenv(FAULT_ENV, "models")
+    with pytest.raises(InjectedFault):
+        main(train_argv(tmp_path, "work"))
     monkeypatch.delenv(FAULT_ENV)
     assert main(train_argv(tmp_path, "work")) == 0
     for size in (300, 330):
         assert (models / f"bytepiece-{size}.model").read_bytes() == expected[size].to_bytes()
     manifest = json.loads((models / "manifest.json").read_text())
-    assert manifest["work_dir"]["resumed_stages"] == STAGES and manifest["work_dir"]["computed_stages"] == []
-    assert all(s["resumed"] for s in manifest["stages"] if s["name"] in STAGES)
-    assert stage_files(tmp_path / "work") == before
+    stages = RUNS["bytepiece"][1]
+    assert manifest["work_dir"]["resumed_stages"] == stages and manifest["work_dir"]["computed_stages"] == []
+    assert all(s["resumed"] for s in manifest["stages"] if s["name"] in stages)
 
     # The key ignores how the run is executed (partitions, master): a rerun with other partitions resumes too.
     # A damaged stage file is recomputed, not trusted.
@@ -130,7 +174,24 @@ def test_work_dir_round_trips_every_stage_kind(tmp_path):
             assert loaded[0] == [b"", b"\x00\xff"] and loaded[1].tolist() == [1, 2]
         else:
             assert loaded == {"rows": 3}
-    assert work.finished() == ["j", "lm", "m", "p", "pc", "t"]
+    from tokenizer.trainers.bpe import Merges
+    from tokenizer.trainers.chunk_table import ChunkTable
+    from tokenizer.trainers.unigram import EmState
+
+    table = ChunkTable([b"", b"ab"], np.array([2, 5], np.int64), {"documents": 3}, [b"held"], [b"x", b"y"])
+    work.save("c", "chunk_table", table)
+    loaded = work.load("c", "chunk_table")
+    assert (loaded.chunks, loaded.counts.tolist(), loaded.stats, loaded.held_out, loaded.training) == \
+        (table.chunks, [2, 5], table.stats, table.held_out, table.training)
+    merges = Merges(np.array([97], np.int64), np.array([98], np.int64), np.array([4], np.int64))
+    work.save("mg", "merges", merges)
+    assert work.load("mg", "merges").pieces() == merges.pieces()
+    state = EmState([b"a", b"ab"], np.array([-1.5, -np.inf]), np.array([0], np.int64), 4)
+    work.save("em", "em_state", state)
+    loaded = work.load("em", "em_state")
+    assert (loaded.pieces, loaded.scores.tolist(), loaded.order.tolist(), loaded.rounds) == \
+        (state.pieces, state.scores.tolist(), [0], 4)
+    assert work.finished() == ["c", "em", "j", "lm", "m", "mg", "p", "pc", "t"]
     with pytest.raises(ValueError, match="holds 'json'"):
         work.load("j", "pieces")
     assert run_key({"a": 1, "b": [2]}) == run_key({"b": [2], "a": 1}) != run_key({"a": 2, "b": [2]})

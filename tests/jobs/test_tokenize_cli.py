@@ -16,7 +16,8 @@ from tokenizer.interop.megatron import MegatronDataset
 
 
 def _config(argv):
-    return make_config(build_parser().parse_args(argv))
+    config, master, _ = make_config(build_parser().parse_args(argv))
+    return config, master
 
 
 def test_flags_override_the_config_file(tmp_path):
@@ -32,6 +33,9 @@ def test_flags_override_the_config_file(tmp_path):
     assert config.verify and config.verify_rate == 0.25 and master == "local[3]"
     config, master = _config(["--config", str(path), "--master", "local[1]", "--input", "x.txt"])
     assert master == "local[1]" and config.inputs == ["x.txt"]
+    path.write_text(path.read_text() + "driver_memory: 6g\n")
+    assert make_config(build_parser().parse_args(["--config", str(path)]))[2] == "6g"
+    assert make_config(build_parser().parse_args(["--config", str(path), "--driver-memory", "1g"]))[2] == "1g"
 
 
 def test_unknown_and_missing_options_are_named(tmp_path):
@@ -128,4 +132,4 @@ def test_every_tokenize_option_has_a_type_in_the_schema():
     from jobs.config import TOKENIZE_SCHEMA
     from pipelines.tokenize import TokenizeConfig
 
-    assert {f.name for f in fields(TokenizeConfig)} | {"input", "master"} == set(TOKENIZE_SCHEMA)
+    assert {f.name for f in fields(TokenizeConfig)} | {"input", "master", "driver_memory"} == set(TOKENIZE_SCHEMA)

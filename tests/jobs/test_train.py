@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from jobs.config import load_config, validate_config
+from jobs.config import validate_config
 from jobs.train import build_parser, main, resolve_options
+from jobs.train_options import SCHEMA, load_config
 from jobs.training import model_paths
 from pipelines.bytepiece import multiset_fingerprint
 from tokenizer.errors import ConfigError
@@ -26,7 +27,7 @@ def corpus_lines() -> list[bytes]:
 
 
 def options_from(argv: list[str]) -> dict:
-    return resolve_options(build_parser().parse_args(argv))
+    return resolve_options(build_parser().parse_args(argv))[0]
 
 
 def test_config_unknown_key_and_wrong_type_name_key_and_file(tmp_path):
@@ -44,7 +45,7 @@ def test_config_unknown_key_and_wrong_type_name_key_and_file(tmp_path):
     with pytest.raises(ConfigError, match="must hold a mapping"):
         load_config(str(path))
     with pytest.raises(ConfigError, match="spark"):
-        validate_config({"spark": ["not", "a", "mapping"]}, "x.yaml")
+        validate_config({"spark": ["not", "a", "mapping"]}, "x.yaml", SCHEMA)
 
 
 def test_command_line_wins_over_config_and_config_over_defaults(tmp_path):
@@ -52,15 +53,17 @@ def test_command_line_wins_over_config_and_config_over_defaults(tmp_path):
     path.write_text("input: corpus/*.txt\nvocab_size: 8000\nmin_count: 5\norder: 4\noutput: m.model\n")
     options = options_from(["--config", str(path), "--min-count", "9", "--vocab-size", "300", "400"])
     assert options["min_count"] == 9 and options["vocab_size"] == [300, 400]
-    assert options["order"] == 4 and options["max_piece_length"] == 36
+    assert options["order"] == 4 and options["max_piece_bytes"] == 36
     assert options["input"] == [str(tmp_path / "corpus/*.txt")]  # relative to the config file
 
 
-def test_missing_required_option_and_unavailable_algorithm():
+def test_missing_required_option_and_unknown_algorithm(tmp_path):
     with pytest.raises(ConfigError, match="--vocab-size is required"):
         options_from(["--input", "x.txt", "--output", "m"])
-    with pytest.raises(ConfigError, match="use --algorithm bytepiece"):
-        options_from(["--algorithm", "bpe", "--input", "x", "--vocab-size", "300", "--output", "m"])
+    path = tmp_path / "a.yaml"
+    path.write_text("algorithm: wordpiece\n")
+    with pytest.raises(ConfigError, match="algorithm 'wordpiece' is unknown: use one of bytepiece, unigram, bpe"):
+        options_from(["--config", str(path), "--input", "x", "--vocab-size", "300", "--output", "m"])
 
 
 def test_vocab_size_too_small_fails_before_spark(tmp_path, capsys):
@@ -135,14 +138,3 @@ def test_local_cluster_gives_the_same_model_bytes(tmp_path):
         assert (output / f"bytepiece-{size}.model").read_bytes() == expected[size].to_bytes()
     manifest = json.loads((output / "manifest.json").read_text())
     assert manifest["spark_master"] == "local-cluster[2,1,1024]"
-
-
-def test_requested_algorithm_reads_the_flag_then_the_config(tmp_path):
-    from jobs.training import requested_algorithm
-
-    config = tmp_path / "bpe.yaml"
-    config.write_text("algorithm: bpe\nvocab_size: 300\n")
-    assert requested_algorithm(["--algorithm", "unigram", "--config", str(config)]) == "unigram"
-    assert requested_algorithm(["--config", str(config)]) == "bpe"
-    assert requested_algorithm(["--input", "x"]) is None
-    assert requested_algorithm(["--config", str(tmp_path / "missing.yaml")]) is None

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pipelines.bpe import bpe_table_fingerprint, train_bpe_spark
+from pipelines.bpe import count_chunks
 from tokenizer import Tokenizer
 from tokenizer.model import Model
 from tokenizer.trainers import bpe
@@ -33,16 +33,16 @@ def test_sentencepiece_chunks_ignore_neighbouring_documents():
 def test_models_identical_across_partitions_and_local(spark, pretokenizer):
     lines = sample_corpus()
     settings = bpe.BpeSettings(vocab_sizes=(300, 330), pretokenizer=pretokenizer)
-    models = []
+    chunks, counts = bpe.sort_chunks(*bpe.count_chunks(*bpe.pack_texts(lines), settings))
     for partitions, threads, shard_bytes in ((1, 1, 1 << 20), (3, 1, 1 << 20), (2, 2, 300)):
         frame = spark.createDataFrame([(line,) for line in lines], "text binary").repartition(partitions)
-        result = train_bpe_spark(frame, settings, threads=threads, shard_bytes=shard_bytes)
-        assert result.documents == sum(1 for line in lines if line)  # non-empty documents, as the readers count
-        models.append(result.models)
-    assert all(m[v].to_bytes() == models[0][v].to_bytes() for m in models[1:] for v in (300, 330))
-    chunks, counts = bpe.sort_chunks(*bpe.count_chunks(*bpe.pack_texts(lines), settings))
-    local = bpe.train_bpe_local(lines, settings, {"chunk_table_fingerprint": bpe_table_fingerprint(chunks, counts)})
-    assert local[330].to_bytes() == models[0][330].to_bytes()
+        table = count_chunks(frame, settings, threads=threads, shard_bytes=shard_bytes)
+        assert table.stats == {"documents": sum(1 for line in lines if line)}  # non-empty, as the readers count
+        assert table.chunks == chunks and table.counts.tolist() == counts.tolist()
+    fingerprint = {"chunk_table_fingerprint": bpe.bpe_table_fingerprint(chunks, counts)}
+    models = bpe.build_models(bpe.learn_bpe(chunks, counts, settings), settings, fingerprint)
+    local = bpe.train_bpe_local(lines, settings, fingerprint)
+    assert all(local[v].to_bytes() == models[v].to_bytes() for v in (300, 330))
 
 
 def test_train_job_and_export(spark, tmp_path):
@@ -102,7 +102,7 @@ def test_train_job_without_spark_reads_compressed_files_and_names_bad_ones(tmp_p
     import zstandard
 
     from jobs.cli import main as cli
-    from jobs.train_bpe import read_text_lines
+    from jobs.training import read_text_lines
 
     text = b"a b c\nd e\n\nf\n"
     (tmp_path / "plain.txt").write_bytes(text)
@@ -118,7 +118,7 @@ def test_train_job_without_spark_reads_compressed_files_and_names_bad_ones(tmp_p
     base = ["train", "--algorithm", "bpe", "--vocab-size", "300", "--output", str(tmp_path / "m.model"),
             "--master", "none", "--holdout-fraction", "0", "--quiet", "--input"]
     for name, message in (("bad.gz", "it is corrupt, truncated"), ("bad.zst", "not a valid zstd file"),
-                          ("missing.txt", "no such file")):
+                          ("missing.txt", "matches no file")):
         assert cli(base + [str(tmp_path / name)]) == 2
         err = capsys.readouterr().err
         assert message in err and name in err

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from pipelines.bytepiece import (
-    _KEY_DISTINCT, binary_array, binary_buffers, count_ngrams_partition, count_pieces_partition, em_partition,
-    iter_shards, map_shards, merge_tables, multiset_fingerprint, reduce_ngram_buckets_partition, split_by_bucket,
-    train_bytepiece,
+    _KEY_DISTINCT, count_ngrams_partition, count_pieces_partition, em_partition, merge_tables, multiset_fingerprint,
+    reduce_ngram_buckets_partition, split_by_bucket, train_bytepiece,
 )
+from pipelines.shards import binary_array, binary_buffers, iter_shards, map_shards
 from tokenizer.errors import InputError
 from tokenizer.trainers import bytepiece as bp
 from tokenizer.trainers.bytepiece import TrainSettings, train_bytepiece_local

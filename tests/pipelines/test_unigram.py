@@ -20,36 +20,48 @@ def sentences(seed: int = 7, lines: int = 300) -> list[bytes]:
     return [" ".join(rng.choice(words) for _ in range(rng.randint(1, 9))).encode() for _ in range(lines)]
 
 
+def fit(table, settings, runner=None, threads: int = 1) -> bytes:
+    return ug.train_from_chunks(table.chunks, table.counts, settings, runner=runner, threads=threads).to_bytes()
+
+
 def test_models_identical_across_partitions_and_estep_modes(spark):
-    from pipelines.unigram import train_unigram
+    from pipelines.unigram import count_chunks, spark_runner, table_frame
 
     texts = sentences()
     settings = ug.UnigramSettings(vocab_size=120)
     frame = spark.createDataFrame([(t,) for t in texts], "text binary")
-    local = ug.train_unigram_local(texts, settings)
-    one = train_unigram(frame.repartition(1), settings, estep="spark", partitions=1)
-    three = train_unigram(frame.repartition(3), settings, estep="spark", partitions=3)
-    driver = train_unigram(frame.repartition(3), settings, estep="driver")
-    driver_two_threads = train_unigram(frame.repartition(2), settings, estep="driver", threads=2)
-    assert one.estep_mode == "spark" and driver.estep_mode == "driver"
-    assert one.model.to_bytes() == three.model.to_bytes() == driver.model.to_bytes() == local.to_bytes()
-    assert driver_two_threads.model.to_bytes() == local.to_bytes()
-    assert one.sentences > 0 and one.chunks > 0
+    local = ug.train_unigram_local(texts, settings).to_bytes()
+    for partitions in (1, 3):
+        table, chunk_frame = count_chunks(frame.repartition(partitions), settings, keep_frame=True,
+                                          partitions=partitions)
+        try:
+            assert fit(table, settings, spark_runner(chunk_frame)) == local  # E-steps as Spark jobs
+        finally:
+            chunk_frame.unpersist()
+    driver = count_chunks(frame.repartition(3), settings)
+    assert fit(driver, settings) == fit(driver, settings, threads=2) == local
+    assert driver.counts.sum() > 0 and driver.stats["documents"] == len([t for t in texts if t])
+    # a table collected (or resumed) and handed back to Spark for its E-steps: the same bytes
+    resumed = table_frame(spark, driver, 2)
+    try:
+        assert fit(driver, settings, spark_runner(resumed)) == local
+    finally:
+        resumed.unpersist()
     # several small shards per partition, counted on two threads per task: the same model bytes
-    threaded = train_unigram(frame.repartition(2), settings, estep="driver", count_threads=2, shard_bytes=300)
-    assert threaded.model.to_bytes() == local.to_bytes()
+    threaded = count_chunks(frame.repartition(2), settings, threads=2, shard_bytes=300)
+    assert fit(threaded, settings) == local
 
 
 def test_threaded_chunk_count_is_the_local_table(spark):
-    from pipelines.unigram import collect_table, count_chunks
+    from pipelines.unigram import count_chunks
 
     texts = sentences(seed=11) + ["x\u2585y".encode(), b"<s> ka </s>", b"", b"y" * 5000]
     settings = ug.UnigramSettings(vocab_size=120)
     frame = spark.createDataFrame([(t,) for t in texts], "text binary").repartition(3)
-    chunks, counts, skipped = collect_table(count_chunks(frame, settings, threads=2, shard_bytes=200))
+    table = count_chunks(frame, settings, threads=2, shard_bytes=200)
     want, want_skipped = ug.ChunkSplitter(settings).split_python(texts)
-    assert dict(zip(chunks, counts.tolist())) == dict(want) and chunks == sorted(chunks)
-    assert skipped == want_skipped == 2
+    assert dict(zip(table.chunks, table.counts.tolist())) == dict(want) and table.chunks == sorted(table.chunks)
+    assert table.stats == {"documents": len(texts) - 1, "skipped_sentences": want_skipped} and want_skipped == 2
 
 
 def test_train_job_writes_a_model_and_manifest(spark, tmp_path):
@@ -83,7 +95,7 @@ def test_direct_count_is_the_spark_count_of_the_training_documents(spark, tmp_pa
     import pipelines.arrow_read as arrow_read
     from jobs.training import split_holdout
     from pipelines.readers import read_corpus
-    from pipelines.unigram import collect_table, count_chunks, count_chunks_direct
+    from pipelines.unigram import count_chunks, count_chunks_direct
 
     texts = sentences(seed=5, lines=600) + ["x\u2585y".encode(), b"", b"<s> ka </s>"]
     (tmp_path / "a.txt").write_bytes(b"\n".join(texts[:400]) + b"\n")
@@ -95,9 +107,9 @@ def test_direct_count_is_the_spark_count_of_the_training_documents(spark, tmp_pa
     settings = ug.UnigramSettings(vocab_size=120)
     counted = count_chunks_direct(spark, units, settings, 0.1, threads=2, shard_bytes=700, keep_documents=5000)
     training, held_out = split_holdout(read_corpus(spark, [str(tmp_path)]).documents, 0.1)
-    chunks, counts, skipped = collect_table(count_chunks(training, settings))
-    assert counted.chunks == chunks and counted.counts.tolist() == counts.tolist()
-    assert counted.tally == skipped == 1
+    table = count_chunks(training, settings)
+    assert counted.chunks == table.chunks and counted.counts.tolist() == table.counts.tolist()
+    assert counted.stats == table.stats and table.stats["skipped_sentences"] == 1
     expected_held = [bytes(r["text"]) for r in held_out.collect()]
     assert 20 < len(counted.held_out) == len(expected_held) and sorted(counted.held_out) == sorted(expected_held)
     assert counted.held_out == [t for t in texts if t in set(expected_held)]  # input order

@@ -34,7 +34,7 @@ def _heap_after(run_task):
 
 def _shards_task():
     def run():
-        from pipelines.bytepiece import map_shards
+        from pipelines.shards import map_shards
 
         return list(map_shards(len, [b"ab", b"c"], threads=1))
     return run

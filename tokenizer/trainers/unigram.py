@@ -849,16 +849,51 @@ class TrainReport:
     log: list[str] = field(default_factory=list)
 
 
+@dataclass
+class EmState:
+    """Where :func:`run_em` stands after a pruning round: every piece of its trie (bytes, in trie order), their
+    float64 scores (``-inf`` once pruned), the surviving pieces' indices (int64, in list order) and the EM rounds
+    run. Saving and restoring it gives the same rounds after it, bit for bit, as a run that never stopped."""
+
+    pieces: list[bytes]
+    scores: np.ndarray
+    order: np.ndarray
+    rounds: int
+
+
+class Checkpoints:
+    """Where :func:`run_em` saves its state after each pruning round and finds it again: ``load()`` -> the last
+    saved :class:`EmState` or ``None``; ``save(state)``. This one keeps nothing (a run that cannot resume)."""
+
+    def load(self) -> EmState | None:
+        return None
+
+    def save(self, state: EmState) -> None:
+        pass
+
+
 def run_em(pieces: list[bytes], scores: np.ndarray, runner: EStepRunner, settings: UnigramSettings,
            sentence_total: int, progress: Callable[[str], None] = lambda m: None,
-           report: TrainReport | None = None, threads: int = 1) -> tuple[list[bytes], np.ndarray]:
+           report: TrainReport | None = None, threads: int = 1,
+           checkpoints: Checkpoints | None = None) -> tuple[list[bytes], np.ndarray]:
     """EM sub-iterations and pruning until at most ``1.1 * vocab_size`` pieces remain (SentencePiece's loop).
-    Returns the surviving pieces in list order and their scores (float64)."""
-    trie = PieceTrie(pieces, settings.variant == "byte")
-    scores = np.asarray(scores, np.float64).copy()
-    order = np.arange(len(pieces), dtype=np.int64)
+    Returns the surviving pieces in list order and their scores (float64). After every pruning round the state
+    goes to ``checkpoints``; a saved state found there is where the loop starts (``pieces`` and ``scores`` are
+    then not used)."""
+    checkpoints = checkpoints or Checkpoints()
+    byte_mode = settings.variant == "byte"
+    saved = checkpoints.load()
+    if saved is not None:
+        trie = PieceTrie(saved.pieces, byte_mode)
+        scores, order, rounds = np.asarray(saved.scores, np.float64).copy(), np.asarray(saved.order, np.int64), \
+            int(saved.rounds)
+        progress(f"[em] resumed after round {rounds}: {len(order):,} pieces")
+    else:
+        trie = PieceTrie(pieces, byte_mode)
+        scores = np.asarray(scores, np.float64).copy()
+        order = np.arange(len(pieces), dtype=np.int64)
+        rounds = 0
     desired = int(settings.vocab_size * 1.1)
-    rounds = 0
     while True:
         for sub in range(settings.num_sub_iterations):
             started = time.perf_counter()
@@ -881,9 +916,10 @@ def run_em(pieces: list[bytes], scores: np.ndarray, runner: EStepRunner, setting
         if 4 * len(order) < len(trie.pieces):  # rebuild a smaller trie (faster lookups)
             kept = [trie.pieces[k] for k in order]
             kept_scores = scores[order]
-            trie = PieceTrie(kept, settings.variant == "byte")
+            trie = PieceTrie(kept, byte_mode)
             scores = kept_scores.copy()
             order = np.arange(len(kept), dtype=np.int64)
+        checkpoints.save(EmState(list(trie.pieces), scores, order, rounds))
     if report is not None:
         report.em_rounds = rounds
     return [trie.pieces[k] for k in order], scores[order]
@@ -991,9 +1027,11 @@ def build_model(final: list[tuple[bytes, float]], settings: UnigramSettings, pro
 def train_from_chunks(chunks: list[bytes], counts: np.ndarray, settings: UnigramSettings,
                       runner: EStepRunner | None = None, provenance: dict | None = None,
                       progress: Callable[[str], None] = lambda m: None,
-                      report: TrainReport | None = None, threads: int = 1) -> Model:
+                      report: TrainReport | None = None, threads: int = 1,
+                      checkpoints: Checkpoints | None = None) -> Model:
     """Train from a chunk table (sorted chunks, int64 counts); ``runner`` defaults to the local E-step on
-    ``threads`` threads (the model's bytes do not depend on ``threads``)."""
+    ``threads`` threads (the model's bytes do not depend on ``threads``). ``checkpoints`` keeps the EM loop's
+    state after each pruning round (:func:`run_em`); a run that finds one skips the seeds and goes on from it."""
     settings.validate()
     if not chunks:
         raise InputError("the corpus has no text to train on (every sentence is empty or was skipped)")
@@ -1013,14 +1051,18 @@ def train_from_chunks(chunks: list[bytes], counts: np.ndarray, settings: Unigram
                 f"vocab_size={settings.vocab_size} is smaller than the {len(required)} required characters plus "
                 f"{len(settings.meta_pieces())} meta pieces: raise --vocab-size or lower --character-coverage")
     report.required_characters = len(required)
-    started = time.perf_counter()
-    pieces, scores = seed_pieces(chunks, counts, settings, required)
-    report.seed_pieces = len(pieces)
-    progress(f"[seed] {len(pieces):,} seed pieces ({len(required):,} characters) in "
-             f"{time.perf_counter() - started:.1f} s")
+    checkpoints = checkpoints or Checkpoints()
+    pieces, scores = [], np.zeros(0)
+    if checkpoints.load() is None:
+        started = time.perf_counter()
+        pieces, scores = seed_pieces(chunks, counts, settings, required)
+        report.seed_pieces = len(pieces)
+        progress(f"[seed] {len(pieces):,} seed pieces ({len(required):,} characters) in "
+                 f"{time.perf_counter() - started:.1f} s")
     runner = runner or local_runner(chunks, counts, threads)
     sentence_total = int(counts.sum())
-    kept, kept_scores = run_em(pieces, scores, runner, settings, sentence_total, progress, report, threads)
+    kept, kept_scores = run_em(pieces, scores, runner, settings, sentence_total, progress, report, threads,
+                               checkpoints)
     started = time.perf_counter()
     final = finalize(kept, kept_scores, required, settings)
     model = build_model(final, settings, provenance)

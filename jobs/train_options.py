@@ -1,0 +1,369 @@
+"""Every option of ``shardpiece train``, once: its config key, flag, type, default per algorithm and help.
+
+One registry (:data:`OPTIONS`) makes the command line (:func:`build_parser`, grouped by algorithm), the config
+schema (:data:`SCHEMA`), the defaults and the check that an option is taken by the chosen algorithm
+(:func:`resolve_options`). Precedence, lowest first: defaults < ``--config FILE`` < ``--set KEY=VALUE`` < flags.
+
+One name per idea and one unit per name: piece lengths are ``max_piece_bytes`` (BytePiece, byte-level BPE, the
+byte unigram variant) or ``max_piece_chars`` (SentencePiece-style unigram and BPE), and giving the one the model
+does not count in is an error naming the other. SentencePiece's spellings are accepted aliases
+(``--split-digits``, ``--control-symbols``, ``--max-sentencepiece-length``); the old ``--max-piece-length``
+still works with a deprecation notice.
+
+    >>> options, notices = resolve_options(build_parser().parse_args(
+    ...     ["--algorithm", "bpe", "--input", "c.txt", "--vocab-size", "300", "--output", "m.model"]))
+    >>> options["max_piece_bytes"], options["special_tokens"], "order" in options
+    (32, ['<pad>', '<s>', '</s>'], False)
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from jobs import config as C
+from tokenizer.errors import ConfigError
+
+ALGORITHMS = ("bytepiece", "unigram", "bpe")
+ALL = frozenset(ALGORITHMS)
+DEFAULT_SPECIAL_TOKENS = ["<pad>", "<s>", "</s>"]
+
+
+def piece_length_key(options: dict[str, Any]) -> str:
+    """The piece-length option the chosen model counts in: ``max_piece_chars`` for SentencePiece-style unigram
+    and BPE, ``max_piece_bytes`` otherwise. ``piece_length_key({"algorithm": "bytepiece"})`` -> ``'max_piece_bytes'``."""
+    algorithm = options.get("algorithm", "bytepiece")
+    if algorithm == "bpe" and options.get("pretokenizer") == "sentencepiece":
+        return "max_piece_chars"
+    if algorithm == "unigram" and options.get("unigram_variant", "sentencepiece") == "sentencepiece":
+        return "max_piece_chars"
+    return "max_piece_bytes"
+
+
+def _only_in_unit(key: str) -> Callable[[dict], str | None]:
+    other = {"max_piece_bytes": "max_piece_chars", "max_piece_chars": "max_piece_bytes"}[key]
+
+    def check(options: dict) -> str | None:
+        if piece_length_key(options) == key:
+            return None
+        unit = "characters" if other == "max_piece_chars" else "bytes"
+        return (f"--algorithm {options['algorithm']} with these settings counts piece lengths in {unit}: use "
+                f"--{other.replace('_', '-')} ({other})")
+    return check
+
+
+def _bpe_sentencepiece_only(options: dict) -> str | None:
+    if options["algorithm"] == "bpe" and options.get("pretokenizer") != "sentencepiece":
+        return "character_coverage is taken by unigram and by bpe with --pretokenizer sentencepiece only"
+    return None
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option. ``default``: a value, or ``{algorithm: value}``; ``flags``: its command-line spellings (the
+    first is the canonical one, the rest accepted aliases); ``action``: argparse's (``store``, ``store_true``,
+    ``store_false``); ``applies``: a further condition on the other options (returns why not, or ``None``)."""
+
+    key: str
+    check: Callable[[Any], bool]
+    expected: str
+    help: str
+    group: str
+    algorithms: frozenset = ALL
+    default: Any = None
+    flags: tuple[str, ...] | None = None  # None: --key-with-dashes; (): config only
+    action: str = "store"
+    nargs: str | None = None
+    type: Callable | None = None
+    choices: tuple | None = None
+    metavar: str | None = None
+    applies: Callable[[dict], str | None] | None = None
+    aliases: tuple[str, ...] = field(default=())  # config keys accepted for this one (SentencePiece's spellings)
+
+    def default_for(self, algorithm: str) -> Any:
+        if isinstance(self.default, dict):
+            return self.default.get(algorithm)
+        return self.default
+
+    def option_strings(self) -> tuple[str, ...]:
+        return ("--" + self.key.replace("_", "-"),) if self.flags is None else self.flags
+
+
+def _o(key, check, expected, help_, group, **kw) -> Option:
+    return Option(key, check, expected, help_, group, **kw)
+
+
+_int, _num, _str, _bool = C.is_int, C.is_number, C.is_str, C.is_bool
+UG, BP, BPE = frozenset({"unigram"}), frozenset({"bytepiece"}), frozenset({"bpe"})
+OPTIONS: tuple[Option, ...] = (
+    # ------------------------------------------------------------------ what to train
+    _o("algorithm", _str, "a string (bytepiece, unigram or bpe)", "training algorithm (default bytepiece)", "train",
+       default="bytepiece", choices=ALGORITHMS),
+    _o("input", C.is_str_or_list, "a path or a list of paths", "files, globs or directories (any Spark filesystem "
+       "URI; relative paths in a config file are relative to it)", "train", nargs="+", metavar="PATH"),
+    _o("vocab_size", C.is_int_or_list, "an integer or a list of integers", "vocabulary size(s), special and byte "
+       "pieces included; several sizes come from one count", "train", nargs="+", type=int, metavar="N"),
+    _o("output", _str, "a path", "model file (one size) or directory (several sizes)", "train", metavar="MODEL"),
+    # ------------------------------------------------------------------ input
+    _o("input_format", _str, "a string (text, jsonl or parquet)", "default: guessed from the file names", "input",
+       choices=("text", "jsonl", "parquet")),
+    _o("text_column", _str, "a string", "JSONL field / Parquet column of the text (default text)", "input",
+       default="text", metavar="NAME"),
+    _o("holdout_fraction", _num, "a number between 0 and 0.5", "share of documents held out of training to "
+       "measure bytes/token (default 0.001; 0: measure on training documents)", "input", default=0.001,
+       type=float, metavar="F"),
+    _o("eval_documents", _int, "an integer", "documents encoded to measure bytes/token (default 2000)", "input",
+       default=2000, type=int, metavar="N"),
+    _o("reader", _str, "a string (auto or spark)", "auto: local text and Parquet files on a local master are read "
+       "by pyarrow in the tasks (unigram, bpe; same model bytes); spark: always Spark's reader", "input",
+       default="auto", choices=("auto", "spark")),
+    # ------------------------------------------------------------------ how it runs
+    _o("master", _str, "a Spark master URL string", "Spark master (default local[*]); bpe also takes 'none': no "
+       "Spark, one process", "run", metavar="URL"),
+    _o("partitions", _int, "an integer", "repartition the documents into N partitions", "run", type=int,
+       metavar="N"),
+    _o("driver_memory", _str, "a string such as 4g", "Spark driver memory (default 512m on a local master, else "
+       "4g; or $SHARDPIECE_DRIVER_MEMORY)", "run", metavar="SIZE"),
+    _o("threads", _int, "an integer", "threads per process: counting in each task (bytepiece; bpe with --master "
+       "none), driver E-steps (unigram); default the cores; never changes the model", "run", type=int,
+       metavar="N"),
+    _o("work_dir", _str, "a directory path (stage outputs for resuming)", "where finished stages are kept for "
+       "resuming (default .shardpiece-work beside --output)", "run", metavar="DIR"),
+    _o("resume", _bool, "true or false", "recompute every stage even if the work directory holds it", "run",
+       default=True, flags=("--no-resume",), action="store_false"),
+    _o("spark", C.is_spark_conf, "a mapping of Spark configuration keys to values", "", "run", flags=()),
+    # ------------------------------------------------------------------ model options of several algorithms
+    _o("special_tokens", C.is_str_list, "a list of strings", "control tokens (unigram: SentencePiece's control "
+       "symbols, beside its <unk>, <s>, </s>)", "model", nargs="*", metavar="TOKEN",
+       default={"bytepiece": DEFAULT_SPECIAL_TOKENS, "bpe": DEFAULT_SPECIAL_TOKENS, "unigram": []},
+       flags=("--special-tokens", "--control-symbols"), aliases=("control_symbols",)),
+    _o("min_count", _int, "an integer", "bytepiece: prune n-grams and pieces rarer than this; bpe: stop when the "
+       "best pair is rarer (default 2)", "model", algorithms=BP | BPE, default=2, type=int, metavar="N"),
+    _o("max_piece_bytes", _int, "an integer", "longest piece in bytes: bytepiece (default 36), bpe byte_level "
+       "(32), unigram byte variant (16)", "model", default={"bytepiece": 36, "bpe": 32, "unigram": 16}, type=int,
+       metavar="N", applies=_only_in_unit("max_piece_bytes")),
+    _o("max_piece_chars", _int, "an integer", "longest piece in characters: bpe sentencepiece, unigram "
+       "sentencepiece variant (default 16)", "model", algorithms=UG | BPE, default=16, type=int, metavar="N",
+       flags=("--max-piece-chars", "--max-sentencepiece-length"), aliases=("max_sentencepiece_length",),
+       applies=_only_in_unit("max_piece_chars")),
+    _o("isolate_digits", _bool, "true or false", "every decimal digit is a piece of its own", "model",
+       algorithms=BP | UG, default=False, flags=("--isolate-digits", "--split-digits"), action="store_true",
+       aliases=("split_digits",)),
+    _o("character_coverage", _num, "a number from 0.98 to 1.0", "share of character occurrences covered by "
+       "pieces; rarer characters stay bytes or <unk> (default 0.9995)", "model", algorithms=UG | BPE,
+       default=0.9995, type=float, applies=_bpe_sentencepiece_only),
+    # ------------------------------------------------------------------ bytepiece
+    _o("order", _int, "an integer", "longest byte n-gram of the language model, 1..7 (default 6)", "bytepiece",
+       algorithms=BP, default=6, type=int),
+    _o("normalization", _str, "a string (identity or nfc)", "identity (lossless, default) or nfc", "bytepiece",
+       algorithms=BP, default="identity", choices=("identity", "nfc")),
+    _o("ensure_unicode", _bool, "true or false", "let pieces start on a UTF-8 continuation byte", "bytepiece",
+       algorithms=BP, default=True, flags=("--no-ensure-unicode",), action="store_false"),
+    _o("refine_em_rounds", _int, "an integer", "unigram EM rounds after pruning (default 0)", "bytepiece",
+       algorithms=BP, default=0, type=int),
+    _o("refine_em_mode", _str, "a string (viterbi or expected)", "counts of the EM rounds (default viterbi)",
+       "bytepiece", algorithms=BP, default="viterbi", choices=("viterbi", "expected")),
+    # ------------------------------------------------------------------ unigram
+    _o("unigram_variant", _str, "a string (sentencepiece or byte)", "sentencepiece (normalizer, '▁', "
+       "SentencePiece-compatible; default) or byte (raw bytes, lossless)", "unigram", algorithms=UG,
+       default="sentencepiece", choices=("sentencepiece", "byte")),
+    _o("seed_sentencepiece_size", _int, "an integer", "seed pieces (default 1000000)", "unigram", algorithms=UG,
+       default=1_000_000, type=int),
+    _o("shrinking_factor", _num, "a number in (0, 1)", "share of pieces kept per pruning round (default 0.75)",
+       "unigram", algorithms=UG, default=0.75, type=float),
+    _o("num_sub_iterations", _int, "an integer", "EM rounds between prunings (default 2)", "unigram",
+       algorithms=UG, default=2, type=int),
+    _o("max_sentence_length", _int, "an integer", "skip longer sentences, in bytes, as SentencePiece (default "
+       "4192; 0: no limit)", "unigram", algorithms=UG, default=4192, type=int),
+    _o("byte_fallback", _bool, "true or false", "256 byte pieces for characters outside the vocabulary",
+       "unigram", algorithms=UG, default=False, action="store_true"),
+    _o("split_by_whitespace", _bool, "true or false", "let pieces cross whitespace", "unigram", algorithms=UG,
+       default=True, flags=("--no-split-by-whitespace",), action="store_false"),
+    _o("split_by_number", _bool, "true or false", "let pieces join digits and letters", "unigram",
+       algorithms=UG, default=True, flags=("--no-split-by-number",), action="store_false"),
+    _o("split_by_unicode_script", _bool, "true or false", "let pieces cross scripts", "unigram", algorithms=UG,
+       default=True, flags=("--no-split-by-unicode-script",), action="store_false"),
+    _o("treat_whitespace_as_suffix", _bool, "true or false", "'▁' ends a word instead of starting it",
+       "unigram", algorithms=UG, default=False, action="store_true"),
+    _o("allow_whitespace_only_pieces", _bool, "true or false", "allow pieces of several '▁'", "unigram",
+       algorithms=UG, default=False, action="store_true"),
+    _o("add_dummy_prefix", _bool, "true or false", "no '▁' before the first word", "unigram", algorithms=UG,
+       default=True, flags=("--no-dummy-prefix",), action="store_false"),
+    _o("remove_extra_whitespaces", _bool, "true or false", "keep runs of spaces as they are", "unigram",
+       algorithms=UG, default=True, flags=("--keep-extra-whitespaces",), action="store_false"),
+    _o("normalizer_model", _str, "a path", "use this SentencePiece .model's normalizer (default identity)",
+       "unigram", algorithms=UG, metavar="SP_MODEL"),
+    _o("user_defined_symbols", C.is_str_list, "a list of strings", "pieces always kept whole", "unigram",
+       algorithms=UG, default=[], nargs="*", metavar="SYMBOL"),
+    _o("pad_id", _int, "an integer", "id of <pad> (default -1: none)", "unigram", algorithms=UG, default=-1,
+       type=int),
+    _o("estep", _str, "a string (auto, driver or spark)", "where E-steps run: driver, spark, or auto (driver up "
+       "to 512 MiB of chunks)", "unigram", algorithms=UG, default="auto", choices=("auto", "driver", "spark")),
+    # ------------------------------------------------------------------ bpe
+    _o("pretokenizer", _str, "a string (byte_level or sentencepiece)", "byte_level: regex pre-split, "
+       "tokenizers/tiktoken-compatible (default); sentencepiece: '▁' words, SentencePiece's BPE rules", "bpe",
+       algorithms=BPE, default="byte_level", choices=("byte_level", "sentencepiece")),
+    _o("pattern", _str, "a string (gpt2 or llama3)", "the byte_level regex (default gpt2)", "bpe",
+       algorithms=BPE, default="gpt2", choices=("gpt2", "llama3")),
+)
+BY_KEY = {option.key: option for option in OPTIONS}
+ALIASES = {alias: option.key for option in OPTIONS for alias in option.aliases}
+#: old names that keep working with a notice; each maps to the piece-length option of the model's unit
+DEPRECATED = {"max_piece_length": "--max-piece-length is deprecated: use --max-piece-bytes or --max-piece-chars "
+                                  "(one unit per name)"}
+SCHEMA: dict[str, tuple[Any, str]] = {o.key: (C.optional(o.check), o.expected) for o in OPTIONS}
+ACCEPTED: dict[str, tuple[Any, str]] = {**SCHEMA, **{a: SCHEMA[k] for a, k in ALIASES.items()},
+                                        **{k: SCHEMA["max_piece_bytes"] for k in DEPRECATED}}
+GROUP_TITLES = {
+    "train": "what to train (all algorithms)", "input": "input and evaluation (all algorithms)",
+    "run": "how it runs (all algorithms; --config FILE and --set KEY=VALUE take any key)",
+    "model": "model options of several algorithms ([the algorithms that take each])",
+    "bytepiece": "bytepiece options", "unigram": "unigram options (SentencePiece's names)", "bpe": "bpe options",
+}
+
+
+def _help_of(option: Option) -> str:
+    text = option.help
+    if option.algorithms != ALL:
+        text += f" [{', '.join(a for a in ALGORITHMS if a in option.algorithms)}]"
+    return text.replace("%", "%%")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``shardpiece train``: every option, grouped as :data:`GROUP_TITLES`; a flag that is
+    not given leaves its key out of the namespace (the config file or the default decides)."""
+    parser = argparse.ArgumentParser(
+        prog="shardpiece train", argument_default=argparse.SUPPRESS,
+        description="Train a vocabulary (bytepiece, unigram or bpe) with Spark. Every option is also a key of "
+                    "--config FILE (YAML, '_' for '-') and of --set KEY=VALUE; flags win over --set, --set over "
+                    "the file. Options an algorithm does not take are errors.")
+    groups = {name: parser.add_argument_group(title) for name, title in GROUP_TITLES.items()}
+    groups["train"].add_argument("--config", metavar="FILE", help="YAML file of options (see configs/demo.yaml)")
+    groups["train"].add_argument(
+        "--set", dest="overrides", action="append", metavar="KEY=VALUE",
+        help="override any config key (value read as YAML), e.g. --set min_count=8 --set spark.executor.memory=8g")
+    for option in OPTIONS:
+        strings = option.option_strings()
+        if not strings:
+            continue
+        kwargs: dict[str, Any] = {"dest": option.key, "help": _help_of(option)}
+        if option.action != "store":
+            kwargs["action"] = option.action
+        else:
+            for name in ("nargs", "type", "choices", "metavar"):
+                if getattr(option, name) is not None:
+                    kwargs[name] = getattr(option, name)
+            if option.metavar is None and option.type in (int, float):
+                kwargs["metavar"] = "N" if option.type is int else "F"
+        groups[option.group].add_argument(*strings, **kwargs)
+    groups["run"].add_argument("--quiet", action="store_true", help="print only the summary")
+    groups["model"].add_argument("--max-piece-length", dest="max_piece_length", type=int, help=argparse.SUPPRESS)
+    return parser
+
+
+def canonical(raw: dict[str, Any], source: str, notices: list[str]) -> dict[str, Any]:
+    """``raw`` (validated against :data:`ACCEPTED`) with aliases renamed to their option's key; deprecated keys
+    are kept (resolved once the algorithm is known) and noted."""
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in DEPRECATED:
+            notices.append(f"{source}: {DEPRECATED[key]}")
+        name = ALIASES.get(key, key)
+        if name in out and out[name] != value:
+            raise ConfigError(f"{source}: {key!r} and {name!r} name the same option: give it once")
+        out[name] = value
+    return out
+
+
+def load_config(path: str, notices: list[str] | None = None) -> dict[str, Any]:
+    """A train config file, validated and with aliases renamed (relative ``input`` paths resolved against it)."""
+    return canonical(C.load_config(path, ACCEPTED), path, notices if notices is not None else [])
+
+
+def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    """``(options, notices)``: defaults < ``--config`` < ``--set`` < flags, every given key checked against the
+    chosen algorithm, piece lengths in the model's unit; ``notices`` are deprecation messages for stderr.
+    Raises :class:`ConfigError` for a missing, unknown, mistyped or inapplicable option."""
+    notices: list[str] = []
+    given: dict[str, Any] = {}
+    source = "the command line"
+    if getattr(args, "config", None):
+        given.update(load_config(args.config, notices))
+        source = f"{args.config} or the command line"
+    overrides = C.parse_overrides(getattr(args, "overrides", None), ACCEPTED)
+    given = C.merge_options(given, canonical(overrides, "--set", notices))
+    flags = {k: v for k, v in vars(args).items() if k not in ("config", "overrides", "quiet")}
+    if "max_piece_length" in flags:
+        notices.append(DEPRECATED["max_piece_length"])
+    given = C.merge_options(given, {ALIASES.get(k, k): v for k, v in flags.items()})
+    given = {k: v for k, v in given.items() if v is not None}
+    algorithm = given.get("algorithm", "bytepiece")
+    if algorithm not in ALGORITHMS:
+        raise ConfigError(f"algorithm {algorithm!r} is unknown: use one of {', '.join(ALGORITHMS)}")
+    options: dict[str, Any] = {"algorithm": algorithm}
+    for option in OPTIONS:  # the algorithm's own choices first: piece lengths depend on them
+        if option.key in given:
+            options[option.key] = given[option.key]
+    for key in ("max_piece_length", "max_sentencepiece_length"):
+        if key in given:
+            target = piece_length_key(options)
+            if target in given and given[target] != given[key]:
+                raise ConfigError(f"{key} and {target} name the same limit here: give only {target}")
+            options[target] = given[key]
+    for key in sorted(options):
+        option = BY_KEY[key]
+        if algorithm not in option.algorithms:
+            takers = ", ".join(a for a in ALGORITHMS if a in option.algorithms)
+            raise ConfigError(f"option {key} (--{key.replace('_', '-')}) is not taken by --algorithm {algorithm}: "
+                              f"only by {takers}; remove it or choose one of those algorithms")
+    for key in sorted(options):
+        reason = BY_KEY[key].applies(options) if BY_KEY[key].applies else None
+        if reason:
+            raise ConfigError(f"option {key}: {reason}")
+    for option in OPTIONS:
+        if option.key not in options and algorithm in option.algorithms and not (
+                option.applies and option.applies({**options, option.key: None})):
+            default = option.default_for(algorithm)
+            if default is not None:
+                options[option.key] = list(default) if isinstance(default, list) else default
+    for key in ("input", "vocab_size", "output"):
+        if options.get(key) in (None, [], ""):
+            raise ConfigError(f"--{key.replace('_', '-')} is required: give it in {source}")
+    if isinstance(options["input"], str):
+        options["input"] = [options["input"]]
+    if isinstance(options["vocab_size"], int):
+        options["vocab_size"] = [options["vocab_size"]]
+    if not 0.0 <= float(options["holdout_fraction"]) <= 0.5:
+        raise ConfigError(f"--holdout-fraction {options['holdout_fraction']} is outside 0..0.5")
+    for key in ("partitions", "threads", "eval_documents"):
+        if options.get(key) is not None and options[key] < (0 if key == "eval_documents" else 1):
+            raise ConfigError(f"--{key.replace('_', '-')} {options[key]}: use 1 or more")
+    if (options.get("master") or "").lower() == "none":
+        if algorithm != "bpe":
+            raise ConfigError(f"--master none (no Spark) is taken by --algorithm bpe only; give {algorithm} a "
+                              "Spark master such as local[*]")
+        if options.get("partitions") is not None:
+            raise ConfigError("--partitions needs Spark; with --master none use --threads")
+        for path in options["input"]:
+            if "://" in path and not path.startswith("file://"):
+                raise ConfigError(f"--input {path}: --master none reads local files only; run with Spark "
+                                  "(--master local[*] or a cluster URL) for other filesystems")
+    return options, notices
+
+
+def dump_config(options: dict[str, Any]) -> str:
+    """The resolved options as YAML that ``--config`` reads back to repeat the run (schema keys only)."""
+    return C.dump_config(options, SCHEMA, "shardpiece train")
+
+
+def option_table() -> list[tuple[str, str]]:
+    """``[(flag, "bytepiece, unigram, bpe")]`` of every option with a flag: which algorithms take it (the README's
+    table). ``option_table()[0]`` -> ``('--algorithm', 'all')``."""
+    rows = []
+    for option in OPTIONS:
+        strings = option.option_strings()
+        if strings:
+            takers = "all" if option.algorithms == ALL else ", ".join(a for a in ALGORITHMS if a in option.algorithms)
+            rows.append((strings[0], takers))
+    return rows

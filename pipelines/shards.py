@@ -1,0 +1,117 @@
+"""Shards of Arrow text columns: zero-copy buffers, packed shards of ~2 MB, and a small thread pool over them.
+
+Every Spark step that counts or encodes text reads its partition's Arrow batches through :func:`iter_shards`
+(packed ``(data uint8, offsets int64)`` shards, fewer kernel calls than one per batch) and runs its nogil kernels
+on several shards at once with :func:`map_shards`.
+
+    >>> import pyarrow as pa
+    >>> [(d.tobytes(), o.tolist()) for d, o in iter_shards([pa.record_batch([pa.array([b"ab", b"c"])], ["text"])])]
+    [(b'abc', [0, 2, 3])]
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable, Iterable, Iterator, TypeVar
+
+import numpy as np
+
+from tokenizer.errors import InputError
+
+SHARD_BYTES = 2 << 20  # per kernel call: counting a shard's n-grams takes ~30 bytes per text byte
+
+
+def binary_buffers(array) -> tuple[np.ndarray, np.ndarray]:
+    """``(data uint8, offsets int64)`` of a pyarrow binary/string (or large_) array without copying the data.
+
+    Nulls must have been filtered out. Example: ``pa.array([b"ab", b"c"])`` -> ``(b"abc", [0, 2, 3])``.
+    """
+    import pyarrow as pa
+
+    if array.null_count:
+        raise InputError(f"{array.null_count} null documents reached the counting step: filter nulls first")
+    large = pa.types.is_large_binary(array.type) or pa.types.is_large_string(array.type)
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64 if large else np.int32)[array.offset:array.offset + len(array) + 1]
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None and len(buffers[2]) else np.zeros(
+        0, dtype=np.uint8)
+    return data, offsets.astype(np.int64)
+
+
+def binary_array(data: np.ndarray, offsets: np.ndarray):
+    """A pyarrow binary array from packed ``(data uint8, offsets int64)`` (offsets must start at 0)."""
+    import pyarrow as pa
+
+    if len(data) >= (1 << 31):
+        raise InputError("more than 2 GiB of pieces in one partition: use more partitions (--partitions)")
+    return pa.Array.from_buffers(pa.binary(), len(offsets) - 1,
+                                 [None, pa.py_buffer(np.asarray(offsets, np.int32).tobytes()),
+                                  pa.py_buffer(np.ascontiguousarray(data, np.uint8).tobytes())])
+
+
+def iter_shards(batches: Iterator, shard_bytes: int = SHARD_BYTES) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Group Arrow batches of one ``text`` column into packed shards of about ``shard_bytes`` (fewer kernel calls
+    and merges per partition). Yields ``(data uint8, offsets int64 starting at 0)``."""
+    pending, size = [], 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        data, offsets = binary_buffers(batch.column(0))
+        pending.append((data, offsets))
+        size += int(offsets[-1] - offsets[0])
+        if size >= shard_bytes:
+            yield _concat(pending)
+            pending, size = [], 0
+    if pending:
+        yield _concat(pending)
+
+
+_Shard = TypeVar("_Shard")
+_Result = TypeVar("_Result")
+
+
+def map_shards(function: Callable[[_Shard], _Result], shards: Iterable[_Shard], threads: int = 1
+               ) -> Iterator[_Result]:
+    """``function(shard)`` for every shard, in input order, computed by up to ``threads`` threads at once.
+
+    The kernels ``function`` calls are compiled ``nogil`` (and numpy's sort releases the GIL), so one Python worker
+    uses ``threads`` cores. At most ``threads`` shards are in flight: the next shard is taken from ``shards`` only
+    after the oldest result has been handed to the caller (who merges it in the calling thread). ``threads=1``
+    runs everything in the calling thread. Example: ``list(map_shards(len, [b"ab", b"c"], threads=2))`` -> ``[2, 1]``.
+
+    In a Spark task, the worker's heap is frozen after the first result (:mod:`pipelines.worker_heap`).
+    """
+    from pipelines.worker_heap import freeze_worker_heap
+
+    for index, result in enumerate(_map_shards(function, shards, threads)):
+        yield result
+        if index == 0:
+            freeze_worker_heap()
+
+
+def _map_shards(function: Callable[[_Shard], _Result], shards: Iterable[_Shard], threads: int
+                ) -> Iterator[_Result]:
+    if threads <= 1:
+        for shard in shards:
+            yield function(shard)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="shardpiece-shard") as pool:
+        pending: deque = deque()
+        for shard in shards:
+            while len(pending) >= threads:
+                yield pending.popleft().result()
+            pending.append(pool.submit(function, shard))
+            del shard
+        while pending:
+            yield pending.popleft().result()
+
+
+def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    datas, offset_parts, base = [], [np.zeros(1, np.int64)], 0
+    for data, offsets in parts:
+        datas.append(data[offsets[0]:offsets[-1]])
+        offset_parts.append(offsets[1:] - offsets[0] + base)
+        base += int(offsets[-1] - offsets[0])
+    return np.concatenate(datas) if datas else np.zeros(0, np.uint8), np.concatenate(offset_parts)
