@@ -158,3 +158,26 @@ def test_help_lists_every_algorithms_options_in_groups(capsys):
     for flag in ("--order", "--unigram-variant", "--pretokenizer", "--max-piece-bytes", "--max-piece-chars",
                  "--work-dir", "--no-resume", "--set", "--config", "--threads", "--driver-memory"):
         assert flag in text
+
+
+def test_readme_option_table_matches_the_registry():
+    """The README's table of which algorithm takes which option is the registry's (every flag, every column)."""
+    import re
+
+    from jobs.train_options import ALGORITHMS, OPTIONS
+
+    flags = {string: option for option in OPTIONS for string in option.option_strings()}
+    text = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    table = text[text.index("| option | bytepiece | unigram | bpe |"):]
+    table = table[:table.index("\n\n")]
+    seen = set()
+    for row in table.splitlines()[2:]:
+        cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+        for flag in re.findall(r"`(--[a-z-]+)", cells[0]):
+            if flag in ("--config", "--set", "--quiet"):
+                continue
+            option = flags[flag]
+            seen.add(option.key)
+            takes = {a for a, cell in zip(ALGORITHMS, cells[1:]) if cell != "-"}
+            assert takes == set(option.algorithms), (flag, takes)
+    assert seen == {option.key for option in OPTIONS if option.option_strings()}

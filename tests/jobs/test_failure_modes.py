@@ -109,7 +109,7 @@ def test_unreadable_input_file_names_it(spark, tmp_path, capsys, monkeypatch):
 def test_corrupt_compressed_input_fails_naming_the_problem(spark, tmp_path, capsys):
     blob = gzip.compress(b"\n".join(words_corpus(400)) + b"\n")
     (tmp_path / "corpus.txt.gz").write_bytes(blob[: len(blob) // 2])  # truncated in transfer
-    assert train(tmp_path, [tmp_path / "corpus.txt.gz"]) == 1
+    assert train(tmp_path, [tmp_path / "corpus.txt.gz"]) == 2  # the input must be fixed, found in a task
     err = capsys.readouterr().err
     assert "cannot read input file" in err and "corpus.txt.gz" in err and "Unexpected end of input stream" in err
     assert "re-create it, or remove it from --input" in err
@@ -119,7 +119,7 @@ def test_corrupt_compressed_input_fails_naming_the_problem(spark, tmp_path, caps
 @pytest.mark.spark
 def test_corrupt_zstd_input_says_how_to_fix_it(spark, tmp_path, capsys):
     (tmp_path / "corpus.txt.zst").write_bytes(b"(\xb5/\xfd this is not zstd data")
-    assert train(tmp_path, [tmp_path / "corpus.txt.zst"]) == 1
+    assert train(tmp_path, [tmp_path / "corpus.txt.zst"]) == 2
     assert "not a valid zstd file" in capsys.readouterr().err
 
 

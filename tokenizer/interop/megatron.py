@@ -240,7 +240,9 @@ def merge_datasets(prefixes: Iterable[str | os.PathLike], output_prefix: str | o
     """Concatenate Megatron datasets (same token dtype) into one ``output_prefix.bin``/``.idx``, in the given order.
 
     Copies the token files byte for byte and rebuilds the index (pointers shifted, document indices offset), then
-    publishes both files by rename, so a reader never sees a half-written merge. Returns the merged dataset.
+    publishes both files by rename, so a reader never sees a half-written merge; the output's directory is created.
+    An ``OSError`` while writing becomes :class:`~tokenizer.errors.OutputWriteError` naming the path and the fix.
+    Returns the merged dataset.
     """
     prefixes = [os.fspath(p) for p in prefixes]
     if not prefixes:
@@ -254,6 +256,7 @@ def merge_datasets(prefixes: Iterable[str | os.PathLike], output_prefix: str | o
     lengths, documents, offset = [], [np.zeros(1, np.int64)], 0
     tmp_bin, tmp_idx = output_prefix + ".bin.tmp", output_prefix + ".idx.tmp"
     try:
+        os.makedirs(os.path.dirname(os.path.abspath(output_prefix)), exist_ok=True)
         with open(tmp_bin, "wb") as out:
             for dataset in datasets:
                 with open(bin_path(dataset.prefix), "rb") as source:
@@ -264,6 +267,10 @@ def merge_datasets(prefixes: Iterable[str | os.PathLike], output_prefix: str | o
         write_index(tmp_idx, dtypes.pop(), np.concatenate(lengths), np.concatenate(documents))
         os.replace(tmp_bin, bin_path(output_prefix))
         os.replace(tmp_idx, idx_path(output_prefix))
+    except OSError as exc:
+        from tokenizer.files import write_error
+
+        raise write_error(output_prefix + ".bin", exc, "merged Megatron dataset") from None
     finally:
         for path in (tmp_bin, tmp_idx):
             if os.path.exists(path):
