@@ -8,6 +8,12 @@ whose *concatenation* is the best piece), only listed pairs merge, which is what
 The pair table is open addressing over int64 keys ``left << 32 | right`` (``pair_keys``, -1 = empty; size a power
 of two, ``bits`` = log2 size), with ``pair_merged`` (int32) and ``pair_rank`` (int32) beside it.
 
+Inside a pre-token of n bytes the symbols are a linked list over the byte positions and the candidate merges a
+binary min-heap of ``rank << 32 | position`` (lowest rank first, then leftmost); an entry whose pair has changed
+since it was pushed is skipped when it comes up. Each merge pushes at most two entries, so the heap holds at most
+2n and the work is O(n log n) whatever the text: one long pre-token (100,000 x ``a``, a run of one CJK character)
+costs what its length costs, never n^2. :func:`tokenizer.kernels.reference.ref_ranked_bpe` is the slow twin.
+
 Example (hand-checkable): bytes ``a``=0, ``b``=1, ``c``=2; merges ``(b, c) -> 3`` rank 0, ``(a, b) -> 4`` rank 1,
 ``(4, 2) -> 5`` rank 2: ``"abc"`` -> a|b|c -> a|bc (rank 0) -> no merge ``(a, bc)`` -> ``[0, 3]``, whereas the
 concatenation rule would go on to ``abc``.
@@ -71,52 +77,110 @@ def pair_lookup(pair_keys, bits, left, right):
 
 
 @kernel
-def ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, start, end, sym, rank, out, pos):
+def _heap_push(heap, size, key):
+    """Push ``key`` onto the binary min-heap ``heap[:size]``; returns the new size."""
+    i = size
+    heap[i] = key
+    while i > 0:
+        parent = (i - 1) >> 1
+        if heap[parent] <= key:
+            break
+        heap[i] = heap[parent]
+        i = parent
+    heap[i] = key
+    return size + 1
+
+
+@kernel
+def _heap_pop(heap, size):
+    """Remove the smallest key (``heap[0]``, read it before) from ``heap[:size]``; returns the new size."""
+    size -= 1
+    last = heap[size]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and heap[child + 1] < heap[child]:
+            child += 1
+        if last <= heap[child]:
+            break
+        heap[i] = heap[child]
+        i = child
+    heap[i] = last
+    return size
+
+
+@kernel
+def _push_pair(pair_keys, pair_rank, bits, sym, heap, size, left, right):
+    """Push the merge candidate at node ``left`` (its pair with node ``right``) when the pair is a merge."""
+    slot = pair_lookup(pair_keys, bits, sym[left], sym[right])
+    if slot >= 0:
+        size = _heap_push(heap, size, (np.int64(pair_rank[slot]) << 32) | np.int64(left))
+    return size
+
+
+@kernel
+def ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, start, end, sym, nxt, prv, heap,
+                    steps, out, pos):
     """Encode ``data[start:end]`` (one pre-token) by merge replay; ids to ``out[pos:]``; returns the new ``pos``.
 
-    ``sym`` (int32) and ``rank`` (int32) are work buffers of length >= ``end - start``.
+    Work buffers of length >= ``end - start``: ``sym``, ``nxt``, ``prv`` (int32: each node's symbol, next and
+    previous node; ``prv`` -2 marks a node merged into its left neighbour) and ``heap`` (int64, twice the
+    length). ``steps[0]`` (int64) grows by the heap entries popped, a measure of the work done (tests bound it).
     """
     n = end - start
     if n == 0:
         return pos
     for i in range(n):
         sym[i] = byte_to_id[data[start + i]]
-    if n == 1:
-        out[pos] = sym[0]
-        return pos + 1
+        nxt[i] = i + 1
+        prv[i] = i - 1
+    size = 0
     for i in range(n - 1):
-        slot = pair_lookup(pair_keys, bits, sym[i], sym[i + 1])
-        rank[i] = pair_rank[slot] if slot >= 0 else NO_RANK
-    while n > 1:
-        best = 0
-        best_rank = rank[0]
-        for i in range(1, n - 1):
-            if rank[i] < best_rank:
-                best_rank = rank[i]
-                best = i
-        if best_rank == NO_RANK:
-            break
-        slot = pair_lookup(pair_keys, bits, sym[best], sym[best + 1])
-        sym[best] = pair_merged[slot]
-        for i in range(best + 1, n - 1):
-            sym[i] = sym[i + 1]
-        for i in range(best + 1, n - 2):
-            rank[i] = rank[i + 1]
-        n -= 1
-        if best > 0:
-            slot = pair_lookup(pair_keys, bits, sym[best - 1], sym[best])
-            rank[best - 1] = pair_rank[slot] if slot >= 0 else NO_RANK
-        if best < n - 1:
-            slot = pair_lookup(pair_keys, bits, sym[best], sym[best + 1])
-            rank[best] = pair_rank[slot] if slot >= 0 else NO_RANK
-    for i in range(n):
-        out[pos + i] = sym[i]
-    return pos + n
+        size = _push_pair(pair_keys, pair_rank, bits, sym, heap, size, i, i + 1)
+    popped = 0
+    while size > 0:
+        key = heap[0]
+        size = _heap_pop(heap, size)
+        popped += 1
+        left = np.int64(key & 0xFFFFFFFF)
+        right = nxt[left]
+        if prv[left] == -2 or right >= n:
+            continue  # the node was merged away, or it is last now
+        slot = pair_lookup(pair_keys, bits, sym[left], sym[right])
+        if slot < 0 or np.int64(pair_rank[slot]) != (key >> 32):
+            continue  # the pair changed since this entry was pushed
+        sym[left] = pair_merged[slot]
+        prv[right] = -2
+        after = nxt[right]
+        nxt[left] = after
+        if after < n:
+            prv[after] = left
+            size = _push_pair(pair_keys, pair_rank, bits, sym, heap, size, left, after)
+        before = prv[left]
+        if before >= 0:
+            size = _push_pair(pair_keys, pair_rank, bits, sym, heap, size, before, left)
+    steps[0] += popped
+    node = 0
+    while node < n:
+        out[pos] = sym[node]
+        pos += 1
+        node = nxt[node]
+    return pos
+
+
+def merge_buffers(longest: int) -> tuple:
+    """Work buffers of :func:`ranked_bpe_into` for pre-tokens of up to ``longest`` bytes: ``(sym, nxt, prv,
+    heap, steps)``, 20 bytes per byte of the longest text."""
+    n = longest + 1
+    return (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(2 * n, np.int64),
+            np.zeros(1, np.int64))
 
 
 @kernel
 def ranked_bpe_batch(char_class, pattern, pair_keys, pair_merged, pair_rank, bits, byte_to_id, ignore_merges, units,
-                     data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, sym, rank, out_ids,
+                     data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, sym, nxt, prv, heap, steps, out_ids,
                      out_offsets):
     """Regex pre-split plus merge replay for documents ``doc_begin .. doc_end - 1`` (same contract as
     :func:`tokenizer.kernels.batch.bpe_batch`; ``pattern`` 0 = no pre-split). With ``ignore_merges`` a pre-token
@@ -143,8 +207,8 @@ def ranked_bpe_batch(char_class, pattern, pair_keys, pair_merged, pair_rank, bit
                     pos += 1
                     p = q
                     continue
-            pos = ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, p, q, sym, rank,
-                                  out_ids, pos)
+            pos = ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, p, q, sym, nxt, prv,
+                                  heap, steps, out_ids, pos)
             p = q
         if eos_id >= 0:
             out_ids[pos] = eos_id
@@ -240,35 +304,10 @@ class ByteLevelEncoder:
         *work_buffers(longest), out_ids, out_offsets)`` returns ``(total ids, failed text or -1)``; ``longest`` is
         the byte length of the longest text."""
         if self.is_bpe:
-            def sym_and_rank(longest):
-                return np.empty(longest + 1, np.int32), np.empty(longest + 1, np.int32)
-
             return ranked_bpe_batch, (self.char_class, self.pattern, self.pair_keys, self.pair_merged,
                                       self.pair_rank, self.bits, self.byte_to_id, self.ignore_merges,
-                                      self.compiled.units), sym_and_rank
+                                      self.compiled.units), merge_buffers
         c = self.compiled
         return pretokenized_unigram_batch, (self.char_class, max(self.pattern, 0), c.units, c.piece_score,
                                             c.byte_to_id, c.byte_mode, c.split_after_newlines, c.unk_id,
                                             c.byte_fallback, c.unk_score), c.work_buffers
-
-    def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets) -> int:
-        from tokenizer.errors import InputError
-
-        lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
-        n = (int(lengths.max()) if len(lengths) else 0) + 1
-        if self.is_bpe:
-            total, failed = ranked_bpe_batch(
-                self.char_class, self.pattern, self.pair_keys, self.pair_merged, self.pair_rank, self.bits,
-                self.byte_to_id, self.ignore_merges, self.compiled.units,
-                data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, np.empty(n, np.int32),
-                np.empty(n, np.int32), out_ids, out_offsets)
-        else:
-            c = self.compiled
-            total, failed = pretokenized_unigram_batch(
-                self.char_class, max(self.pattern, 0), c.units, c.piece_score, c.byte_to_id,
-                c.byte_mode, c.split_after_newlines, c.unk_id, c.byte_fallback, c.unk_score, data, offsets, valid,
-                doc_begin, doc_end, bos_id, eos_id, *c.work_buffers(n - 1), out_ids, out_offsets)
-        if total < 0:
-            raise InputError(f"text {failed} contains characters the model cannot represent (no <unk> piece and "
-                             "no byte fallback): use a byte-level model, or remove those characters")
-        return int(total)

@@ -235,3 +235,21 @@ def ref_bpe(pieces, score, user_defined, data, *, byte_mode, unk_id=-1, byte_fal
         s, e, _ = symbols[i]
         nodes.append((s, e, pieces.get(data[s:e], UNKNOWN_NODE)))
     return ref_emit(nodes, data, unk_id, byte_fallback, byte_to_id)
+
+
+def ref_ranked_bpe(merges: dict[tuple[int, int], tuple[int, int]], byte_to_id, data: bytes) -> list[int]:
+    """Twin of :func:`tokenizer.kernels.bpe_ranked.ranked_bpe_into`: merge replay in one pre-token, the slow way
+    (scan every adjacent pair, merge the lowest rank, the leftmost of equal ranks; until no pair is a merge).
+    ``merges``: ``{(left id, right id): (merged id, rank)}``.
+
+    >>> ref_ranked_bpe({(1, 2): (3, 0), (0, 1): (4, 1), (4, 2): (5, 2)}, [0, 1, 2], bytes([0, 1, 2]))
+    [0, 3]
+    """
+    symbols = [int(byte_to_id[b]) for b in data]
+    while len(symbols) > 1:
+        ranked = [(merges[pair][1], i) for i, pair in enumerate(zip(symbols, symbols[1:])) if pair in merges]
+        if not ranked:
+            break
+        _, i = min(ranked)
+        symbols[i:i + 2] = [merges[(symbols[i], symbols[i + 1])][0]]
+    return symbols

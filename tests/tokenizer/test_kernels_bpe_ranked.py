@@ -1,0 +1,96 @@
+"""Merge replay (byte-level BPE) kernel vs its twin, and its work on long repetitive pre-tokens: linear in the
+number of heap entries (counted by the kernel itself, no timing), for runs of one character, of a two-character
+pattern, of one CJK character, of whitespace, and random or invalid-UTF-8 bytes."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenizer.kernels.bpe_ranked import build_pair_table, merge_buffers, ranked_bpe_into
+from tokenizer.kernels.reference import ref_ranked_bpe
+
+IDENTITY = np.arange(256, dtype=np.int32)
+
+
+def merge_table(pairs: list[tuple[int, int]]):
+    """Merges in rank order: merge m makes id 256 + m. Returns the kernel's tables and the twin's dict."""
+    left = np.array([a for a, _ in pairs], np.int64)
+    right = np.array([b for _, b in pairs], np.int64)
+    merged = np.arange(256, 256 + len(pairs), dtype=np.int64)
+    twin: dict[tuple[int, int], tuple[int, int]] = {}
+    for m, pair in enumerate(pairs):
+        twin.setdefault(pair, (256 + m, m))
+    return build_pair_table(left, right, merged), twin
+
+
+def encode(tables, data: bytes) -> tuple[list[int], int]:
+    """``(ids, steps)`` of one pre-token through the kernel."""
+    keys, merged, rank, bits = tables
+    sym, nxt, prv, heap, steps = merge_buffers(len(data))
+    out = np.empty(len(data) + 1, np.int32)
+    end = ranked_bpe_into(keys, merged, rank, bits, IDENTITY, np.frombuffer(data, np.uint8), 0, len(data), sym, nxt,
+                          prv, heap, steps, out, 0)
+    return out[:end].tolist(), int(steps[0])
+
+
+@st.composite
+def merges_and_text(draw):
+    alphabet = draw(st.lists(st.sampled_from(list(b"ab \xe4\xb8\xad\xff")), min_size=1, max_size=4, unique=True))
+    ids = list(alphabet)
+    pairs = []
+    for _ in range(draw(st.integers(0, 12))):
+        pair = (draw(st.sampled_from(ids)), draw(st.sampled_from(ids)))
+        pairs.append(pair)
+        ids.append(256 + len(pairs) - 1)
+    text = bytes(draw(st.lists(st.sampled_from(alphabet), max_size=40)))
+    return pairs, text
+
+
+@settings(max_examples=400, deadline=None)
+@given(merges_and_text())
+def test_kernel_equals_twin(case):
+    pairs, text = case
+    tables, twin = merge_table(pairs)
+    ids, _ = encode(tables, text)
+    assert ids == ref_ranked_bpe(twin, IDENTITY, text)
+
+
+def doubling_merges(unit: bytes, levels: int = 12) -> list[tuple[int, int]]:
+    """Merges that build ``unit``, then ``unit`` x2, x4, ... (what BPE learns from long runs)."""
+    pairs: list[tuple[int, int]] = []
+    current = unit[0]
+    for byte in unit[1:]:
+        pairs.append((current, byte))
+        current = 256 + len(pairs) - 1
+    for _ in range(levels):
+        pairs.append((current, current))
+        current = 256 + len(pairs) - 1
+    return pairs
+
+
+WORST_CASES = {
+    "one character": (b"a", lambda n: b"a" * n),
+    "two-character pattern": (b"ab", lambda n: b"ab" * (n // 2)),
+    "one CJK character": ("中".encode(), lambda n: "中".encode() * (n // 3)),
+    "whitespace": (b" ", lambda n: b" " * n),
+    "random bytes": (b"ab", lambda n: random.Random(n).randbytes(n)),
+    "invalid UTF-8": (b"\xff\xfe", lambda n: b"\xff\xfe\xc3" * (n // 3)),
+}
+
+
+def test_work_is_linear_on_long_repetitive_pretokens():
+    for name, (unit, make) in WORST_CASES.items():
+        tables, twin = merge_table(doubling_merges(unit))
+        small, large = make(20_000), make(200_000)
+        small_ids, small_steps = encode(tables, small)
+        large_ids, large_steps = encode(tables, large)
+        # every merge pops one heap entry and pushes at most two, so at most 3n entries are ever popped
+        assert small_steps <= 3 * len(small) and large_steps <= 3 * len(large), name
+        assert large_steps <= 1.5 * 10 * max(small_steps, 1), (name, small_steps, large_steps)
+        if name == "one character":
+            assert len(small_ids) < 20 and len(large_ids) < 120  # long runs became long pieces
+        assert ref_ranked_bpe(twin, IDENTITY, small[:3000]) == encode(tables, small[:3000])[0], name
