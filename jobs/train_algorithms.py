@@ -235,8 +235,7 @@ class Unigram:
         def count_spark():
             if options["estep"] == "driver":
                 return pu.count_chunks(source.documents, first)
-            table, frame = pu.count_chunks(source.documents, first, keep_frame=True,
-                                           partitions=options.get("partitions"))
+            table, frame = pu.count_chunks(source.documents, first, keep_frame=True)
             frames.append(frame)
             return table
 

@@ -3,7 +3,7 @@
     documents (text: binary)
       -> mapInArrow: count_chunks per ~2 MB shard (one Numba pass: pre-tokenize + hash count -> chunk bytes and
          counts as arrays), the task's threads counting shards at once, summed over the partition
-      -> the chunk count reduce of :mod:`pipelines.chunk_count` (exact integer sums; side statistic: documents)
+      -> the count reduce of :mod:`pipelines.reduce` (exact integer sums; side statistic: documents)
       -> the chunk table, sorted by bytes, on the driver (its memory bound: every distinct chunk)
     then, in ``shardpiece train`` (:mod:`jobs.train_algorithms`), the driver's merges
     (:func:`tokenizer.trainers.bpe.learn_bpe`, Numba, incremental) and one model per vocab size.
@@ -26,7 +26,7 @@ from typing import Iterator
 
 import numpy as np
 
-from pipelines import chunk_count, direct_count
+from pipelines import direct_count, reduce
 from pipelines.shards import SHARD_BYTES, iter_shards, map_shards
 from tokenizer.trainers import bpe
 from tokenizer.trainers import chunk_table as T
@@ -36,7 +36,7 @@ def count_shards(settings: bpe.BpeSettings, batches: Iterator, threads: int, sha
     """``((chunk data, chunk offsets, counts), {"documents": non-empty documents})`` of Arrow batches of one binary
     column: cut into ~``shard_bytes`` shards, ``threads`` shards counted at once
     (:func:`~pipelines.shards.map_shards`; the Numba pass pre-tokenizes and hash-counts, nogil), the tables summed
-    in one pass (a :data:`pipelines.chunk_count.Counter` once ``settings`` is bound)."""
+    in one pass (a :data:`pipelines.reduce.Counter` once ``settings`` is bound)."""
     bpe.P.char_class_table(), bpe.sentencepiece_script_table()  # cached tables, built before the threads
 
     def count(shard):
@@ -46,7 +46,7 @@ def count_shards(settings: bpe.BpeSettings, batches: Iterator, threads: int, sha
     return T.merge(*map_shards(count, iter_shards(batches, shard_bytes), threads))
 
 
-def counter(settings: bpe.BpeSettings, shard_bytes: int = SHARD_BYTES) -> chunk_count.Counter:
+def counter(settings: bpe.BpeSettings, shard_bytes: int = SHARD_BYTES) -> reduce.Counter:
     """The job's counter (picklable: it runs in the tasks)."""
     settings.validate()
     return partial(count_shards, settings, shard_bytes=shard_bytes)
@@ -56,8 +56,13 @@ def count_chunks(documents, settings: bpe.BpeSettings, threads: int | None = Non
                  shard_bytes: int = SHARD_BYTES) -> T.ChunkTable:
     """The chunk table of a DataFrame of documents (``text: binary``) through Spark's reduce; ``threads`` counting
     threads per task (default: the session's :func:`~pipelines.session.task_threads`)."""
-    frame = chunk_count.chunk_count_frame(documents, counter(settings, shard_bytes), threads)
-    return chunk_count.collect_chunk_table(frame)
+    return chunk_table_of(*reduce.reduce_counts(documents, counter(settings, shard_bytes), "bytes", threads=threads))
+
+
+def chunk_table_of(table: tuple, stats: dict) -> T.ChunkTable:
+    """The sorted :class:`~tokenizer.trainers.chunk_table.ChunkTable` of a reduced ``bytes`` table; its statistics
+    as the counters gave them (the reduce's own ``distinct_keys`` is the number of chunks)."""
+    return T.finish(table, {k: v for k, v in stats.items() if k != "distinct_keys"})
 
 
 def count_chunks_direct(spark, units, settings: bpe.BpeSettings, holdout_fraction: float, *,

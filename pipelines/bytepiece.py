@@ -3,16 +3,14 @@
 The math lives in :mod:`tokenizer.trainers.bytepiece`; this module only moves arrays::
 
     documents (text: binary)
-      -> mapInArrow: chunk_texts + count_ngrams per ~2 MB shard, merge_counts over a partition's shards
-         -> the partition's sorted table cut into hash buckets: rows (bucket: int, keys: binary, counts: binary)
-      -> repartition(bucket) + mapInArrow: merge_counts of each bucket's tables   exact integer reduce in numpy
-         -> rows (key: long, count: long) of single bytes and n-grams with count >= min_count only
+      -> the reduce of :mod:`pipelines.reduce` (packed int64 keys): chunk_texts + count_ngrams per ~2 MB shard,
+         merge_counts over a partition's shards, the table cut into hash buckets and shuffled as a few binary
+         rows, each bucket merged exactly; only single bytes and n-grams with count >= min_count are kept
       -> collect them                                                      (the driver's memory bound)
       -> build_ngram_model on the driver, broadcast it
     documents
-      -> mapInArrow: chunk_texts + segment_and_count_pieces per shard, merge_piece_counts over the partition
-         -> rows (piece: binary, count: long)
-      -> groupBy(piece).sum(count) -> collect -> prune_pieces on the driver
+      -> the same reduce (byte keys): chunk_texts + segment_and_count_pieces per shard, merge_piece_counts over
+         the partition -> collect -> prune_pieces on the driver
       -> [refine_em_rounds: em_e_step per partition (pieces broadcast), statistics summed, em_m_step]
       -> build_model per vocab size
 
@@ -21,10 +19,10 @@ sorts its input. The model therefore equals, byte for byte, what ``train_bytepie
 documents with ``provenance={"corpus_fingerprint": multiset_fingerprint(documents)}`` (the fingerprint is
 order-independent, since a Spark corpus has no defined document order).
 
-The n-gram pass also reports per-partition side counts (documents, chunks, bytes, and the fingerprint's 32-bit
-limb sums, and per reduce task the number of distinct n-grams) as entries with negative keys, which no packed
-n-gram has (keys are >= 0), so a single pass over the data yields everything. The shuffle moves a few large binary
-rows per partition rather than one row per n-gram, which keeps the JVM's share of the work (and its heap) small.
+The n-gram pass also reports named side statistics (documents, chunks, bytes, the fingerprint's 32-bit limb sums,
+and the number of distinct n-grams), so a single pass over the data yields everything. The shuffle moves a few
+large binary rows per partition rather than one row per n-gram, which keeps the JVM's share of the work (and its
+heap) small.
 
 Example::
 
@@ -37,18 +35,18 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Iterator
 
 import numpy as np
 
-from pipelines.shards import SHARD_BYTES, binary_array, iter_shards, map_shards
+from pipelines import reduce
+from pipelines.shards import SHARD_BYTES, iter_shards, map_shards
 from pipelines.workdir import StageLog, StageReport
 from tokenizer.errors import InputError
 from tokenizer.trainers import bytepiece as bp
 
 _LIMBS = 8  # a 256-bit fingerprint as eight 32-bit limbs
-_KEY_DOCUMENTS, _KEY_CHUNKS, _KEY_BYTES, _KEY_DISTINCT = -1, -2, -3, -4
-_KEY_LIMB0 = -16  # limb i has key -16 - i
 
 
 # ---------------------------------------------------------------------------------------------- fingerprint
@@ -76,117 +74,49 @@ def multiset_fingerprint(texts) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- step 1: n-grams
-def ngram_buckets(keys: np.ndarray, buckets: int) -> np.ndarray:
-    """Bucket (0..buckets-1, int32) of each int64 key: a multiplicative hash, so that packed n-gram keys (whose low
-    bits are the length) spread evenly. Every occurrence of a key, in any partition, gets the same bucket.
-
-    Example: ``ngram_buckets(np.array([5, 5, -1]), 4)`` -> three values in 0..3, the first two equal.
-    """
-    mixed = np.asarray(keys, np.int64).view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    return ((mixed >> np.uint64(32)) % np.uint64(buckets)).astype(np.int32)
-
-
-def split_by_bucket(keys: np.ndarray, counts: np.ndarray, buckets: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Reorder a sorted, distinct ``(keys, counts)`` table by bucket: returns ``(keys, counts, bounds)`` where
-    bucket ``b`` is ``keys[bounds[b]:bounds[b + 1]]``, still sorted (the reorder is stable). The pieces of one
-    bucket from every partition meet in one reduce task. Example: with one bucket, ``bounds == [0, len(keys)]``.
-    """
-    bucket = ngram_buckets(keys, buckets)
-    order = np.argsort(bucket, kind="stable")
-    bounds = np.searchsorted(bucket[order], np.arange(buckets + 1), side="left")
-    return keys[order], counts[order], bounds
-
-
-def count_ngrams_partition(settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
-                           buckets: int = 1, threads: int = 1) -> Callable:
-    """The map side of the n-gram pass (a ``mapInArrow`` closure over the settings): one partition's n-gram counts,
-    plus its side counts under negative keys, as rows ``(bucket int, keys binary, counts binary)`` of packed
-    int64 arrays (a few large rows instead of one row per n-gram: the JVM shuffles bytes, not millions of rows).
-    ``threads`` shards are chunked and counted at once (:func:`map_shards`); the sums do not depend on it."""
+def count_ngram_shards(settings: bp.TrainSettings, batches: Iterator, threads: int, shard_bytes: int = SHARD_BYTES):
+    """The n-gram pass's counter (:data:`pipelines.reduce.Counter` once ``settings`` is bound): the byte n-grams
+    of a partition's documents, ``threads`` shards chunked and counted at once (:func:`map_shards`), summed, and
+    the side statistics ``documents``, ``chunks``, ``chunk_bytes`` and ``fingerprint_limb_0..7`` (the 32-bit limb
+    sums of the documents' SHA-256 digests, for :func:`format_fingerprint`)."""
 
     def count_shard(shard: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], int, int]:
         chunk_data, chunk_offsets = bp.chunk_texts(shard[0], shard[1], settings)
         return (bp.count_ngrams(chunk_data, chunk_offsets, settings.order), len(chunk_offsets) - 1,
                 int(chunk_offsets[-1] - chunk_offsets[0]))
 
-    def run(batches: Iterator) -> Iterator:
-        import pyarrow as pa
+    counts = bp.empty_counts()
+    documents = chunks = total_bytes = 0
+    limbs = [0] * _LIMBS
 
-        counts = bp.empty_counts()
-        documents = chunks = total_bytes = 0
-        limbs = [0] * _LIMBS
+    def digested_shards() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        nonlocal documents
+        for data, offsets in iter_shards(batches, shard_bytes):
+            blob = data.tobytes()
+            for i in range(len(offsets) - 1):
+                digest = document_digest(blob[offsets[i]:offsets[i + 1]])
+                for limb in range(_LIMBS):
+                    limbs[limb] += (digest >> (32 * limb)) & 0xFFFFFFFF
+            del blob
+            documents += len(offsets) - 1
+            yield data, offsets
 
-        def digested_shards() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-            nonlocal documents
-            for data, offsets in iter_shards(batches, shard_bytes):
-                blob = data.tobytes()
-                for i in range(len(offsets) - 1):
-                    digest = document_digest(blob[offsets[i]:offsets[i + 1]])
-                    for limb in range(_LIMBS):
-                        limbs[limb] += (digest >> (32 * limb)) & 0xFFFFFFFF
-                del blob
-                documents += len(offsets) - 1
-                yield data, offsets
-
-        for shard_counts, shard_chunks, shard_bytes_counted in map_shards(count_shard, digested_shards(), threads):
-            chunks += shard_chunks
-            total_bytes += shard_bytes_counted
-            counts = bp.merge_counts(counts, shard_counts)
-            del shard_counts
-        side_keys = [_KEY_LIMB0 - i for i in reversed(range(_LIMBS))] + [_KEY_BYTES, _KEY_CHUNKS, _KEY_DOCUMENTS]
-        side_counts = list(reversed(limbs)) + [total_bytes, chunks, documents]
-        keys = np.concatenate([np.asarray(side_keys, np.int64), np.asarray(counts[0], np.int64)])  # still sorted
-        values = np.concatenate([np.asarray(side_counts, np.int64), np.asarray(counts[1], np.int64)])
-        del counts
-        keys, values, bounds = split_by_bucket(keys, values, buckets)  # (drops the unordered copies)
-        for bucket in range(buckets):
-            first, last = int(bounds[bucket]), int(bounds[bucket + 1])
-            if first < last:
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array([bucket], pa.int32()), pa.array([keys[first:last].tobytes()], pa.binary()),
-                     pa.array([values[first:last].tobytes()], pa.binary())], names=["bucket", "keys", "counts"])
-
-    return run
+    for shard_counts, shard_chunks, shard_bytes_counted in map_shards(count_shard, digested_shards(), threads):
+        chunks += shard_chunks
+        total_bytes += shard_bytes_counted
+        counts = bp.merge_counts(counts, shard_counts)
+        del shard_counts
+    stats = {"documents": documents, "chunks": chunks, "chunk_bytes": total_bytes}
+    stats.update({f"fingerprint_limb_{i}": limbs[i] for i in range(_LIMBS)})
+    return counts, stats
 
 
-def merge_tables(tables: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Sum sorted, distinct ``(keys, counts)`` tables pairwise, as a balanced tree (each entry is merged about
-    log2(len(tables)) times, not once per table)."""
-    tables = list(tables) or [bp.empty_counts()]
-    while len(tables) > 1:
-        tables = [bp.merge_counts(tables[i], tables[i + 1]) if i + 1 < len(tables) else tables[i]
-                  for i in range(0, len(tables), 2)]
-    return tables[0]
-
-
-def reduce_ngram_buckets_partition(min_count: int) -> Callable:
-    """The reduce side of the n-gram pass: sums the tables of the buckets that meet in this task and keeps what
-    the driver needs (single bytes, n-grams with ``count >= min_count``, the side counts), plus this task's number
-    of distinct n-grams under ``_KEY_DISTINCT``; rows ``(key long, count long)``."""
-
-    def run(batches: Iterator) -> Iterator:
-        import pyarrow as pa
-
-        tables = []
-        for batch in batches:
-            key_column, count_column = batch.column(1), batch.column(2)
-            for i in range(batch.num_rows):
-                tables.append((np.frombuffer(key_column[i].as_py(), np.int64),
-                               np.frombuffer(count_column[i].as_py(), np.int64)))
-        keys, counts = merge_tables(tables)
-        del tables
-        kept = (keys < 0) | bp.kept_ngrams(keys, counts, min_count)  # side counts, then the model's rule
-        distinct = int(np.count_nonzero(keys >= 0))
-        keys = np.concatenate([keys[kept], np.asarray([_KEY_DISTINCT], np.int64)])
-        counts = np.concatenate([counts[kept], np.asarray([distinct], np.int64)])
-        step = 1 << 20
-        for start in range(0, len(keys), step):
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(keys[start:start + step], pa.int64()), pa.array(counts[start:start + step], pa.int64())],
-                names=["key", "count"])
-
-    return run
+def kept_ngram_table(min_count: int, table: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """What the driver needs of a reduced n-gram table: single bytes and n-grams with ``count >= min_count`` (the
+    rule of :func:`~tokenizer.trainers.bytepiece.build_ngram_model`), applied in the reduce tasks."""
+    keys, counts = table
+    kept = bp.kept_ngrams(keys, counts, min_count)
+    return keys[kept], counts[kept]
 
 
 @dataclass
@@ -202,92 +132,54 @@ class NgramTable:
     fingerprint: str
 
 
-def shuffle_buckets(spark) -> int:
-    """How many buckets the n-gram tables are split into: ``spark.sql.shuffle.partitions`` (with adaptive
-    execution on, Spark then merges small reduce partitions, so a small corpus still runs in a few tasks)."""
-    return max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
-
-
 def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
-                  threads: int = 1) -> NgramTable:
-    """Count n-grams over ``documents`` (``text: binary``), reduce, and collect the pruned table.
-
-    Each partition's sorted table is cut into hash buckets; a shuffle brings each bucket's pieces together, where
-    numpy merges them and keeps only single bytes and n-grams with ``count >= min_count`` (the same rule
-    :func:`~tokenizer.trainers.bytepiece.build_ngram_model` applies), plus the side counts. Only that reaches the
-    driver.
-    """
-    from pyspark.sql import functions as F
-
-    buckets = shuffle_buckets(documents.sparkSession)
-    counted = documents.mapInArrow(count_ngrams_partition(settings, shard_bytes, buckets, threads),
-                                   "bucket int, keys binary, counts binary")
-    table = (counted.repartition(F.col("bucket"))
-             .mapInArrow(reduce_ngram_buckets_partition(settings.min_count), "key long, count long").toArrow())
-    keys = table.column("key").to_numpy().astype(np.int64)
-    counts = table.column("count").to_numpy().astype(np.int64)
-    del table
-    side: dict[int, int] = {}
-    for key, count in zip(keys[keys < 0].tolist(), counts[keys < 0].tolist()):
-        side[key] = side.get(key, 0) + count  # _KEY_DISTINCT comes once per reduce task
-    digest_sum = sum(int(side.get(_KEY_LIMB0 - i, 0)) << (32 * i) for i in range(_LIMBS))
-    positive = keys >= 0
-    keys, counts = keys[positive], counts[positive]
-    order = np.argsort(keys, kind="stable")
-    ngram_documents = int(side.get(_KEY_DOCUMENTS, 0))
-    return NgramTable(
-        keys=keys[order], counts=counts[order], distinct_ngrams=int(side.get(_KEY_DISTINCT, 0)),
-        documents=ngram_documents, chunks=int(side.get(_KEY_CHUNKS, 0)), chunk_bytes=int(side.get(_KEY_BYTES, 0)),
-        fingerprint=format_fingerprint(digest_sum, ngram_documents),
-    )
+                  threads: int | None = None) -> NgramTable:
+    """Count n-grams over ``documents`` (``text: binary``), reduce (:mod:`pipelines.reduce`, packed int64 keys),
+    and collect the pruned table: only single bytes and n-grams with ``count >= min_count`` reach the driver."""
+    (keys, counts), stats = reduce.reduce_counts(
+        documents, partial(count_ngram_shards, settings, shard_bytes=shard_bytes), "int64",
+        keep=partial(kept_ngram_table, settings.min_count), threads=threads)
+    digest_sum = sum(int(stats.get(f"fingerprint_limb_{i}", 0)) << (32 * i) for i in range(_LIMBS))
+    ngram_documents = int(stats.get("documents", 0))
+    return NgramTable(keys=keys, counts=counts, distinct_ngrams=int(stats.get("distinct_keys", 0)),
+                      documents=ngram_documents, chunks=int(stats.get("chunks", 0)),
+                      chunk_bytes=int(stats.get("chunk_bytes", 0)),
+                      fingerprint=format_fingerprint(digest_sum, ngram_documents))
 
 
 # ---------------------------------------------------------------------------------------------- step 2: pieces
-def count_pieces_partition(lm_broadcast, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
-                           threads: int = 1) -> Callable:
-    """The ``mapInArrow`` function of the segmentation pass: (piece: binary, count: long) per partition
-    (``threads`` shards segmented at once, see :func:`map_shards`)."""
+def count_piece_shards(lm_broadcast, settings: bp.TrainSettings, batches: Iterator, threads: int,
+                       shard_bytes: int = SHARD_BYTES):
+    """The segmentation pass's counter: every chunk segmented with the broadcast n-gram model, the pieces
+    counted (``threads`` shards at once, see :func:`map_shards`); no side statistics."""
+    lm = lm_broadcast.value
+    lm.lookup_table()  # built once here, not by several threads at once
 
-    def run(batches: Iterator) -> Iterator:
-        import pyarrow as pa
+    def count_shard(shard: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        chunk_data, chunk_offsets = bp.chunk_texts(shard[0], shard[1], settings)
+        return bp.segment_and_count_pieces(lm, chunk_data, chunk_offsets, settings)
 
-        lm = lm_broadcast.value
-        lm.lookup_table()  # built once here, not by several threads at once
-
-        def count_shard(shard: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            chunk_data, chunk_offsets = bp.chunk_texts(shard[0], shard[1], settings)
-            return bp.segment_and_count_pieces(lm, chunk_data, chunk_offsets, settings)
-
-        totals = bp.empty_piece_counts()
-        for shard_counts in map_shards(count_shard, iter_shards(batches, shard_bytes), threads):
-            totals = bp.merge_piece_counts(totals, shard_counts)
-            del shard_counts
-        piece_data, piece_offsets, counts = totals
-        if len(counts):
-            yield pa.RecordBatch.from_arrays(
-                [binary_array(piece_data, piece_offsets), pa.array(np.asarray(counts, np.int64), pa.int64())],
-                names=["piece", "count"])
-
-    return run
+    totals = bp.empty_piece_counts()
+    for shard_counts in map_shards(count_shard, iter_shards(batches, shard_bytes), threads):
+        totals = bp.merge_piece_counts(totals, shard_counts)
+        del shard_counts
+    return totals, {}
 
 
 def reduce_pieces(documents, lm, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
-                  threads: int = 1) -> tuple[list[bytes], np.ndarray]:
+                  threads: int | None = None) -> tuple[list[bytes], np.ndarray]:
     """Segment every document with the broadcast n-gram model and return the summed piece counts (sorted)."""
-    from pyspark.sql import functions as F
+    from tokenizer.trainers.chunk_table import finish
 
-    spark = documents.sparkSession
-    lm_broadcast = spark.sparkContext.broadcast(lm)
+    lm_broadcast = documents.sparkSession.sparkContext.broadcast(lm)
     try:
-        counted = documents.mapInArrow(count_pieces_partition(lm_broadcast, settings, shard_bytes, threads),
-                                       "piece binary, count long")
-        table = counted.groupBy("piece").agg(F.sum("count").alias("count")).toArrow()
+        table, _ = reduce.reduce_counts(
+            documents, partial(count_piece_shards, lm_broadcast, settings, shard_bytes=shard_bytes), "bytes",
+            threads=threads)
     finally:
         lm_broadcast.unpersist()
-    pieces = [bytes(p) for p in table.column("piece").to_pylist()]
-    counts = table.column("count").to_numpy().astype(np.int64)
-    order = sorted(range(len(pieces)), key=pieces.__getitem__)
-    return [pieces[i] for i in order], counts[order]
+    counted = finish(table, {})
+    return counted.chunks, counted.counts
 
 
 # ---------------------------------------------------------------------------------------------- EM refinement

@@ -24,7 +24,7 @@ from typing import Callable
 
 import numpy as np
 
-from pipelines.chunk_count import Counter
+from pipelines.reduce import Counter
 from pipelines.shards import binary_buffers
 from tokenizer.trainers import chunk_table as T
 
@@ -35,7 +35,7 @@ def direct_count_task(counter: Counter, threads: int, holdout_fraction: float, k
                       text_column: str = "text") -> Callable:
     """``mapPartitions`` function: read this task's units with pyarrow (text lines, or a Parquet file's
     ``text_column``, nulls dropped and strings taken as their UTF-8 bytes, as Spark's reader gives them), drop the
-    held-out documents, count the rest with ``counter`` (:data:`pipelines.chunk_count.Counter`) on ``threads``
+    held-out documents, count the rest with ``counter`` (:data:`pipelines.reduce.Counter`) on ``threads``
     threads; yields one ``(chunk data bytes, chunk offsets, counts, stats, held-out docs, training docs)`` tuple per
     group of units."""
 

@@ -3,13 +3,13 @@
     documents (text: binary)
       -> mapInArrow: ChunkSplitter.count (normalize, meta pieces -> boundary, split at "▁", hash count: Numba)
          per ~2 MB shard on the task's threads, summed over the partition
-      -> the chunk count reduce of :mod:`pipelines.chunk_count` (exact integer sums; side statistics: documents,
-         skipped sentences)
+      -> the count reduce of :mod:`pipelines.reduce` (exact integer sums; side statistics: documents, skipped
+         sentences)
       -> the chunk table: collected and sorted on the driver (seeds, M-step and pruning run there)
     EM rounds (``shardpiece train``, :mod:`jobs.train_algorithms`), each E-step either
       driver: the Numba kernels over the collected table (when it is small: no job overhead per round), or
-      spark:  the table partitioned in Spark (persisted); the trie and scores are broadcast, each partition
-              returns its int64 fixed-point expected counts, the driver adds them (:func:`spark_runner`)
+      spark:  the table's reduced buckets left in Spark (persisted); the trie and scores are broadcast, each
+              partition returns its int64 fixed-point expected counts, the driver adds them (:func:`spark_runner`)
 
 Every reduction is an integer sum and every driver step sorts its input, so the model's bytes do not depend on
 the number of partitions or on the E-step mode.
@@ -27,8 +27,9 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from pipelines import chunk_count, direct_count
-from pipelines.shards import SHARD_BYTES, binary_buffers, iter_shards, map_shards
+from pipelines import direct_count, reduce
+from pipelines.bpe import chunk_table_of
+from pipelines.shards import SHARD_BYTES, iter_shards, map_shards
 from tokenizer.trainers import chunk_table as T
 from tokenizer.trainers import unigram as ug
 
@@ -63,7 +64,7 @@ def count_shards(settings: ug.UnigramSettings, batches: Iterator, threads: int, 
     """``((chunk data, chunk offsets, counts), {"documents": n, "skipped_sentences": k})`` of Arrow batches of one
     text column: cut into ~``shard_bytes`` shards counted by ``threads`` threads at once
     (:meth:`~tokenizer.trainers.unigram.ChunkSplitter.count`, Numba, nogil), the tables summed in one pass (a
-    :data:`pipelines.chunk_count.Counter` once ``settings`` is bound)."""
+    :data:`pipelines.reduce.Counter` once ``settings`` is bound)."""
     splitter = ug.ChunkSplitter(settings)
     splitter.normalizer, splitter.meta_pattern  # built once, before the threads share them
 
@@ -75,32 +76,29 @@ def count_shards(settings: ug.UnigramSettings, batches: Iterator, threads: int, 
     return T.merge(*map_shards(count, iter_shards(batches, shard_bytes), threads))
 
 
-def counter(settings: ug.UnigramSettings, shard_bytes: int = SHARD_BYTES) -> chunk_count.Counter:
+def counter(settings: ug.UnigramSettings, shard_bytes: int = SHARD_BYTES) -> reduce.Counter:
     """The job's counter (picklable: it runs in the tasks); the chunks do not depend on the vocab size."""
     settings.validate()
     return partial(count_shards, settings, shard_bytes=shard_bytes)
 
 
 def count_chunks(documents, settings: ug.UnigramSettings, threads: int | None = None,
-                 shard_bytes: int = SHARD_BYTES, keep_frame: bool = False, partitions: int | None = None):
-    """The chunk table of a DataFrame of documents (``text: binary``) through Spark's reduce; ``threads``: counting
+                 shard_bytes: int = SHARD_BYTES, keep_frame: bool = False):
+    """The chunk table of a DataFrame of documents (``text: binary``) through the reduce; ``threads``: counting
     threads per task (default: the session's :func:`~pipelines.session.task_threads`). With ``keep_frame`` returns
-    ``(table, frame)``: the reduced ``(chunk, count)`` rows persisted (memory and disk; in ``partitions``
-    partitions when given) for Spark E-steps (:func:`spark_runner`; unpersist it after)."""
+    ``(table, frame)``: the reduced buckets persisted (memory and disk) for Spark E-steps (:func:`spark_runner`;
+    unpersist it after)."""
     from pyspark import StorageLevel
 
-    frame = chunk_count.chunk_count_frame(documents, counter(settings, shard_bytes), threads)
+    frame = reduce.reduced_frame(documents, counter(settings, shard_bytes), "bytes", threads=threads)
     if not keep_frame:
-        return chunk_count.collect_chunk_table(frame)
-    if partitions:
-        frame = frame.repartition(partitions, "chunk")
+        return chunk_table_of(*reduce.collect(frame, "bytes"))
     frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        table = chunk_count.collect_chunk_table(frame)
+        return chunk_table_of(*reduce.collect(frame, "bytes")), frame
     except BaseException:
         frame.unpersist()
         raise
-    return table, chunk_count.chunks_only(frame)
 
 
 def count_chunks_direct(spark, units, settings: ug.UnigramSettings, holdout_fraction: float, *,
@@ -114,14 +112,14 @@ def count_chunks_direct(spark, units, settings: ug.UnigramSettings, holdout_frac
 
 
 def table_frame(spark, table: T.ChunkTable, partitions: int | None = None):
-    """A persisted ``(chunk, count)`` DataFrame of a collected table (Spark E-steps of a table counted in the tasks
-    or resumed from the work directory), in ``partitions`` partitions (default: the session's parallelism)."""
-    import pandas as pd
+    """A persisted DataFrame of a collected table's buckets (:data:`pipelines.reduce.SCHEMA`; Spark E-steps of a
+    table counted in the tasks or resumed from the work directory), in ``partitions`` pieces (default: the
+    session's parallelism)."""
     from pyspark import StorageLevel
 
-    frame = spark.createDataFrame(pd.DataFrame({"chunk": table.chunks, "count": table.counts}),
-                                  "chunk binary, count long")
-    frame = frame.repartition(partitions or spark.sparkContext.defaultParallelism, "chunk")
+    data, offsets = ug.pack(table.chunks)
+    frame = reduce.table_frame(spark, "bytes", (data, offsets, table.counts),
+                               partitions or spark.sparkContext.defaultParallelism)
     return frame.persist(StorageLevel.MEMORY_AND_DISK)
 
 
@@ -137,17 +135,18 @@ def _stats_partition(state_broadcast, kind: str) -> Callable:
         total = np.zeros(len(trie.pieces), np.int64)
         extra = 0.0
         for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            data, offsets = binary_buffers(batch.column(0))
-            weights = batch.column(1).to_numpy().astype(np.int64)
-            if kind == "e":
-                part, value = ug.e_step(trie, scores, data, offsets, weights)
-            else:
-                part, value = ug.viterbi_step(trie, scores, data, offsets, weights)
-            total += part
-            extra += value
-            freeze_worker_heap()  # once per worker (pipelines.worker_heap)
+            buckets = batch.column(0).to_pylist()
+            for i, bucket in enumerate(buckets):
+                if bucket == reduce.STATS_BUCKET:
+                    continue
+                data, offsets, weights = reduce.decode("bytes", batch.column(1)[i].as_py())
+                if kind == "e":
+                    part, value = ug.e_step(trie, scores, data, offsets, weights)
+                else:
+                    part, value = ug.viterbi_step(trie, scores, data, offsets, weights)
+                total += part
+                extra += value
+                freeze_worker_heap()  # once per worker (pipelines.worker_heap)
         yield pa.RecordBatch.from_arrays([pa.array([total.tobytes()], pa.binary()), pa.array([float(extra)])],
                                          names=["stats", "extra"])
 
@@ -155,14 +154,14 @@ def _stats_partition(state_broadcast, kind: str) -> Callable:
 
 
 def spark_runner(table) -> ug.EStepRunner:
-    """E-step and Viterbi counts over a partitioned (persisted) chunk table; int64 sums on the driver."""
+    """E-step and Viterbi counts over a chunk table's buckets left in Spark (:func:`count_chunks` with
+    ``keep_frame``, or :func:`table_frame`); int64 sums on the driver."""
     spark = table.sparkSession
 
     def run(kind: str, trie, scores):
         state = spark.sparkContext.broadcast((trie, scores))
         try:
-            rows = table.select("chunk", "count").mapInArrow(_stats_partition(state, kind),
-                                                            "stats binary, extra double").collect()
+            rows = table.mapInArrow(_stats_partition(state, kind), "stats binary, extra double").collect()
         finally:
             state.unpersist()
         total = np.zeros(len(trie.pieces), np.int64)

@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from pipelines.bytepiece import (
-    _KEY_DISTINCT, count_ngrams_partition, count_pieces_partition, em_partition, merge_tables, multiset_fingerprint,
-    reduce_ngram_buckets_partition, split_by_bucket, train_bytepiece,
+    count_ngram_shards, count_piece_shards, em_partition, kept_ngram_table, multiset_fingerprint, train_bytepiece,
 )
 from pipelines.shards import binary_array, binary_buffers, iter_shards, map_shards
 from tokenizer.errors import InputError
@@ -33,57 +32,10 @@ def sample_corpus(n_lines: int = 1200, seed: int = 7) -> list[bytes]:
     return lines
 
 
-def counts_table(pairs: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    keys = np.array(sorted(pairs), np.int64)
-    return keys, np.array([pairs[k] for k in keys.tolist()], np.int64)
-
-
-# Negative keys stand for the side counts (documents, bytes, fingerprint limbs); _KEY_DISTINCT is the reduce's own.
-table_keys = st.integers(-20, 1 << 40).filter(lambda key: key != _KEY_DISTINCT)
-tables_strategy = st.lists(st.dictionaries(table_keys, st.integers(1, 50), max_size=40), max_size=6)
-
-
-@hypothesis_settings(max_examples=100, deadline=None)
-@given(tables=tables_strategy, buckets=st.integers(1, 7))
-def test_bucketed_reduce_equals_a_plain_dict_sum(tables, buckets):
-    """Cutting every table into buckets, reducing each bucket's pieces on its own and keeping counts >= min_count
-    (plus single bytes and negative side keys) gives what summing everything in one dict gives."""
-    min_count = 5
-    expected: dict[int, int] = {}
-    for table in tables:
-        for key, count in table.items():
-            expected[key] = expected.get(key, 0) + count
-    by_bucket: dict[int, list] = {}
-    for table in tables:
-        keys, counts = counts_table(table)
-        keys, counts, bounds = split_by_bucket(keys, counts, buckets)
-        assert bounds[0] == 0 and bounds[-1] == len(keys) and np.all(np.diff(bounds) >= 0)
-        for b in range(buckets):
-            part = keys[bounds[b]:bounds[b + 1]]
-            assert np.all(np.diff(part) > 0)  # each bucket still sorted and distinct
-            if len(part):
-                by_bucket.setdefault(b, []).append((part, counts[bounds[b]:bounds[b + 1]]))
-    got: dict[int, int] = {}
-    distinct = 0
-    reduce = reduce_ngram_buckets_partition(min_count)
-    for b, pieces in sorted(by_bucket.items()):
-        batch = pa.RecordBatch.from_arrays(
-            [pa.array([b] * len(pieces), pa.int32()), pa.array([k.tobytes() for k, _ in pieces], pa.binary()),
-             pa.array([c.tobytes() for _, c in pieces], pa.binary())], names=["bucket", "keys", "counts"])
-        for out in reduce(iter([batch])):
-            for key, count in zip(out.column(0).to_pylist(), out.column(1).to_pylist()):
-                if key == _KEY_DISTINCT:
-                    distinct += count
-                else:
-                    assert key not in got
-                    got[key] = count
-    assert distinct == sum(1 for key in expected if key >= 0)
-    assert got == {k: v for k, v in expected.items() if k < 0 or (k & 7) == 1 or v >= min_count}
-
-
-def test_merge_tables_of_nothing_is_empty():
-    keys, counts = merge_tables([])
-    assert len(keys) == 0 and len(counts) == 0
+def test_kept_ngram_table_keeps_single_bytes_and_frequent_ngrams():
+    single, pair = (97 << 51) | 1, (97 << 51) | (98 << 43) | 2
+    keys, counts = kept_ngram_table(3, (np.array([single, pair, pair + 8], np.int64), np.array([1, 3, 2], np.int64)))
+    assert keys.tolist() == [single, pair] and counts.tolist() == [1, 3]
 
 
 def spark_models(spark, lines: list[bytes], settings: TrainSettings, partitions: int, threads: int | None = None):
@@ -150,17 +102,19 @@ def test_threads_count_exactly_what_one_thread_counts(settings):
     lines = [line for line in sample_corpus(600, seed=11)
              if b"\xff" not in line or settings.normalization == "identity"]
     shard_bytes = 512  # many shards per partition, so the threads overlap
-    ngrams = {threads: table_rows(count_ngrams_partition(settings, shard_bytes, 3, threads)(iter(text_batches(lines))))
+    ngrams = {threads: count_ngram_shards(settings, iter(text_batches(lines)), threads, shard_bytes)
               for threads in (1, 2, 3)}
-    assert len(ngrams[1]) == 3 and ngrams[2] == ngrams[1] and ngrams[3] == ngrams[1]
+    for threads in (2, 3):
+        assert ngrams[threads][1] == ngrams[1][1] and ngrams[1][1]["documents"] == len(lines)
+        assert all(np.array_equal(a, b) for a, b in zip(ngrams[threads][0], ngrams[1][0]))
 
     keys, counts = bp.count_ngrams(*bp.chunk_texts(*bp.pack_texts(lines), settings), settings.order)
     lm = bp.build_ngram_model(keys, counts, settings)
-    pieces = {threads: table_rows(count_pieces_partition(Broadcast(lm), settings, shard_bytes, threads)(
-        iter(text_batches(lines)))) for threads in (1, 2)}
-    assert len(pieces[1]) > 256 and pieces[2] == pieces[1]
+    pieces = {threads: count_piece_shards(Broadcast(lm), settings, iter(text_batches(lines)), threads, shard_bytes)[0]
+              for threads in (1, 2)}
+    assert len(pieces[1][2]) > 256 and all(np.array_equal(a, b) for a, b in zip(pieces[2], pieces[1]))
 
-    piece_list = sorted({row[0] for row in pieces[1]} | {bytes([b]) for b in range(256)})
+    piece_list = sorted(set(bp.piece_list(pieces[1][0], pieces[1][1])) | {bytes([b]) for b in range(256)})
     piece_counts = np.ones(len(piece_list), np.int64)
     em = {threads: table_rows(em_partition(Broadcast((piece_list, piece_counts)), settings, shard_bytes, threads)(
         iter(text_batches(lines)))) for threads in (1, 2)}

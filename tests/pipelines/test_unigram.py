@@ -32,8 +32,7 @@ def test_models_identical_across_partitions_and_estep_modes(spark):
     frame = spark.createDataFrame([(t,) for t in texts], "text binary")
     local = ug.train_unigram_local(texts, settings).to_bytes()
     for partitions in (1, 3):
-        table, chunk_frame = count_chunks(frame.repartition(partitions), settings, keep_frame=True,
-                                          partitions=partitions)
+        table, chunk_frame = count_chunks(frame.repartition(partitions), settings, keep_frame=True)
         try:
             assert fit(table, settings, spark_runner(chunk_frame)) == local  # E-steps as Spark jobs
         finally:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenizer.kernels.xxhash import SPARK_SEED, held_out_mask, reference_xxh64, xxh64_range
+from tokenizer.kernels.xxhash import SPARK_SEED, reference_xxh64, span_buckets, xxh64_range
 
 
 def test_reference_vectors():
@@ -26,21 +26,22 @@ def test_kernel_equals_twin_on_any_range(data, prefix, seed):
 
 
 @pytest.mark.spark
-def test_held_out_mask_is_sparks_split(spark):
-    """The documents ``jobs.training.split_holdout`` holds out (``pmod(xxhash64(text), 1e6) < k``) are the ones the
-    mask marks, for documents of every length class (0, < 4, < 8, < 32, >= 32 bytes)."""
+def test_span_buckets_are_sparks_pmod_xxhash64(spark):
+    """The documents ``jobs.training.split_holdout`` holds out (``pmod(xxhash64(text), 1e6) < k``) are the ones
+    whose bucket is below k, for documents of every length class (0, < 4, < 8, < 32, >= 32 bytes); the buckets are
+    Spark's ``pmod(xxhash64(text), n)`` (the reduce's buckets of byte keys)."""
     from pyspark.sql import functions as F
 
     rng = np.random.default_rng(3)
     texts = [rng.integers(0, 256, rng.integers(0, 70), dtype=np.uint8).tobytes() for _ in range(400)]
     frame = spark.createDataFrame([(t,) for t in texts], "text binary")
-    rows = frame.select(F.xxhash64("text").alias("h"),
+    rows = frame.select(F.xxhash64("text").alias("h"), F.pmod(F.xxhash64("text"), F.lit(7)).alias("b"),
                         (F.pmod(F.xxhash64("text"), F.lit(1000)) < F.lit(300)).alias("held")).collect()
     data = np.frombuffer(b"".join(texts), np.uint8)
     offsets = np.zeros(len(texts) + 1, np.int64)
     np.cumsum([len(t) for t in texts], out=offsets[1:])
-    mask = np.zeros(len(texts), np.uint8)
-    held_out_mask(data, offsets, SPARK_SEED, 1000, 300, mask)
-    assert [bool(m) for m in mask] == [r["held"] for r in rows] and 0 < mask.sum() < len(texts)
+    mask = span_buckets(data, offsets, 1000) < 300
+    assert mask.tolist() == [r["held"] for r in rows] and 0 < mask.sum() < len(texts)
+    assert span_buckets(data, offsets, 7).tolist() == [r["b"] for r in rows]
     assert [reference_xxh64(t, SPARK_SEED) - (1 << 64) * (reference_xxh64(t, SPARK_SEED) >> 63) for t in texts] == \
         [r["h"] for r in rows]

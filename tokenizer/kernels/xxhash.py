@@ -97,13 +97,20 @@ def xxh64_range(data, start, end, seed):
 
 
 @kernel
-def held_out_mask(data, offsets, seed, buckets, held_buckets, out):
-    """``out[i] = 1`` (uint8) when document ``data[offsets[i]:offsets[i + 1]]`` is held out: Spark's
-    ``pmod(xxhash64(text), buckets) < held_buckets``, with xxhash64 the signed XXH64 of the bytes and ``seed``."""
+def span_bucket_kernel(data, offsets, seed, buckets, out):
+    """``out[i] = pmod(xxhash64(data[offsets[i]:offsets[i + 1]]), buckets)`` (int64), Spark's
+    ``pmod(xxhash64(col), buckets)`` with xxhash64 the signed XXH64 of the bytes and ``seed``."""
     for i in range(offsets.shape[0] - 1):
         signed = np.int64(xxh64_range(data, offsets[i], offsets[i + 1], np.uint64(seed)))
-        bucket = signed % np.int64(buckets)  # Numba's % follows Python: never negative for a positive modulus
-        out[i] = 1 if bucket < held_buckets else 0
+        out[i] = signed % np.int64(buckets)  # Numba's % follows Python: never negative for a positive modulus
+
+
+def span_buckets(data, offsets, buckets: int, seed: int = SPARK_SEED) -> np.ndarray:
+    """Bucket (int64, 0..buckets-1) of every packed byte string ``data[offsets[i]:offsets[i + 1]]``: Spark's
+    ``pmod(xxhash64(value), buckets)``. ``span_buckets(b"ab", [0, 1, 2], 1)`` -> ``[0, 0]``."""
+    out = np.empty(len(offsets) - 1, np.int64)
+    span_bucket_kernel(np.ascontiguousarray(data, np.uint8), np.asarray(offsets, np.int64), seed, buckets, out)
+    return out
 
 
 def held_out_buckets(fraction: float) -> int:
@@ -114,11 +121,10 @@ def held_out_buckets(fraction: float) -> int:
 def held_out_documents(data, offsets, fraction: float):
     """Bool mask of the packed documents ``data[offsets[i]:offsets[i + 1]]`` (uint8, int64) that
     ``jobs.training.split_holdout`` holds out at ``fraction`` (all false at 0)."""
-    mask = np.zeros(len(offsets) - 1, np.uint8)
     buckets = held_out_buckets(fraction)
-    if buckets > 0:
-        held_out_mask(data, offsets, SPARK_SEED, HOLDOUT_BUCKETS, buckets, mask)
-    return mask.astype(bool)
+    if buckets <= 0:
+        return np.zeros(len(offsets) - 1, bool)
+    return span_buckets(data, offsets, HOLDOUT_BUCKETS) < buckets
 
 
 # ============================================================================ pure-Python twin
