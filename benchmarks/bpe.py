@@ -12,7 +12,8 @@ Hugging Face tokenizers on the same merges).
    - the same with ``--master none --threads 2`` (no Spark) — ``shardpiece-local``; its model must be the same bytes;
    - ``shardpiece-parquet`` and ``shardpiece-parquet-spark-reader`` (only with ``--systems``): the Spark job on
      the same lines as one Parquet file (a ``text`` column), read in the tasks by pyarrow, and with ``--reader
-     spark``; both models must be the same bytes as ``shardpiece``'s;
+     spark``; ``shardpiece-spark-reader`` (only with ``--systems``): the text file through Spark's reader and the
+     job's reduce; all three models must be the same bytes as ``shardpiece``'s;
    - both again with ``--pretokenizer sentencepiece`` (SentencePiece's BPE rules and defaults: ▁ words, scripts,
      character coverage 0.9995, 16-character pieces) — ``shardpiece-sp`` and ``shardpiece-sp-local``, the
      comparison that matches sentencepiece's run below;
@@ -52,7 +53,7 @@ GPT2_PAT_STR = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+
 SPECIAL_TOKENS = ("<pad>", "<s>", "</s>")
 SPARK_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
 SHARDPIECE_SYSTEMS = ("shardpiece", "shardpiece-local", "shardpiece-sp", "shardpiece-sp-local",
-                      "shardpiece-parquet", "shardpiece-parquet-spark-reader")
+                      "shardpiece-parquet", "shardpiece-parquet-spark-reader", "shardpiece-spark-reader")
 ALL_SYSTEMS = SHARDPIECE_SYSTEMS + ("tokenizers", "sentencepiece")
 
 HF_TRAIN_SCRIPT = r"""
@@ -111,7 +112,7 @@ def train_all(train_path: str, train_bytes: int, args: argparse.Namespace) -> tu
         source = parquet_copy(train_path, work) if parquet else train_path
         command = [common.PYTHON, "-m", "jobs.cli", "train", "--algorithm", "bpe", "--input", source,
                    "--vocab-size", str(args.vocab_size), "--output", paths[name], "--pretokenizer", pretokenizer,
-                   "--master", master, "--holdout-fraction", "0", *extra]
+                   "--master", master, "--holdout-fraction", "0", "--no-resume", *extra]  # time every stage
         if pretokenizer == "byte_level":
             command += ["--pattern", "gpt2"]
         if master == "none":
@@ -126,6 +127,8 @@ def train_all(train_path: str, train_bytes: int, args: argparse.Namespace) -> tu
         "shardpiece-parquet": shardpiece("shardpiece-parquet", "byte_level", args.master),
         "shardpiece-parquet-spark-reader": shardpiece("shardpiece-parquet-spark-reader", "byte_level", args.master,
                                                       "--reader", "spark"),
+        "shardpiece-spark-reader": shardpiece("shardpiece-spark-reader", "byte_level", args.master, "--reader",
+                                              "spark"),
         "tokenizers": ([common.PYTHON, "-c", HF_TRAIN_SCRIPT, train_path, paths["tokenizers"],
                         str(args.vocab_size), *SPECIAL_TOKENS], {"RAYON_NUM_THREADS": "2"}),
         "sentencepiece": ([common.PYTHON, "-c", SP_TRAIN_SCRIPT, train_path, paths["sentencepiece"][:-len(".model")],
@@ -178,9 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab-size", type=int, default=32000)
     parser.add_argument("--master", default="local[2]", help="shardpiece's Spark master (default %(default)s)")
     parser.add_argument("--threads", type=int, default=2, help="shardpiece --master none threads (default 2)")
-    parser.add_argument("--systems", nargs="+", default=[n for n in ALL_SYSTEMS if "parquet" not in n],
-                        choices=ALL_SYSTEMS,
-                        help="which trainers to run (default: all but the two Parquet-input ones)")
+    parser.add_argument("--systems", nargs="+", choices=ALL_SYSTEMS,
+                        default=[n for n in ALL_SYSTEMS if "reader" not in n and "parquet" not in n],
+                        help="which trainers to run (default: all but the Parquet-input and Spark-reader ones)")
     parser.add_argument("--no-encode", dest="encode", action="store_false", help="skip the encoding comparison")
     parser.add_argument("--repeats", type=int, default=5, help="encode timings per system; the best counts")
     parser.add_argument("--output", help="results/NAME.json (default bpe-CORPUS)")
@@ -228,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
             check[f"{name}_lossless_lines"] = sum(tok.decode(x) == line for x, line in zip(ids[name], lines))
     for spark_name, local_name in (("shardpiece", "shardpiece-local"), ("shardpiece-sp", "shardpiece-sp-local"),
                                    ("shardpiece", "shardpiece-parquet"),
-                                   ("shardpiece", "shardpiece-parquet-spark-reader")):
+                                   ("shardpiece", "shardpiece-parquet-spark-reader"),
+                                   ("shardpiece", "shardpiece-spark-reader")):
         if spark_name in trained and local_name in trained:
             with open(paths[spark_name], "rb") as a, open(paths[local_name], "rb") as b:
                 check[f"{local_name}_model_bytes_equal_{spark_name}"] = a.read() == b.read()

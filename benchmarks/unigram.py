@@ -63,7 +63,8 @@ def main() -> int:
             started = time.perf_counter()
             subprocess.run([sys.executable, "-m", "jobs.cli", "train", "--algorithm", "unigram", "--input", train,
                             "--vocab-size", str(args.vocab_size), "--output", ours_path, "--master", args.master,
-                            "--holdout-fraction", "0", "--eval-documents", "10", "--quiet"], check=True, cwd=REPO)
+                            "--holdout-fraction", "0", "--eval-documents", "10", "--quiet", "--no-resume"],
+                           check=True, cwd=REPO)
             ours_seconds = round(time.perf_counter() - started, 1)
             print(f"{corpus}: shardpiece trained in {ours_seconds} s", flush=True)
         sp = spm.SentencePieceProcessor(model_file=prefix + ".model")

@@ -78,7 +78,8 @@ def _fault_injection(v):
     return v is None or (isinstance(v, dict) and all(is_str(k) for k in v))
 
 
-# ``shardpiece tokenize``'s keys (the fields of pipelines.tokenize.TokenizeConfig, plus ``input`` and ``master``);
+# ``shardpiece tokenize``'s keys (the fields of pipelines.tokenize.TokenizeConfig, plus ``input``, ``master`` and
+# ``driver_memory``);
 # the allowed values of the string options are checked by TokenizeConfig.validate and argparse.
 TOKENIZE_SCHEMA: dict[str, tuple[Any, str]] = {
     "model": (is_str, "a path"),

@@ -134,7 +134,10 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
     fingerprint["seconds"] = round(time.perf_counter() - started, 3)
     progress(f"[fingerprint] {fingerprint['seconds']:.1f} s: {len(fingerprint['files'])} files, "
              f"{fingerprint['total_bytes']:,} bytes, {fingerprint['digest']}")
-    work = WorkDir(work_root, {
+    from tokenizer import __version__
+
+    work = WorkDir(work_root, {  # a new shardpiece version may count or fit differently: it never reuses old stages
+        "shardpiece": __version__,
         "algorithm": algorithm.name, "settings": algorithm.settings_dict(settings), "input": fingerprint["digest"],
         "input_format": options.get("input_format"), "text_column": options["text_column"],
         "holdout_fraction": float(options["holdout_fraction"]),

@@ -13,7 +13,7 @@ bpe        chunk table (``chunks``)                    merges of the largest siz
 =========  ==========================================  =============================================================
 
 Unigram and BPE count through one chunk-table monoid (:mod:`tokenizer.trainers.chunk_table`), reduced by Spark
-(:mod:`pipelines.chunk_count`), by tasks that read local files themselves (:mod:`pipelines.direct_count`) or, for
+(:mod:`pipelines.reduce`), by tasks that read local files themselves (:mod:`pipelines.direct_count`) or, for
 BPE's ``--master none``, in this process; every way gives the same table, so the same model bytes. Several vocab
 sizes always come from one count.
 """

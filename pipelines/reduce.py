@@ -127,6 +127,18 @@ def _stats_row(stats: dict) -> tuple[int, bytes]:
     return STATS_BUCKET, json.dumps({k: int(v) for k, v in stats.items()}, sort_keys=True).encode()
 
 
+def _read_rows(kind: str, batches, tables: list, stats: list) -> None:
+    """Append the tables and the statistics of :data:`SCHEMA` batches to ``tables`` and ``stats``."""
+    for batch in batches:
+        blobs = batch.column(1)
+        for i, bucket in enumerate(batch.column(0).to_pylist()):
+            blob = blobs[i].as_py()
+            if bucket == STATS_BUCKET:
+                stats.append(json.loads(blob))
+            else:
+                tables.append(decode(kind, blob))
+
+
 # ---------------------------------------------------------------------------------------------- the Spark steps
 def count_partition(counter: Counter, kind: str, buckets: int, threads: int) -> Callable:
     """The map side (``mapInArrow``): the partition's table cut into ``buckets`` hash buckets, and its statistics."""
@@ -149,16 +161,9 @@ def reduce_partition(kind: str, keep: Callable[[tuple], tuple] | None = None) ->
     cut down by ``keep``; the statistics summed, plus ``distinct_keys`` (before ``keep``)."""
 
     def run(batches: Iterator) -> Iterator:
-        tables, stats = [], []
-        for batch in batches:
-            buckets = batch.column(0).to_pylist()
-            blobs = batch.column(1)
-            for i, bucket in enumerate(buckets):
-                blob = blobs[i].as_py()
-                if bucket == STATS_BUCKET:
-                    stats.append(json.loads(blob))
-                else:
-                    tables.append(decode(kind, blob))
+        tables: list = []
+        stats: list = []
+        _read_rows(kind, batches, tables, stats)
         merged = merge(kind, tables)
         del tables
         stats.append({"distinct_keys": size(kind, merged)})
@@ -194,17 +199,9 @@ def reduced_frame(documents, counter: Counter, kind: str, keep: Callable | None 
 
 def collect(frame, kind: str) -> tuple[tuple, dict]:
     """``(table, stats)`` of a :func:`reduced_frame` on the driver (int64 tables sorted by key)."""
-    arrow = frame.toArrow()
-    buckets = arrow.column("bucket").to_pylist()
-    blobs = arrow.column("blob")
-    tables, stats = [], []
-    for i, bucket in enumerate(buckets):
-        blob = blobs[i].as_py()
-        if bucket == STATS_BUCKET:
-            stats.append(json.loads(blob))
-        else:
-            tables.append(decode(kind, blob))
-    del arrow
+    tables: list = []
+    stats: list = []
+    _read_rows(kind, frame.toArrow().to_batches(), tables, stats)
     return merge(kind, tables), T.add_stats(*stats)
 
 
