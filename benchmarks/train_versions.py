@@ -5,7 +5,7 @@ seconds of the whole process tree and whether the model bytes are equal, for eve
 
 The old revision is exported with ``git archive`` into ``--work`` and run with the same Python (its own ``jobs`` and
 ``tokenizer`` packages first on ``PYTHONPATH``), one subprocess per run, old and new alternating, each with
-``--no-resume`` (every stage computed) and a work directory of its own. Runs: bytepiece (Spark's reader), unigram
+``--no-resume`` where the revision has it (every stage computed; older revisions resumed only BytePiece). Runs: bytepiece (Spark's reader), unigram
 and bpe with ``--reader auto`` (pyarrow in the tasks) and ``--reader spark`` (Spark's reader and the job's reduce),
 all at ``--vocab-size`` on ``local[2]``. Old revisions took ``--max-piece-length`` and ran unigram and BPE without a
 work directory; the commands here use only options both understand. Prints a table (best wall and CPU seconds of
@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 RUNS = {  # name: (algorithm options, extra options for the new tree only)
-    "bytepiece": (["--algorithm", "bytepiece", "--min-count", "8", "--normalization", "nfc"], ["--no-resume"]),
+    "bytepiece": (["--algorithm", "bytepiece", "--min-count", "8", "--normalization", "nfc", "--no-resume"], []),
     "unigram (pyarrow in tasks)": (["--algorithm", "unigram"], ["--no-resume"]),
     "unigram (Spark reader)": (["--algorithm", "unigram", "--reader", "spark"], ["--no-resume"]),
     "bpe (pyarrow in tasks)": (["--algorithm", "bpe"], ["--no-resume"]),
