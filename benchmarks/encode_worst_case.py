@@ -7,8 +7,8 @@ Models are trained on the shipped sample corpus (``data/sample``, no download) w
 SentencePiece-style unigram, BytePiece, SentencePiece-style BPE and byte-level BPE. Lines: runs of one character
 (``a``), of a two-character pattern (``ab``), of one CJK character (``中``), of spaces, random bytes, an invalid
 UTF-8 pattern, and ordinary text (the sample corpus's lines joined by spaces). For each model and line it prints
-ms per MB at 1 MB and at 10 MB and the ratio ``time(10 MB) / (10 x time(1 MB))`` (1.0 = linear; the target is
-at most 1.5). With ``--peers``, the same lines through sentencepiece (the unigram and SentencePiece-style BPE
+ms per MB at 1 MB and at 10 MB (best of ``--repeats`` each) and the ratio ``time(10 MB) / (10 x time(1 MB))``
+(1.0 = linear; the target is at most 1.5). With ``--peers``, the same lines through sentencepiece (the unigram and SentencePiece-style BPE
 models exported with ``shardpiece export --to sentencepiece``) and Hugging Face tokenizers (the byte-level BPE
 model exported ``--to huggingface``), each in its own child process killed after ``--peer-timeout`` seconds (a peer
 that takes longer is marked so). Writes ``benchmarks/results/encode-worst-case.json``.
@@ -141,7 +141,7 @@ def main() -> None:
             seconds, error = {}, None
             for size, text in texts.items():
                 try:
-                    seconds[size], _ = common.best_time(lambda: tok.encode(text), args.repeats if size == 1 else 1)
+                    seconds[size], _ = common.best_time(lambda: tok.encode(text), args.repeats)
                 except Exception as exc:  # noqa: BLE001 - a refused line is a result too
                     error = f"{type(exc).__name__}: {exc}"[:120]
                     break
@@ -152,8 +152,8 @@ def main() -> None:
             if peer is not None and error is None:
                 entry["peer"] = peer[0]
                 entry["peer_seconds"] = {
-                    size: peer_seconds(peer[0], peer[1], line, size * MB, args.repeats if size == 1 else 1,
-                                       args.peer_timeout) for size in (1, 10)}
+                    size: peer_seconds(peer[0], peer[1], line, size * MB, args.repeats, args.peer_timeout)
+                    for size in (1, 10)}
             results.append(entry)
             if error is not None:
                 rows.append([name, line, "refused", "", "", error, ""])

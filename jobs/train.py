@@ -78,8 +78,7 @@ def _read(source: TrainInput, options: dict, algorithm, settings, log) -> tuple[
         log.add("read", started, files=len(files), documents=stats.documents, bytes=stats.document_bytes,
                 held_out_documents=int(np.count_nonzero(np.diff(held_offsets))))
         return stats.to_dict(), "one process", None
-    if algorithm.reads_files_in_tasks and options["reader"] == "auto" and not options.get("partitions") \
-            and algorithm.counts_in_tasks(options):
+    if algorithm.reads_files_in_tasks and options["reader"] == "auto" and not options.get("partitions"):
         from pipelines.direct_count import direct_units
 
         source.units = direct_units(source.spark, options["input"], options.get("input_format"),
@@ -140,7 +139,7 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
         "shardpiece": __version__,
         "algorithm": algorithm.name, "settings": algorithm.settings_dict(settings), "input": fingerprint["digest"],
         "input_format": options.get("input_format"), "text_column": options["text_column"],
-        "holdout_fraction": float(options["holdout_fraction"]),
+        "holdout_fraction": float(options["holdout_fraction"]), "max_table_entries": options["max_table_entries"],
     }, resume=options.get("resume", True) is not False, progress=progress)
     log = StageLog(work, progress)
     source = TrainInput(spark=spark, options=options, work=work, log=log)
@@ -191,6 +190,7 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
         "training_documents": trained.documents,
         "settings": algorithm.settings_dict(settings),
         "details": trained.details,
+        "table_bounds": trained.bounds,
         "config": {k: v for k, v in sorted(options.items()) if v is not None},
         "config_path": os.path.abspath(resolved_path),
         "input_fingerprint": fingerprint,
@@ -223,6 +223,11 @@ def format_summary(manifest: dict[str, Any]) -> str:
         resumed = " (resumed)" if stage.get("resumed") else ""
         lines.append(f"  {stage['name']:<17} {stage['seconds']:8.1f} s{resumed}   {counts}")
     lines.append(f"  total             {manifest['seconds_total']:8.1f} s")
+    for name, bound in (manifest.get("table_bounds") or {}).items():
+        if bound.get("dropped_entries"):
+            lines.append(f"  memory bound      {name}: kept the {bound['kept_entries']:,} most frequent of "
+                         f"{bound['entries']:,} entries (--max-table-entries), covering "
+                         f"{100 * bound['kept_share']:.2f}% of their occurrences")
     for size, info in manifest["models"].items():
         evaluation = info["evaluation"]
         bpt = evaluation.get("bytes_per_token")

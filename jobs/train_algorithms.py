@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tokenizer.errors import InputError
+from tokenizer.trainers import table_bound
 
 NO_TEXT = "the corpus has no text (every document is empty): check --input and --text-column"
 
@@ -48,6 +49,11 @@ class TrainInput:
     def holdout(self) -> float:
         return float(self.options["holdout_fraction"])
 
+    @property
+    def limit(self) -> int | None:
+        """The driver's memory bound in table entries (``None``: no bound)."""
+        return int(self.options["max_table_entries"]) or None
+
 
 @dataclass
 class Trained:
@@ -59,6 +65,7 @@ class Trained:
     corpus_fingerprint: str
     documents: int
     details: dict = field(default_factory=dict)
+    bounds: dict = field(default_factory=dict)  # table name -> what the memory bound did
     model_details: dict = field(default_factory=dict)
     evaluation_documents: tuple | None = None
 
@@ -89,11 +96,10 @@ class BytePiece:
 
     @staticmethod
     def session_options(master: str | None) -> dict:
-        return {}
+        from pipelines.reduce import CACHED_PLAN_OPTIONS
 
-    @staticmethod
-    def counts_in_tasks(options: dict) -> bool:
-        return False
+        return dict(CACHED_PLAN_OPTIONS)
+
 
     @staticmethod
     def check_read(read_stats, settings) -> None:
@@ -108,9 +114,9 @@ class BytePiece:
 
         result = train_bytepiece(source.documents, settings, progress=progress,
                                  provenance={"holdout_fraction": source.holdout} if source.holdout > 0 else None,
-                                 workdir=source.work, threads=source.options.get("threads"))
+                                 workdir=source.work, threads=source.options.get("threads"), limit=source.limit)
         source.log.reports.extend(result.stages)
-        return Trained(result.models, result.fingerprint, result.documents)
+        return Trained(result.models, result.fingerprint, result.documents, bounds=result.bounds)
 
 
 # ---------------------------------------------------------------------------------------------------- chunk tables
@@ -137,7 +143,8 @@ def count_chunk_table(source: TrainInput, count_spark, count_direct, count_local
     def counts(table) -> dict:
         return {"documents": int(table.stats.get("documents", 0)), "distinct_chunks": len(table.chunks),
                 "chunks": int(table.counts.sum()), "chunk_bytes": table.chunk_bytes,
-                **{k: v for k, v in table.stats.items() if k != "documents"}}
+                **{k: v for k, v in table.stats.items() if k != "documents"},
+                "dropped_by_bound": int(table.bound.get("dropped_entries", 0))}
 
     table = source.log.run("chunks", compute, "chunk_table", counts)
     if not table.chunks:
@@ -150,17 +157,26 @@ def evaluation_of(table) -> tuple | None:
 
 
 def local_table(source: TrainInput, count: Callable) -> Any:
-    """The chunk table of ``--master none``'s packed documents, with the first ones kept for evaluation."""
+    """The chunk table of ``--master none``'s packed documents, with the first ones kept for evaluation, cut to
+    the memory bound as the Spark reduce cuts it."""
     from jobs.training import first_documents
+    from pipelines import reduce
     from tokenizer.trainers import chunk_table as T
+    from tokenizer.trainers import table_bound as B
 
     import numpy as np
 
     (data, offsets), (held_data, held_offsets) = source.local
-    limit = int(source.options["eval_documents"])
+    keep = int(source.options["eval_documents"])
     stats = {"documents": int(np.count_nonzero(np.diff(offsets)))}
-    return T.finish(count(data, offsets), stats, first_documents(held_data, held_offsets, limit),
-                    first_documents(data, offsets, limit))
+    table = count(data, offsets)
+    histogram = B.histogram(table[-1])
+    decision = B.cut(histogram, source.limit) if source.limit else None
+    if decision is not None:
+        table = reduce.select("bytes", table, reduce.kept_mask("bytes", table, *reduce.last_kept(
+            "bytes", [table], *decision)))
+    return T.finish(table, stats, first_documents(held_data, held_offsets, keep), first_documents(data, offsets, keep),
+                    B.report(histogram, source.limit or 0, decision) | {"limit": source.limit})
 
 
 # ---------------------------------------------------------------------------------------------------- unigram
@@ -214,9 +230,6 @@ class Unigram:
 
         return counting_session_options(master)
 
-    @staticmethod
-    def counts_in_tasks(options: dict) -> bool:
-        return options["estep"] != "spark"
 
     @staticmethod
     def check_read(read_stats, settings) -> None:
@@ -232,18 +245,11 @@ class Unigram:
         first = settings[sizes[0]]  # the chunks do not depend on the vocab size
         frames = []
 
-        def count_spark():
-            if options["estep"] == "driver":
-                return pu.count_chunks(source.documents, first)
-            table, frame = pu.count_chunks(source.documents, first, keep_frame=True)
-            frames.append(frame)
-            return table
-
         table = count_chunk_table(
-            source, count_spark,
+            source, lambda: pu.count_chunks(source.documents, first, limit=source.limit),
             lambda: pu.count_chunks_direct(source.spark, source.units, first, source.holdout,
                                            keep_documents=options["eval_documents"],
-                                           text_column=options["text_column"]),
+                                           text_column=options["text_column"], limit=source.limit),
             None)
         mode = pu.estep_mode(options["estep"], table)
         threads = options.get("threads") or (pu.driver_threads(source.spark.sparkContext.master))
@@ -251,8 +257,7 @@ class Unigram:
         def build_models() -> dict:
             runner = None
             if mode == "spark":
-                if not frames:
-                    frames.append(pu.table_frame(source.spark, table, options.get("partitions")))
+                frames.append(pu.table_frame(source.spark, table, options.get("partitions")))
                 runner = pu.spark_runner(frames[0])
             else:
                 progress(f"[em] E-steps on the driver with {threads} thread{'s' if threads != 1 else ''}")
@@ -262,7 +267,8 @@ class Unigram:
                 report = ug.TrainReport()
                 models[size] = ug.train_from_chunks(
                     table.chunks, table.counts, settings[size], runner=runner,
-                    provenance={"vocab_size_requested": size, "holdout_fraction": source.holdout},
+                    provenance={"vocab_size_requested": size, "holdout_fraction": source.holdout,
+                                **table_bound.provenance({"chunks": table.bound})},
                     progress=progress, report=report, threads=threads,
                     checkpoints=source.work.checkpoints(f"em_{size}", "em_state"))
                 source.log.add(f"em_{size}", started, em_rounds=report.em_rounds,
@@ -279,7 +285,7 @@ class Unigram:
                        details={"estep": mode, "distinct_chunks": len(table.chunks),
                                 "sentences": int(table.counts.sum()),
                                 "skipped_sentences": int(table.stats.get("skipped_sentences", 0))},
-                       evaluation_documents=evaluation_of(table))
+                       bounds={"chunks": table.bound}, evaluation_documents=evaluation_of(table))
 
 
 # ---------------------------------------------------------------------------------------------------- bpe
@@ -308,9 +314,6 @@ class Bpe:
 
         return counting_session_options(master)
 
-    @staticmethod
-    def counts_in_tasks(options: dict) -> bool:
-        return True
 
     @staticmethod
     def check_read(read_stats, settings) -> None:
@@ -335,23 +338,24 @@ class Bpe:
 
             return count_chunks_direct(source.spark, source.units, settings, source.holdout,
                                        keep_documents=options["eval_documents"],
-                                       text_column=options["text_column"])
+                                       text_column=options["text_column"], limit=source.limit)
 
         def count_spark():
             from pipelines.bpe import count_chunks
 
-            return count_chunks(source.documents, settings)
+            return count_chunks(source.documents, settings, limit=source.limit)
 
         table = count_chunk_table(source, count_spark, count_direct, count_local)
         fingerprint = bpe.bpe_table_fingerprint(table.chunks, table.counts)
         merges = source.log.run("merges", lambda: bpe.learn_bpe(table.chunks, table.counts, settings), "merges",
                                 lambda value: {"merges": len(value.left)})
-        provenance = {"chunk_table_fingerprint": fingerprint, "holdout_fraction": source.holdout}
+        provenance = {"chunk_table_fingerprint": fingerprint, "holdout_fraction": source.holdout,
+                      **table_bound.provenance({"chunks": table.bound})}
         models = source.log.run("models", lambda: bpe.build_models(merges, settings, provenance), "models",
                                 _model_stage_counts)
         return Trained(models, fingerprint, int(table.stats.get("documents", 0)),
                        details={"distinct_chunks": len(table.chunks), "chunks": int(table.counts.sum())},
-                       evaluation_documents=evaluation_of(table))
+                       bounds={"chunks": table.bound}, evaluation_documents=evaluation_of(table))
 
 
 ALGORITHMS = {"bytepiece": BytePiece, "unigram": Unigram, "bpe": Bpe}

@@ -132,6 +132,10 @@ OPTIONS: tuple[Option, ...] = (
        "resuming (default .shardpiece-work beside --output)", "run", metavar="DIR"),
     _o("resume", _bool, "true or false", "recompute every stage even if the work directory holds it", "run",
        default=True, flags=("--no-resume",), action="store_false"),
+    _o("max_table_entries", _int, "an integer (0: no bound)", "the driver's memory bound: at most N entries of any "
+       "count table (n-grams, pieces, chunks) reach the driver, the most frequent, ties by bytes; the summary and "
+       "the manifest say what was dropped (default 10000000; 0: no bound)", "run", default=10_000_000, type=int,
+       metavar="N"),
     _o("spark", C.is_spark_conf, "a mapping of Spark configuration keys to values", "", "run", flags=()),
     # ------------------------------------------------------------------ model options of several algorithms
     _o("special_tokens", C.is_str_list, "a list of strings", "control tokens (unigram: SentencePiece's control "
@@ -339,6 +343,11 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
     for key in ("partitions", "threads", "eval_documents"):
         if options.get(key) is not None and options[key] < (0 if key == "eval_documents" else 1):
             raise ConfigError(f"--{key.replace('_', '-')} {options[key]}: use 1 or more")
+    from tokenizer.trainers.table_bound import MIN_LIMIT
+
+    if options["max_table_entries"] and options["max_table_entries"] < MIN_LIMIT:
+        raise ConfigError(f"--max-table-entries {options['max_table_entries']}: use {MIN_LIMIT} or more (or 0 for no "
+                          "bound); a smaller table leaves no room for a useful vocabulary")
     if (options.get("master") or "").lower() == "none":
         if algorithm != "bpe":
             raise ConfigError(f"--master none (no Spark) is taken by --algorithm bpe only; give {algorithm} a "

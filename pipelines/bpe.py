@@ -53,23 +53,26 @@ def counter(settings: bpe.BpeSettings, shard_bytes: int = SHARD_BYTES) -> reduce
 
 
 def count_chunks(documents, settings: bpe.BpeSettings, threads: int | None = None,
-                 shard_bytes: int = SHARD_BYTES) -> T.ChunkTable:
-    """The chunk table of a DataFrame of documents (``text: binary``) through Spark's reduce; ``threads`` counting
-    threads per task (default: the session's :func:`~pipelines.session.task_threads`)."""
-    return chunk_table_of(*reduce.reduce_counts(documents, counter(settings, shard_bytes), "bytes", threads=threads))
+                 shard_bytes: int = SHARD_BYTES, limit: int | None = None) -> T.ChunkTable:
+    """The chunk table of a DataFrame of documents (``text: binary``) through Spark's reduce, at most ``limit``
+    chunks (the most frequent, :func:`pipelines.reduce.bounded_collect`); ``threads`` counting threads per task
+    (default: the session's :func:`~pipelines.session.task_threads`)."""
+    return chunk_table_of(reduce.reduce_counts(documents, counter(settings, shard_bytes), "bytes", threads=threads,
+                                               limit=limit))
 
 
-def chunk_table_of(table: tuple, stats: dict) -> T.ChunkTable:
+def chunk_table_of(reduced: reduce.Reduced) -> T.ChunkTable:
     """The sorted :class:`~tokenizer.trainers.chunk_table.ChunkTable` of a reduced ``bytes`` table; its statistics
-    as the counters gave them (the reduce's own ``distinct_keys`` is the number of chunks)."""
-    return T.finish(table, {k: v for k, v in stats.items() if k != "distinct_keys"})
+    as the counters gave them (the reduce's own ``distinct_keys`` is in the bound's report)."""
+    stats = {k: v for k, v in reduced.stats.items() if k != "distinct_keys"}
+    return T.finish(reduced.table, stats, reduced.held_out, reduced.training, reduced.bound)
 
 
 def count_chunks_direct(spark, units, settings: bpe.BpeSettings, holdout_fraction: float, *,
-                        threads: int | None = None, shard_bytes: int = SHARD_BYTES,
-                        keep_documents: int = 2000, text_column: str = "text") -> T.ChunkTable:
+                        threads: int | None = None, shard_bytes: int = SHARD_BYTES, keep_documents: int = 2000,
+                        text_column: str = "text", limit: int | None = None) -> T.ChunkTable:
     """The chunk table of local text or Parquet files (:func:`pipelines.direct_count.direct_units`) counted by
     Spark tasks that read them with pyarrow: the table :func:`count_chunks` gives on the training documents."""
-    return direct_count.count_chunks_direct(spark, units, counter(settings, shard_bytes), holdout_fraction,
-                                            threads=threads, keep_documents=keep_documents,
-                                            text_column=text_column)
+    return chunk_table_of(direct_count.count_chunks_direct(
+        spark, units, counter(settings, shard_bytes), holdout_fraction, threads=threads,
+        keep_documents=keep_documents, text_column=text_column, limit=limit))

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Iterator
 
@@ -45,6 +45,7 @@ from pipelines.shards import SHARD_BYTES, iter_shards, map_shards
 from pipelines.workdir import StageLog, StageReport
 from tokenizer.errors import InputError
 from tokenizer.trainers import bytepiece as bp
+from tokenizer.trainers import table_bound
 
 _LIMBS = 8  # a 256-bit fingerprint as eight 32-bit limbs
 
@@ -130,21 +131,24 @@ class NgramTable:
     chunks: int
     chunk_bytes: int
     fingerprint: str
+    bound: dict = field(default_factory=dict)  # what the driver's memory bound dropped
 
 
 def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
-                  threads: int | None = None) -> NgramTable:
+                  threads: int | None = None, limit: int | None = None) -> NgramTable:
     """Count n-grams over ``documents`` (``text: binary``), reduce (:mod:`pipelines.reduce`, packed int64 keys),
-    and collect the pruned table: only single bytes and n-grams with ``count >= min_count`` reach the driver."""
-    (keys, counts), stats = reduce.reduce_counts(
+    and collect the pruned table: only single bytes and n-grams with ``count >= min_count`` reach the driver, and
+    of those at most ``limit`` (the most frequent)."""
+    reduced = reduce.reduce_counts(
         documents, partial(count_ngram_shards, settings, shard_bytes=shard_bytes), "int64",
-        keep=partial(kept_ngram_table, settings.min_count), threads=threads)
+        keep=partial(kept_ngram_table, settings.min_count), threads=threads, limit=limit)
+    (keys, counts), stats = reduced.table, reduced.stats
     digest_sum = sum(int(stats.get(f"fingerprint_limb_{i}", 0)) << (32 * i) for i in range(_LIMBS))
     ngram_documents = int(stats.get("documents", 0))
     return NgramTable(keys=keys, counts=counts, distinct_ngrams=int(stats.get("distinct_keys", 0)),
                       documents=ngram_documents, chunks=int(stats.get("chunks", 0)),
                       chunk_bytes=int(stats.get("chunk_bytes", 0)),
-                      fingerprint=format_fingerprint(digest_sum, ngram_documents))
+                      fingerprint=format_fingerprint(digest_sum, ngram_documents), bound=reduced.bound)
 
 
 # ---------------------------------------------------------------------------------------------- step 2: pieces
@@ -167,19 +171,20 @@ def count_piece_shards(lm_broadcast, settings: bp.TrainSettings, batches: Iterat
 
 
 def reduce_pieces(documents, lm, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
-                  threads: int | None = None) -> tuple[list[bytes], np.ndarray]:
-    """Segment every document with the broadcast n-gram model and return the summed piece counts (sorted)."""
+                  threads: int | None = None, limit: int | None = None) -> tuple[list[bytes], np.ndarray, dict]:
+    """Segment every document with the broadcast n-gram model; returns the summed piece counts (sorted; at most
+    ``limit``, the most frequent) and what the memory bound dropped."""
     from tokenizer.trainers.chunk_table import finish
 
     lm_broadcast = documents.sparkSession.sparkContext.broadcast(lm)
     try:
-        table, _ = reduce.reduce_counts(
+        reduced = reduce.reduce_counts(
             documents, partial(count_piece_shards, lm_broadcast, settings, shard_bytes=shard_bytes), "bytes",
-            threads=threads)
+            threads=threads, limit=limit)
     finally:
         lm_broadcast.unpersist()
-    counted = finish(table, {})
-    return counted.chunks, counted.counts
+    counted = finish(reduced.table, {})
+    return counted.chunks, counted.counts, reduced.bound
 
 
 # ---------------------------------------------------------------------------------------------- EM refinement
@@ -260,11 +265,13 @@ class TrainResult:
     stages: list[StageReport]
     fingerprint: str
     documents: int
+    bounds: dict = field(default_factory=dict)  # table name -> what the memory bound did
 
 
 def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict | None = None,
                     progress: Callable[[str], None] = lambda message: None,
-                    shard_bytes: int = SHARD_BYTES, workdir=None, threads: int | None = None) -> TrainResult:
+                    shard_bytes: int = SHARD_BYTES, workdir=None, threads: int | None = None,
+                    limit: int | None = None) -> TrainResult:
     """Train BytePiece models (one per ``settings.vocab_sizes``) on a DataFrame of documents (``text: binary``).
 
     ``progress`` receives one line per stage. Raises :class:`InputError` for a corpus without text.
@@ -272,6 +279,8 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
     previous run with the same key finished (ngrams, ngram_model, pieces, prune, refine_em_SIZE, models).
     ``threads``: shards each task counts at once; by default the session's ``spark.task.cpus`` (the small local
     driver runs one task at a time over all cores; other sessions give 1). The models do not depend on it.
+    ``limit``: at most this many n-grams and pieces reach the driver (the most frequent; None: no bound); what it
+    dropped is in the result's ``bounds`` and, when it dropped anything, in the models' provenance.
     """
     from pipelines.session import task_threads
 
@@ -283,12 +292,13 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
 
     started = time.perf_counter()
     progress("[ngrams] counting byte n-grams (order %d) per partition, then reducing" % settings.order)
-    ngrams, resumed = work.run("ngrams", lambda: reduce_ngrams(documents, settings, shard_bytes, threads),
-                                 "ngram_table")
+    ngrams, resumed = work.run("ngrams", lambda: reduce_ngrams(documents, settings, shard_bytes, threads, limit),
+                               "ngram_table")
     if ngrams.chunk_bytes == 0:
         raise InputError("the corpus has no text (every document is empty): check --input and --text-column")
     stage("ngrams", started, resumed, documents=ngrams.documents, chunks=ngrams.chunks, bytes=ngrams.chunk_bytes,
-          distinct_ngrams=ngrams.distinct_ngrams, kept_ngrams=len(ngrams.keys))
+          distinct_ngrams=ngrams.distinct_ngrams, kept_ngrams=len(ngrams.keys),
+          dropped_by_bound=ngrams.bound.get("dropped_entries", 0))
 
     started = time.perf_counter()
     lm, resumed = work.run("ngram_model", lambda: bp.build_ngram_model(ngrams.keys, ngrams.counts, settings),
@@ -298,9 +308,13 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
 
     started = time.perf_counter()
     progress("[pieces] segmenting every chunk with the broadcast n-gram model")
-    (pieces, counts), resumed = work.run(
-        "pieces", lambda: reduce_pieces(documents, lm, settings, shard_bytes, threads), "pieces")
-    stage("pieces", started, resumed, distinct_pieces=len(pieces), tokens=int(counts.sum()))
+    counted, resumed = work.run(
+        "pieces", lambda: reduce_pieces(documents, lm, settings, shard_bytes, threads, limit), "pieces")
+    pieces, counts = counted[0], counted[1]
+    pieces_bound = counted[2] if len(counted) > 2 else {}
+    stage("pieces", started, resumed, distinct_pieces=len(pieces), tokens=int(counts.sum()),
+          dropped_by_bound=pieces_bound.get("dropped_entries", 0))
+    bounds = {"ngrams": ngrams.bound, "pieces": pieces_bound}
     release_memory()
 
     started = time.perf_counter()
@@ -325,6 +339,7 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
         for vocab_size, (kept, kept_counts) in final.items():
             info = {"corpus_fingerprint": ngrams.fingerprint, "vocab_size_requested": vocab_size}
             info.update(provenance or {})
+            info.update(table_bound.provenance(bounds))
             models[vocab_size] = bp.build_model(kept, kept_counts, settings, info)
         return models
 
@@ -332,4 +347,5 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
     models, resumed = work.run("models", build_models, "models")
     stage("models", started, resumed, models=len(models))
     return TrainResult(models=models, stages=log.reports, fingerprint=ngrams.fingerprint,
-                       documents=ngrams.documents)
+                       documents=ngrams.documents, bounds=bounds)
+

@@ -1,45 +1,42 @@
 """Chunk counts of local text and Parquet files read by pyarrow inside Spark tasks (the unigram and BPE jobs on
 local masters).
 
-Spark's text reader hands every line from the JVM to the Python worker as Arrow, and the partitions' tables then
-go through a shuffle; on a local master, whose driver collects the reduced table anyway, that costs more than the
-counting itself (BENCHMARKS.md, the bpe section's reader rows). Here
-each task opens its files with pyarrow (:func:`pipelines.arrow_read.read_text_units`: the same lines as Spark's
-text source; :func:`pipelines.arrow_read.read_units`: a Parquet file's text column, nulls dropped), drops the
-held-out documents by Spark's own ``xxhash64`` rule (:mod:`tokenizer.kernels.xxhash`, so
-``jobs.training.split_holdout`` would hold out the same ones), counts the rest with the job's counter and returns
-its table; the driver sums the tables in one pass. The result equals the Spark path's table on the same
-training documents, so the models' bytes are the same.
+Spark's text reader hands every line from the JVM to the Python worker as Arrow, which on a local master costs
+more than the counting itself (BENCHMARKS.md, the bpe section's reader rows). Here each task opens its files with
+pyarrow (:func:`pipelines.arrow_read.read_text_units`: the same lines as Spark's text source;
+:func:`pipelines.arrow_read.read_units`: a Parquet file's text column, nulls dropped), drops the held-out
+documents by Spark's own ``xxhash64`` rule (:mod:`tokenizer.kernels.xxhash`, so ``jobs.training.split_holdout``
+would hold out the same ones), counts the rest with the job's counter and hands its table to the job's reduce
+(:mod:`pipelines.reduce`, with its memory bound). The result equals the Spark path's table on the same training
+documents, so the models' bytes are the same.
 
 Example::
 
     units, _ = plan_text([("file:/data/a.txt", 1234)], None)
-    counted = count_chunks_direct(spark, units, counter, 0.001)
-    counted.chunks[:2], counted.counts[:2]     # sorted by bytes, int64
+    reduced = count_chunks_direct(spark, units, counter, 0.001)
+    reduced.table, reduced.stats["documents"], reduced.held_out[:2]
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
-
+from pipelines import reduce
 from pipelines.reduce import Counter
 from pipelines.shards import binary_buffers
-from tokenizer.trainers import chunk_table as T
 
-DIRECT_TASK_BYTES = 64 << 20  # text per task (each returns its own table to the driver)
+DIRECT_TASK_BYTES = 64 << 20  # text per task
 
 
 def direct_count_task(counter: Counter, threads: int, holdout_fraction: float, keep_documents: int,
-                      text_column: str = "text") -> Callable:
-    """``mapPartitions`` function: read this task's units with pyarrow (text lines, or a Parquet file's
+                      text_column: str = "text", buckets: int = 1) -> Callable:
+    """``mapPartitionsWithIndex`` function: read this task's units with pyarrow (text lines, or a Parquet file's
     ``text_column``, nulls dropped and strings taken as their UTF-8 bytes, as Spark's reader gives them), drop the
     held-out documents, count the rest with ``counter`` (:data:`pipelines.reduce.Counter`) on ``threads``
-    threads; yields one ``(chunk data bytes, chunk offsets, counts, stats, held-out docs, training docs)`` tuple per
-    group of units."""
+    threads; yields the reduce's ``(bucket, blob)`` rows (:func:`pipelines.reduce.counted_rows`) and the first
+    ``keep_documents`` held-out and training documents (:func:`pipelines.reduce.documents_row`)."""
 
-    def run(groups):
+    def run(index, groups):
         import pyarrow as pa
 
         from pipelines.arrow_read import read_work_units
@@ -67,36 +64,38 @@ def direct_count_task(counter: Counter, threads: int, holdout_fraction: float, k
                         train_docs.extend(d for d in column.slice(0, keep_documents).to_pylist() if d)
                     yield pa.RecordBatch.from_arrays([column], ["text"])
 
-            (chunk_data, chunk_offsets, counts), stats = counter(training_batches(), threads)
-            yield (np.asarray(chunk_data, np.uint8).tobytes(), np.asarray(chunk_offsets, np.int64),
-                   np.asarray(counts, np.int64), dict(stats), held_docs[:keep_documents], train_docs[:keep_documents])
+            table, stats = counter(training_batches(), threads)
+            yield from reduce.counted_rows("bytes", table, stats, buckets)
+            del table
+            yield reduce.documents_row(reduce.HELD_OUT_BUCKET, held_docs[:keep_documents], index)
+            yield reduce.documents_row(reduce.TRAINING_BUCKET, train_docs[:keep_documents], index)
 
     return run
 
 
 def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float, *, threads: int | None = None,
-                        keep_documents: int = 2000, text_column: str = "text") -> T.ChunkTable:
+                        keep_documents: int = 2000, text_column: str = "text",
+                        limit: int | None = None) -> reduce.Reduced:
     """The chunk table of local text or Parquet files (:func:`pipelines.arrow_read.plan_text` or
     :func:`~pipelines.arrow_read.plan_parquet` units; ``text_column`` is a Parquet file's text), ``counter`` run in
     Spark tasks of up to ``DIRECT_TASK_BYTES`` of text each (see the module docstring) with ``threads`` threads
-    (default: the session's :func:`~pipelines.session.task_threads`); the tasks' tables summed
-    (:func:`tokenizer.trainers.chunk_table.merge`) and sorted on the driver, with the first ``keep_documents``
-    held-out and training documents. Meant for local masters, whose driver holds the reduced table anyway."""
+    (default: the session's :func:`~pipelines.session.task_threads`); the tasks' tables go through the job's
+    reduce and its memory bound (``limit`` entries, :func:`pipelines.reduce.bounded_collect`), with the first
+    ``keep_documents`` held-out and training documents in input order."""
     from pipelines.arrow_read import assign_units
     from pipelines.session import task_threads
 
     threads = task_threads(spark) if threads is None else max(1, int(threads))
     total_weight = sum(unit.weight for unit in units)
     tasks = max(1, min(len(units), -(-total_weight // DIRECT_TASK_BYTES)))
-    groups = [group for group in assign_units(units, tasks) if group]
-    rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
-        direct_count_task(counter, threads, holdout_fraction, keep_documents, text_column)).collect() if groups else []
-    parts, held_out, training = [], [], []
-    for chunk_bytes, chunk_offsets, counts, stats, held_docs, train_docs in rows:
-        parts.append(((np.frombuffer(chunk_bytes, np.uint8), chunk_offsets, counts), stats))
-        held_out.extend(held_docs)
-        training.extend(train_docs)
-    return T.finish(*T.merge(*parts), held_out[:keep_documents], training[:keep_documents])
+    groups = [group for group in assign_units(units, tasks) if group] or [[]]
+    rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitionsWithIndex(
+        direct_count_task(counter, threads, holdout_fraction, keep_documents, text_column,
+                          reduce.shuffle_buckets(spark)))
+    counted = spark.createDataFrame(rows, reduce.SCHEMA)
+    reduced = reduce.bounded_collect(reduce.merged_frame(counted, "bytes"), "bytes", limit)
+    reduced.held_out, reduced.training = reduced.held_out[:keep_documents], reduced.training[:keep_documents]
+    return reduced
 
 
 def direct_units(spark, inputs: list[str], input_format: str | None, text_column: str = "text"):

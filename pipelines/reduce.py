@@ -9,6 +9,9 @@ chunks.
       -> repartition(bucket) + mapInArrow: each bucket's tables merged exactly (integer sums), optionally cut
          down (``keep``: BytePiece keeps n-grams with count >= min_count), its number of distinct keys counted
          -> rows (bucket, blob) again
+      -> the driver's memory bound (:func:`bounded_collect`, :mod:`tokenizer.trainers.table_bound`): a count
+         histogram of the buckets decides a cut that keeps the ``limit`` most frequent entries (ties by key); the
+         buckets are filtered on the executors, so at most ``limit`` entries are ever collected
       -> on the driver: the buckets' tables (disjoint) merged, the statistics summed
 
 Tables have one of two key kinds (:data:`KINDS`): ``int64``, ``(keys int64 sorted, counts int64)`` with packed
@@ -27,15 +30,23 @@ Example::
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import numpy as np
 
 from tokenizer.trainers import chunk_table as T
+from tokenizer.trainers import table_bound as B
 
 KINDS = ("int64", "bytes")
 SCHEMA = "bucket int, blob binary"
 STATS_BUCKET = -1
+HELD_OUT_BUCKET, TRAINING_BUCKET = -2, -3  # documents a direct count keeps for the evaluation sample
+HISTOGRAM_BUCKET = -4  # a reduce task's {count: entries} of what it kept (the memory bound's input)
+#: Spark options every training session needs for the bound's persisted reduce: adaptive execution may coalesce
+#: the reduce partitions of a cached plan too (Spark's default keeps all ``spark.sql.shuffle.partitions`` of it,
+#: 200 small Python tasks per pass on a local master)
+CACHED_PLAN_OPTIONS = {"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true"}
 MAX_BLOB_ENTRIES = 1 << 24  # a table is cut into rows of at most this many keys (Arrow binary values < 2 GiB)
 
 #: ``(Arrow batches of one binary column, threads) -> (table, stats)``; runs in the tasks (picklable)
@@ -127,51 +138,122 @@ def _stats_row(stats: dict) -> tuple[int, bytes]:
     return STATS_BUCKET, json.dumps({k: int(v) for k, v in stats.items()}, sort_keys=True).encode()
 
 
-def _read_rows(kind: str, batches, tables: list, stats: list) -> None:
-    """Append the tables and the statistics of :data:`SCHEMA` batches to ``tables`` and ``stats``."""
+def documents_row(bucket: int, documents: list[bytes], order: int) -> tuple[int, bytes]:
+    """A row carrying documents (:data:`HELD_OUT_BUCKET` or :data:`TRAINING_BUCKET`) through the reduce; ``order``
+    (the task's index) puts them back in input order on the driver."""
+    offsets = np.zeros(len(documents) + 1, np.int64)
+    np.cumsum([len(d) for d in documents], out=offsets[1:])
+    data = np.frombuffer(b"".join(documents), np.uint8)
+    return bucket, encode("bytes", (data, offsets, np.full(len(documents), order, np.int64)))
+
+
+@dataclass
+class Reduced:
+    """What the driver collects: the ``table``, the summed ``stats``, what the memory bound did (``bound``,
+    :func:`tokenizer.trainers.table_bound.report`) and documents a direct count kept, in input order."""
+
+    table: tuple
+    stats: dict
+    bound: dict = field(default_factory=dict)
+    held_out: list[bytes] = field(default_factory=list)
+    training: list[bytes] = field(default_factory=list)
+
+
+def _read_rows(kind: str, batches, tables: list, stats: list, documents: dict | None = None) -> None:
+    """Append the tables, the statistics and the document rows (by bucket) of :data:`SCHEMA` batches."""
     for batch in batches:
         blobs = batch.column(1)
         for i, bucket in enumerate(batch.column(0).to_pylist()):
             blob = blobs[i].as_py()
             if bucket == STATS_BUCKET:
                 stats.append(json.loads(blob))
+            elif bucket in (HELD_OUT_BUCKET, TRAINING_BUCKET):
+                if documents is not None:
+                    documents.setdefault(bucket, []).append(decode("bytes", blob))
+            elif bucket == HISTOGRAM_BUCKET:
+                continue
             else:
                 tables.append(decode(kind, blob))
 
 
+def _in_order(parts: list[tuple]) -> list[bytes]:
+    """The documents of :func:`documents_row` tables, by task order, each task's in its own order."""
+    out: list[bytes] = []
+    for data, offsets, order in sorted(parts, key=lambda part: int(part[2][0]) if len(part[2]) else -1):
+        blob = data.tobytes()
+        out.extend(blob[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()))
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- the Spark steps
+def by_bucket(kind: str, table: tuple, buckets: int) -> Iterator[tuple[int, tuple]]:
+    """``(bucket, part)`` of every hash bucket that has keys: the table reordered by bucket once (a stable sort,
+    so each part keeps the table's order), then cut into contiguous parts."""
+    if not size(kind, table):
+        return
+    bucket_of = buckets_of(kind, table, buckets)
+    order = np.argsort(bucket_of, kind="stable")
+    present = np.flatnonzero(np.bincount(bucket_of, minlength=buckets)).tolist()
+    bounds = np.searchsorted(bucket_of[order], np.arange(buckets + 1), side="left")
+    if kind == "int64":
+        keys, counts = table[0][order], table[1][order]
+        for bucket in present:
+            a, b = int(bounds[bucket]), int(bounds[bucket + 1])
+            yield bucket, (keys[a:b], counts[a:b])
+        return
+    from tokenizer.trainers.bpe import K
+
+    data, offsets, counts = table
+    data, offsets = K.gather_spans(np.ascontiguousarray(data, np.uint8), offsets[:-1][order], offsets[1:][order])
+    counts = np.asarray(counts, np.int64)[order]
+    for bucket in present:
+        a, b = int(bounds[bucket]), int(bounds[bucket + 1])
+        yield bucket, (data[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a], counts[a:b])
+
+
+def counted_rows(kind: str, table: tuple, stats: dict, buckets: int) -> Iterator[tuple[int, bytes]]:
+    """The map side's ``(bucket, blob)`` rows of a counted table: one per hash bucket that has keys, then the
+    statistics."""
+    for bucket, part in by_bucket(kind, table, buckets):
+        yield from _rows(kind, part, bucket)
+    yield _stats_row(stats)
+
+
 def count_partition(counter: Counter, kind: str, buckets: int, threads: int) -> Callable:
     """The map side (``mapInArrow``): the partition's table cut into ``buckets`` hash buckets, and its statistics."""
 
     def run(batches: Iterator) -> Iterator:
         table, stats = counter(batches, threads)
-        bucket_of = buckets_of(kind, table, buckets) if size(kind, table) else np.zeros(0, np.int64)
-        for bucket in np.unique(bucket_of).tolist():
-            part = select(kind, table, bucket_of == bucket)
-            for row in _rows(kind, part, bucket):
-                yield _batch([row])
-        del table
-        yield _batch([_stats_row(stats)])
+        for row in counted_rows(kind, table, stats, buckets):
+            yield _batch([row])
 
     return run
 
 
 def reduce_partition(kind: str, keep: Callable[[tuple], tuple] | None = None) -> Callable:
     """The reduce side (``mapInArrow`` after the shuffle): the tables of the buckets that meet here merged and
-    cut down by ``keep``; the statistics summed, plus ``distinct_keys`` (before ``keep``)."""
+    cut down by ``keep``; the statistics summed, plus ``distinct_keys`` (before ``keep``); the count histogram
+    of the kept table (a :data:`HISTOGRAM_BUCKET` row); document rows passed through."""
 
     def run(batches: Iterator) -> Iterator:
         tables: list = []
         stats: list = []
-        _read_rows(kind, batches, tables, stats)
+        documents: dict = {}
+        _read_rows(kind, batches, tables, stats, documents)
         merged = merge(kind, tables)
         del tables
         stats.append({"distinct_keys": size(kind, merged)})
         if keep is not None:
             merged = keep(merged)
+        histogram = B.histogram(merged[-1])
         for row in _rows(kind, merged, 0):
             yield _batch([row])
+        del merged
         yield _batch([_stats_row(T.add_stats(*stats))])
+        yield _batch([(HISTOGRAM_BUCKET, json.dumps(list(histogram.items())).encode())])
+        for bucket, parts in documents.items():  # passed through
+            for part in parts:
+                yield _batch([(bucket, encode("bytes", part))])
 
     return run
 
@@ -182,33 +264,44 @@ def shuffle_buckets(spark) -> int:
     return max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
 
 
+def merged_frame(counted, kind: str, keep: Callable | None = None):
+    """The shuffle and the reduce side over counted rows of :data:`SCHEMA` (:func:`count_partition`'s, or a
+    direct count's)."""
+    from pyspark.sql import functions as F
+
+    return counted.repartition(F.col("bucket")).mapInArrow(reduce_partition(kind, keep), SCHEMA)
+
+
 def reduced_frame(documents, counter: Counter, kind: str, keep: Callable | None = None,
                   threads: int | None = None):
     """The reduced tables of ``documents`` (``text: binary``) as a DataFrame of :data:`SCHEMA` rows, not collected
     (``threads``: counting threads per task, default the session's :func:`~pipelines.session.task_threads`)."""
-    from pyspark.sql import functions as F
-
     from pipelines.session import task_threads
 
     spark = documents.sparkSession
     threads = task_threads(spark) if threads is None else max(1, int(threads))
     counted = documents.select("text").mapInArrow(count_partition(counter, kind, shuffle_buckets(spark), threads),
                                                    SCHEMA)
-    return counted.repartition(F.col("bucket")).mapInArrow(reduce_partition(kind, keep), SCHEMA)
+    return merged_frame(counted, kind, keep)
 
 
-def collect(frame, kind: str) -> tuple[tuple, dict]:
-    """``(table, stats)`` of a :func:`reduced_frame` on the driver (int64 tables sorted by key)."""
+def collect(frame, kind: str) -> Reduced:
+    """The :class:`Reduced` of a :func:`reduced_frame` on the driver, everything in it (int64 tables sorted)."""
     tables: list = []
     stats: list = []
-    _read_rows(kind, frame.toArrow().to_batches(), tables, stats)
-    return merge(kind, tables), T.add_stats(*stats)
+    documents: dict = {}
+    _read_rows(kind, frame.toArrow().to_batches(), tables, stats, documents)
+    table = merge(kind, tables)
+    del tables
+    return Reduced(table, T.add_stats(*stats), B.report(B.histogram(table[-1]), 0, None) | {"limit": None},
+                   _in_order(documents.get(HELD_OUT_BUCKET, [])), _in_order(documents.get(TRAINING_BUCKET, [])))
 
 
 def reduce_counts(documents, counter: Counter, kind: str, keep: Callable | None = None,
-                  threads: int | None = None) -> tuple[tuple, dict]:
-    """Count ``documents`` with ``counter``, reduce, and collect: ``(table, stats)`` (see the module docstring)."""
-    return collect(reduced_frame(documents, counter, kind, keep, threads), kind)
+                  threads: int | None = None, limit: int | None = None) -> Reduced:
+    """Count ``documents`` with ``counter``, reduce, and collect at most ``limit`` entries (see the module
+    docstring and :func:`bounded_collect`)."""
+    return bounded_collect(reduced_frame(documents, counter, kind, keep, threads), kind, limit)
 
 
 def table_frame(spark, kind: str, table: tuple, parts: int):
@@ -227,3 +320,100 @@ def table_frame(spark, kind: str, table: tuple, parts: int):
     arrow = pa.table({"bucket": pa.array([r[0] for r in rows], pa.int32()),
                       "blob": pa.array([r[1] for r in rows], pa.binary())})
     return spark.createDataFrame(arrow.to_pandas(), SCHEMA).repartition(max(1, len(rows)))
+
+
+# ---------------------------------------------------------------------------------------------- the bound
+def _tables(kind: str, batches: Iterator) -> Iterator[tuple[int, tuple | None, bytes]]:
+    """``(bucket, table or None, blob)`` of every row of :data:`SCHEMA` batches."""
+    for batch in batches:
+        blobs = batch.column(1)
+        for i, bucket in enumerate(batch.column(0).to_pylist()):
+            blob = blobs[i].as_py()
+            yield bucket, (decode(kind, blob) if bucket >= 0 else None), blob
+
+
+def _keys_at(kind: str, table: tuple, count: int) -> list:
+    """The keys of the entries at ``count``, sorted (int64 numerically, byte keys as bytes)."""
+    at = np.flatnonzero(table[-1] == count)
+    if kind == "int64":
+        return sorted(table[0][at].tolist())
+    data, offsets = table[0], table[1]
+    return sorted(data[offsets[i]:offsets[i + 1]].tobytes() for i in at.tolist())
+
+
+def smallest_keys_partition(kind: str, count: int, keep: int) -> Callable:
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        keys: list = []
+        for _, table, _ in _tables(kind, batches):
+            if table is not None:
+                keys = sorted(keys + _keys_at(kind, table, count))[:keep]
+        yield pa.RecordBatch.from_arrays([pa.array(keys, pa.int64() if kind == "int64" else pa.binary())],
+                                         names=["key"])
+
+    return run
+
+
+def last_kept(kind: str, tables: list[tuple], count: int, keep: int) -> tuple[int, object]:
+    """``(count, last key kept at count)``: the ``keep``-th smallest key among the entries at ``count`` of
+    ``tables`` (a table the driver holds: ``--master none``)."""
+    keys: list = []
+    for table in tables:
+        keys = sorted(keys + _keys_at(kind, table, count))[:keep]
+    return count, keys[keep - 1]
+
+
+def kept_mask(kind: str, table: tuple, count: int, last_key) -> np.ndarray:
+    """Entries above ``count``, and those at ``count`` whose key is at most ``last_key``."""
+    counts = table[-1]
+    mask = counts > count
+    at = np.flatnonzero(counts == count)
+    if kind == "int64":
+        mask[at] = table[0][at] <= last_key
+    else:
+        data, offsets = table[0], table[1]
+        for i in at.tolist():
+            mask[i] = data[offsets[i]:offsets[i + 1]].tobytes() <= last_key
+    return mask
+
+
+def filter_partition(kind: str, count: int, last_key) -> Callable:
+    def run(batches: Iterator) -> Iterator:
+        for bucket, table, blob in _tables(kind, batches):
+            if table is None:
+                yield _batch([(bucket, blob)])
+                continue
+            kept = select(kind, table, kept_mask(kind, table, count, last_key))
+            if size(kind, kept):
+                yield _batch([(bucket, encode(kind, kept))])
+
+    return run
+
+
+def bounded_collect(frame, kind: str, limit: int | None) -> Reduced:
+    """The :class:`Reduced` of a :func:`reduced_frame`, its table cut to the ``limit`` most frequent entries (ties
+    by key) on the executors before it is collected; its ``bound`` says what was dropped
+    (:func:`tokenizer.trainers.table_bound.report`). ``limit`` ``None``: everything is collected."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    if limit is None:
+        return collect(frame, kind)
+    persisted = frame = frame.persist(StorageLevel.DISK_ONLY)
+    try:
+        rows = frame.where(F.col("bucket") == HISTOGRAM_BUCKET).select("blob").collect()
+        entries_by_count = B.add_histograms(*({int(c): int(n) for c, n in json.loads(bytes(row["blob"]))}
+                                              for row in rows))
+        decision = B.cut(entries_by_count, limit)
+        if decision is not None:
+            count, keep = decision
+            smallest = frame.mapInArrow(smallest_keys_partition(kind, count, keep),
+                                        "key long" if kind == "int64" else "key binary").collect()
+            keys = sorted(row["key"] if kind == "int64" else bytes(row["key"]) for row in smallest)
+            frame = frame.mapInArrow(filter_partition(kind, count, keys[keep - 1]), SCHEMA)
+        reduced = collect(frame, kind)
+    finally:
+        persisted.unpersist()
+    reduced.bound = B.report(entries_by_count, limit, decision)
+    return reduced

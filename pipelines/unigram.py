@@ -53,7 +53,7 @@ def counting_session_options(master: str | None) -> dict[str, str]:
     -> ``"true"``."""
     from pipelines.session import is_local_master, session_config
 
-    options = {"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true"}
+    options = dict(reduce.CACHED_PLAN_OPTIONS)
     if is_local_master(session_config(master)["spark.master"]):
         options.update({"spark.python.worker.reuse": "true",
                         "spark.sql.files.maxPartitionBytes": str(COUNT_SPLIT_BYTES)})
@@ -83,32 +83,22 @@ def counter(settings: ug.UnigramSettings, shard_bytes: int = SHARD_BYTES) -> red
 
 
 def count_chunks(documents, settings: ug.UnigramSettings, threads: int | None = None,
-                 shard_bytes: int = SHARD_BYTES, keep_frame: bool = False):
-    """The chunk table of a DataFrame of documents (``text: binary``) through the reduce; ``threads``: counting
-    threads per task (default: the session's :func:`~pipelines.session.task_threads`). With ``keep_frame`` returns
-    ``(table, frame)``: the reduced buckets persisted (memory and disk) for Spark E-steps (:func:`spark_runner`;
-    unpersist it after)."""
-    from pyspark import StorageLevel
-
-    frame = reduce.reduced_frame(documents, counter(settings, shard_bytes), "bytes", threads=threads)
-    if not keep_frame:
-        return chunk_table_of(*reduce.collect(frame, "bytes"))
-    frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        return chunk_table_of(*reduce.collect(frame, "bytes")), frame
-    except BaseException:
-        frame.unpersist()
-        raise
+                 shard_bytes: int = SHARD_BYTES, limit: int | None = None) -> T.ChunkTable:
+    """The chunk table of a DataFrame of documents (``text: binary``) through the reduce, at most ``limit`` chunks
+    (the most frequent); ``threads``: counting threads per task (default: the session's
+    :func:`~pipelines.session.task_threads`)."""
+    return chunk_table_of(reduce.reduce_counts(documents, counter(settings, shard_bytes), "bytes", threads=threads,
+                                               limit=limit))
 
 
 def count_chunks_direct(spark, units, settings: ug.UnigramSettings, holdout_fraction: float, *,
-                        threads: int | None = None, shard_bytes: int = SHARD_BYTES,
-                        keep_documents: int = 2000, text_column: str = "text") -> T.ChunkTable:
+                        threads: int | None = None, shard_bytes: int = SHARD_BYTES, keep_documents: int = 2000,
+                        text_column: str = "text", limit: int | None = None) -> T.ChunkTable:
     """The chunk table of local text or Parquet files (:func:`pipelines.direct_count.direct_units`) counted by
     Spark tasks that read them with pyarrow: the table :func:`count_chunks` gives on the training documents."""
-    return direct_count.count_chunks_direct(spark, units, counter(settings, shard_bytes), holdout_fraction,
-                                            threads=threads, keep_documents=keep_documents,
-                                            text_column=text_column)
+    return chunk_table_of(direct_count.count_chunks_direct(
+        spark, units, counter(settings, shard_bytes), holdout_fraction, threads=threads,
+        keep_documents=keep_documents, text_column=text_column, limit=limit))
 
 
 def table_frame(spark, table: T.ChunkTable, partitions: int | None = None):
@@ -154,8 +144,8 @@ def _stats_partition(state_broadcast, kind: str) -> Callable:
 
 
 def spark_runner(table) -> ug.EStepRunner:
-    """E-step and Viterbi counts over a chunk table's buckets left in Spark (:func:`count_chunks` with
-    ``keep_frame``, or :func:`table_frame`); int64 sums on the driver."""
+    """E-step and Viterbi counts over a chunk table's buckets handed to Spark (:func:`table_frame`); int64 sums on
+    the driver."""
     spark = table.sparkSession
 
     def run(kind: str, trie, scores):

@@ -79,15 +79,16 @@ def _unpack(data: np.ndarray, offsets: np.ndarray) -> list[bytes]:
 def _encode(kind: str, value: Any) -> tuple[dict[str, np.ndarray], dict]:
     if kind == "ngram_table":
         meta = {k: getattr(value, k) for k in ("distinct_ngrams", "documents", "chunks", "chunk_bytes",
-                                                "fingerprint")}
+                                                "fingerprint", "bound")}
         return {"keys": value.keys, "counts": value.counts}, meta
     if kind == "ngram_model":
         return ({"keys": value.keys, "log_probs": value.log_probs},
                 {"order": int(value.order), "ensure_unicode": bool(value.ensure_unicode)})
-    if kind == "pieces":
-        pieces, counts = value
+    if kind == "pieces":  # (pieces, counts) or (pieces, counts, what the memory bound dropped)
+        pieces, counts = value[0], value[1]
         data, offsets = _pack(pieces)
-        return {"data": data, "offsets": offsets, "counts": np.asarray(counts, np.int64)}, {}
+        meta = {"bound": value[2]} if len(value) > 2 else {}
+        return {"data": data, "offsets": offsets, "counts": np.asarray(counts, np.int64)}, meta
     if kind == "pruned":
         arrays = {}
         for size, (pieces, counts) in value.items():
@@ -102,7 +103,7 @@ def _encode(kind: str, value: Any) -> tuple[dict[str, np.ndarray], dict]:
         arrays = {"counts": np.asarray(value.counts, np.int64)}
         for name, texts in (("chunks", value.chunks), ("held_out", value.held_out), ("training", value.training)):
             arrays[f"{name}_data"], arrays[f"{name}_offsets"] = _pack(texts)
-        return arrays, {"stats": value.stats}
+        return arrays, {"stats": value.stats, "bound": value.bound}
     if kind == "merges":
         return {"left": value.left, "right": value.right, "counts": value.counts}, {}
     if kind == "em_state":
@@ -125,7 +126,8 @@ def _decode(kind: str, arrays: dict[str, np.ndarray], meta: dict) -> Any:
         return NgramModel(keys=arrays["keys"], log_probs=arrays["log_probs"], order=meta["order"],
                           ensure_unicode=meta["ensure_unicode"])
     if kind == "pieces":
-        return _unpack(arrays["data"], arrays["offsets"]), arrays["counts"]
+        pieces = (_unpack(arrays["data"], arrays["offsets"]), arrays["counts"])
+        return pieces + (meta["bound"],) if "bound" in meta else pieces
     if kind == "pruned":
         return {size: (_unpack(arrays[f"{size}_data"], arrays[f"{size}_offsets"]), arrays[f"{size}_counts"])
                 for size in meta["sizes"]}
@@ -139,7 +141,8 @@ def _decode(kind: str, arrays: dict[str, np.ndarray], meta: dict) -> Any:
 
         texts = {name: _unpack(arrays[f"{name}_data"], arrays[f"{name}_offsets"])
                  for name in ("chunks", "held_out", "training")}
-        return ChunkTable(texts["chunks"], arrays["counts"], meta["stats"], texts["held_out"], texts["training"])
+        return ChunkTable(texts["chunks"], arrays["counts"], meta["stats"], texts["held_out"], texts["training"],
+                          meta.get("bound", {}))
     if kind == "merges":
         from tokenizer.trainers.bpe import Merges
 

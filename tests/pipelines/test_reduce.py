@@ -64,11 +64,17 @@ def test_bucketed_reduce_equals_a_plain_dict_sum(data, buckets, kind, keep):
         step = reduce.reduce_partition(kind, (lambda t: keep_frequent(kind, t)) if keep else None)
         for out in step(iter([batch])):
             rows += zip(out.column(0).to_pylist(), out.column(1).to_pylist())
-    tables_out = [reduce.decode(kind, blob) for bucket, blob in rows if bucket != reduce.STATS_BUCKET]
+    tables_out = [reduce.decode(kind, blob) for bucket, blob in rows if bucket >= 0]
+    histogram = {}
+    for bucket, blob in rows:
+        if bucket == reduce.HISTOGRAM_BUCKET:
+            for count, entries in json.loads(blob):
+                histogram[count] = histogram.get(count, 0) + entries
     stats = [json.loads(blob) for bucket, blob in rows if bucket == reduce.STATS_BUCKET]
     merged = reduce.merge(kind, tables_out)
     want = {k: v for k, v in expected.items() if v >= 5 or not keep}
     assert as_dict(kind, merged) == want
+    assert histogram == {c: list(want.values()).count(c) for c in set(want.values())}  # of what was kept
     if kind == "int64":
         assert np.all(np.diff(merged[0]) > 0)  # sorted, distinct
     total = {}

@@ -49,14 +49,16 @@ def merge(*parts: tuple[Counts, Stats]) -> tuple[Counts, Stats]:
 
 @dataclass
 class ChunkTable:
-    """A reduced chunk table: ``chunks`` sorted by bytes, their ``counts`` (int64), summed ``stats``, and the first
-    held-out and training documents of the corpus when the count read them itself (for the evaluation sample)."""
+    """A reduced chunk table: ``chunks`` sorted by bytes, their ``counts`` (int64), summed ``stats``, the first
+    held-out and training documents of the corpus when the count read them itself (for the evaluation sample),
+    and what the driver's memory bound dropped (``bound``, :func:`tokenizer.trainers.table_bound.report`)."""
 
     chunks: list[bytes]
     counts: np.ndarray
     stats: Stats
     held_out: list[bytes] = field(default_factory=list)
     training: list[bytes] = field(default_factory=list)
+    bound: dict = field(default_factory=dict)
 
     @property
     def chunk_bytes(self) -> int:
@@ -64,10 +66,10 @@ class ChunkTable:
 
 
 def finish(counts: Counts, stats: Stats, held_out: list[bytes] | None = None,
-           training: list[bytes] | None = None) -> ChunkTable:
+           training: list[bytes] | None = None, bound: dict | None = None) -> ChunkTable:
     """The canonical :class:`ChunkTable` of a reduced count: chunks sorted by bytes (what every fit reads)."""
     from tokenizer.trainers.bpe import sort_chunks
 
     chunks, sorted_counts = sort_chunks(*counts)
     return ChunkTable(chunks, sorted_counts, dict(sorted(stats.items())), list(held_out or []),
-                      list(training or []))
+                      list(training or []), dict(bound or {}))
