@@ -210,10 +210,26 @@ def inspect(args: argparse.Namespace) -> int:
             continue
         shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else value
         print(f"{key:<17} {shown}")
-    print("provenance")
+    print("provenance        (bounded; --json prints all of it)")
     for key, value in sorted(info["provenance"].items()):
-        print(f"  {key:<22} {json.dumps(value, ensure_ascii=False)}")
+        print(f"  {key:<22} {bounded_json(value)}")
     return 0
+
+
+def bounded_json(value, limit: int = 200) -> str:
+    """``value`` as JSON, cut to about ``limit`` characters (long lists, such as a BPE model's merges, say how many
+    items they hold). ``bounded_json(list(range(100)), 20)`` -> ``'[0, 1, 2, 3, 4, 5, ... (100 items)]'``."""
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, dict):
+        inner = ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {bounded_json(v, limit // 2)}"
+                          for k, v in value.items())
+        return "{" + (inner if len(inner) <= limit else inner[:limit] + " ...") + "}"
+    if isinstance(value, list):
+        shown = text[:limit].rsplit(",", 1)[0]
+        return f"{shown}, ... ({len(value)} items)]"
+    return text[:limit] + " ..."
 
 
 # ---------------------------------------------------------------------------------------------- argv

@@ -28,15 +28,16 @@ from pipelines.shards import binary_buffers
 DIRECT_TASK_BYTES = 64 << 20  # text per task
 
 
-def direct_count_task(counter: Counter, threads: int, holdout_fraction: float, keep_documents: int,
+def direct_count_task(groups: list, counter: Counter, threads: int, holdout_fraction: float, keep_documents: int,
                       text_column: str = "text", buckets: int = 1) -> Callable:
-    """``mapPartitionsWithIndex`` function: read this task's units with pyarrow (text lines, or a Parquet file's
-    ``text_column``, nulls dropped and strings taken as their UTF-8 bytes, as Spark's reader gives them), drop the
-    held-out documents, count the rest with ``counter`` (:data:`pipelines.reduce.Counter`) on ``threads``
-    threads; yields the reduce's ``(bucket, blob)`` rows (:func:`pipelines.reduce.counted_rows`) and the first
-    ``keep_documents`` held-out and training documents (:func:`pipelines.reduce.documents_row`)."""
+    """``mapInArrow`` function over ``spark.range(len(groups))`` (one id per partition): read the units of
+    ``groups[id]`` with pyarrow (text lines, or a Parquet file's ``text_column``, nulls dropped and strings taken
+    as their UTF-8 bytes, as Spark's reader gives them), drop the held-out documents, count the rest with
+    ``counter`` (:data:`pipelines.reduce.Counter`) on ``threads`` threads; yields the reduce's ``(bucket, blob)``
+    rows (:func:`pipelines.reduce.counted_rows`) and the first ``keep_documents`` held-out and training documents
+    (:func:`pipelines.reduce.documents_row`), as Arrow batches."""
 
-    def run(index, groups):
+    def run(batches):
         import pyarrow as pa
 
         from pipelines.arrow_read import read_work_units
@@ -49,7 +50,9 @@ def direct_count_task(counter: Counter, threads: int, holdout_fraction: float, k
                     pa.types.is_large_binary(column.type) else pa.binary()
                 yield column.cast(binary).drop_null()
 
-        for units in groups:
+        indices = [i for batch in batches for i in batch.column(0).to_pylist()]
+        for index in indices:
+            units = groups[index]
             held_docs: list[bytes] = []
             train_docs: list[bytes] = []
 
@@ -65,10 +68,11 @@ def direct_count_task(counter: Counter, threads: int, holdout_fraction: float, k
                     yield pa.RecordBatch.from_arrays([column], ["text"])
 
             table, stats = counter(training_batches(), threads)
-            yield from reduce.counted_rows("bytes", table, stats, buckets)
+            for row in reduce.counted_rows("bytes", table, stats, buckets):
+                yield reduce._batch([row])
             del table
-            yield reduce.documents_row(reduce.HELD_OUT_BUCKET, held_docs[:keep_documents], index)
-            yield reduce.documents_row(reduce.TRAINING_BUCKET, train_docs[:keep_documents], index)
+            yield reduce._batch([reduce.documents_row(reduce.HELD_OUT_BUCKET, held_docs[:keep_documents], index),
+                                 reduce.documents_row(reduce.TRAINING_BUCKET, train_docs[:keep_documents], index)])
 
     return run
 
@@ -89,10 +93,9 @@ def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float,
     total_weight = sum(unit.weight for unit in units)
     tasks = max(1, min(len(units), -(-total_weight // DIRECT_TASK_BYTES)))
     groups = [group for group in assign_units(units, tasks) if group] or [[]]
-    rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitionsWithIndex(
-        direct_count_task(counter, threads, holdout_fraction, keep_documents, text_column,
-                          reduce.shuffle_buckets(spark)))
-    counted = spark.createDataFrame(rows, reduce.SCHEMA)
+    counted = spark.range(len(groups), numPartitions=len(groups)).mapInArrow(
+        direct_count_task(groups, counter, threads, holdout_fraction, keep_documents, text_column,
+                          reduce.shuffle_buckets(spark)), reduce.SCHEMA)
     reduced = reduce.bounded_collect(reduce.merged_frame(counted, "bytes"), "bytes", limit)
     reduced.held_out, reduced.training = reduced.held_out[:keep_documents], reduced.training[:keep_documents]
     return reduced

@@ -9,8 +9,8 @@ chunks.
       -> repartition(bucket) + mapInArrow: each bucket's tables merged exactly (integer sums), optionally cut
          down (``keep``: BytePiece keeps n-grams with count >= min_count), its number of distinct keys counted
          -> rows (bucket, blob) again
-      -> the driver's memory bound (:func:`bounded_collect`, :mod:`tokenizer.trainers.table_bound`): a count
-         histogram of the buckets decides a cut that keeps the ``limit`` most frequent entries (ties by key); the
+      -> the driver's memory bound (:func:`bounded_collect`, :mod:`tokenizer.trainers.table_bound`): the reduced
+         buckets are cached (memory, spilling to disk) and the reduce tasks' count histograms decide a cut that keeps the ``limit`` most frequent entries (ties by key); the
          buckets are filtered on the executors, so at most ``limit`` entries are ever collected
       -> on the driver: the buckets' tables (disjoint) merged, the statistics summed
 
@@ -400,7 +400,7 @@ def bounded_collect(frame, kind: str, limit: int | None) -> Reduced:
 
     if limit is None:
         return collect(frame, kind)
-    persisted = frame = frame.persist(StorageLevel.DISK_ONLY)
+    persisted = frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         rows = frame.where(F.col("bucket") == HISTOGRAM_BUCKET).select("blob").collect()
         entries_by_count = B.add_histograms(*({int(c): int(n) for c, n in json.loads(bytes(row["blob"]))}

@@ -194,7 +194,12 @@ class CompiledModel:
 
     # ------------------------------------------------------------------ one document range
     def work_buffers(self, longest: int) -> tuple:
+        """The kernels' buffers for documents of up to ``longest`` bytes (BPE: 65 bytes per byte; unigram: 16 or
+        20); refused when the system lacks the memory (:func:`tokenizer.memory.check_work_memory`)."""
+        from tokenizer.memory import check_work_memory
+
         n = longest + 1
+        check_work_memory(n * (65 if self.is_bpe else 12 + np.dtype(self.score_dtype).itemsize), longest)
         if self.is_bpe:
             return (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32),
                     np.empty(n, np.uint8), np.empty(3 * n, np.float32), np.empty(3 * n, np.int32),

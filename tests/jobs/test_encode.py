@@ -118,6 +118,21 @@ def test_inspect_text_and_json(model_path, capsys):
     assert info["piece_types"]["normal"] + info["piece_types"].get("control", 0) == model.vocab_size
 
 
+def test_inspect_bounds_long_provenance_and_json_keeps_all(tmp_path, capsys):
+    from tokenizer.trainers.bpe import BpeSettings, train_bpe_local
+
+    lines = [f"word{i} other{i % 7} thing{i % 13}".encode() for i in range(3000)]
+    path = str(tmp_path / "bpe.model")
+    model = train_bpe_local(lines, BpeSettings(vocab_sizes=(600,)))[600]
+    model.save(path)
+    assert main(["inspect", path]) == 0
+    text = capsys.readouterr().out
+    assert "bpe_merges" in text and "items)" in text and max(len(line) for line in text.splitlines()) < 400
+    assert main(["inspect", path, "--json"]) == 0
+    merges = json.loads(capsys.readouterr().out)["provenance"]["bpe_merges"]["left_lengths"]
+    assert len(merges) == len(model.provenance["bpe_merges"]["left_lengths"]) > 100
+
+
 def test_single_node_commands_never_import_pyspark(model_path, tmp_path):
     source = tmp_path / "in.txt"
     source.write_bytes(b"hello world\n")

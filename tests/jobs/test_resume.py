@@ -49,6 +49,11 @@ def stage_files(work_root) -> dict[str, int]:
             if f.endswith(".npz")}
 
 
+MANIFEST_KEYS = {
+    "algorithm", "command", "config", "config_path", "corpus_fingerprint", "created_unix", "created_utc",
+    "default_parallelism", "details", "holdout_fraction", "host", "input", "input_fingerprint", "input_format",
+    "models", "outputs", "partitions", "python", "read", "reader", "seconds_total", "settings", "spark_master",
+    "spark_version", "stages", "table_bounds", "text_column", "training_documents", "versions", "work_dir"}
 RUNS = {  # algorithm: (its options, its stages in order, the vocab sizes)
     "bytepiece": (["--min-count", "3", "--order", "4", "--partitions", "2"],
                   ["read", "ngrams", "ngram_model", "pieces", "prune", "models"], (300, 330)),
@@ -93,6 +98,9 @@ def test_kill_after_each_stage_then_rerun_gives_identical_model_bytes(spark, tmp
     manifest = json.loads((tmp_path / "killed" / "models" / "manifest.json").read_text())
     assert manifest["work_dir"]["computed_stages"] == [] and "models" in manifest["work_dir"]["resumed_stages"]
     assert manifest["algorithm"] == algorithm and (tmp_path / "killed" / "models" / "config.yaml").exists()
+    assert set(manifest) == MANIFEST_KEYS  # one manifest for every algorithm
+    assert set(manifest["versions"]) >= {"shardpiece", "spark", "pyspark", "java", "numba", "numpy", "pyarrow"}
+    assert manifest["outputs"] and all(len(entry["sha256"]) == 64 for entry in manifest["outputs"].values())
 
 
 @pytest.mark.spark

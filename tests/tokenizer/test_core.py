@@ -154,3 +154,26 @@ def test_encode_batch_list_equals_per_text_encode_with_threads():
     for threads in (1, 2):
         assert tok.encode_batch(texts, num_threads=threads) == expected
         assert tok.encode_batch(texts, num_threads=threads, add_bos=False) == expected
+
+
+def test_a_document_too_large_for_the_free_memory_is_refused(monkeypatch):
+    """The buffers a document needs are checked against the available memory before they are allocated: a clear
+    error, not an out-of-memory kill (the available memory is pretended small here)."""
+    import tokenizer.memory as memory
+    from tokenizer.errors import InputError
+    from tokenizer.trainers.bpe import BpeSettings, train_bpe_local
+    from tokenizer.trainers.bytepiece import TrainSettings, train_bytepiece_local
+
+    lines = [f"some text {i}".encode() for i in range(300)]
+    models = [train_bytepiece_local(lines, TrainSettings(vocab_sizes=(300,), min_count=1))[300],
+              train_bpe_local(lines, BpeSettings(vocab_sizes=(300,)))[300],
+              train_bpe_local(lines, BpeSettings(vocab_sizes=(300,), pretokenizer="sentencepiece"))[300]]
+    text = b"some text " * 800_000  # 8 MB: a few hundred MB of buffers at most
+    monkeypatch.setattr(memory, "available_bytes", lambda: 100 << 20)
+    for model in models:
+        tok = Tokenizer(model)
+        assert tok.decode_bytes(tok.encode(b"some text 7")) == b"some text 7"  # small documents: unchecked
+        with pytest.raises(InputError, match="needs about .* GiB of work memory .* split it into smaller documents"):
+            tok.encode(text)
+        with pytest.raises(InputError, match="work memory"):
+            tok.encode_batch([text.decode()], num_threads=1)

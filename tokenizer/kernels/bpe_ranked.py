@@ -172,8 +172,12 @@ def ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, s
 
 def merge_buffers(longest: int) -> tuple:
     """Work buffers of :func:`ranked_bpe_into` for pre-tokens of up to ``longest`` bytes: ``(sym, nxt, prv,
-    heap, steps)``, 28 bytes per byte of the longest text."""
+    heap, steps)``, 28 bytes per byte of the longest text (refused when the system lacks the memory:
+    :func:`tokenizer.memory.check_work_memory`)."""
+    from tokenizer.memory import check_work_memory
+
     n = longest + 1
+    check_work_memory(28 * n, longest)
     return (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(2 * n, np.int64),
             np.zeros(1, np.int64))
 

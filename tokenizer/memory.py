@@ -1,0 +1,43 @@
+"""Work memory of the encoder: a document too large for the memory its buffers would need is refused with an
+error that says so, instead of being killed by the operating system halfway through.
+
+The encoder's buffers are sized by the longest document of a call (a few to a few dozen bytes per byte, by model
+type: :meth:`tokenizer.core.CompiledModel.work_buffers`, :func:`tokenizer.kernels.bpe_ranked.merge_buffers`).
+Before allocating more than :data:`CHECK_ABOVE` bytes they ask :func:`check_work_memory`, which compares the size
+with the memory the system has available (``MemAvailable`` of ``/proc/meminfo``; no check where it cannot be
+read).
+
+    >>> check_work_memory(1 << 20, 50_000)      # small buffers are never checked
+"""
+
+from __future__ import annotations
+
+from tokenizer.errors import InputError
+
+CHECK_ABOVE = 64 << 20  # buffers smaller than this are allocated without asking
+USABLE_SHARE = 0.8  # of the available memory one call may take
+
+
+def available_bytes() -> int | None:
+    """The memory the system can give without swapping (``MemAvailable``), or ``None`` where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_work_memory(nbytes: int, longest: int) -> None:
+    """Raise :class:`InputError` when buffers of ``nbytes`` bytes, for a document of ``longest`` bytes, would take
+    more than :data:`USABLE_SHARE` of the available memory."""
+    if nbytes < CHECK_ABOVE:
+        return
+    available = available_bytes()
+    if available is not None and nbytes > USABLE_SHARE * available:
+        raise InputError(
+            f"a document of {longest:,} bytes needs about {nbytes / (1 << 30):.1f} GiB of work memory with this "
+            f"model, but only {available / (1 << 30):.1f} GiB is available: split it into smaller documents "
+            "(shardpiece tokenize: --max-document-bytes), or encode it where more memory is free")
