@@ -74,8 +74,32 @@ def _model_stage_counts(models: dict) -> dict:
     return {"models": len(models)}
 
 
+class Algorithm:
+    """What every algorithm provides (defaults here): ``settings(options)`` (validated; raises
+    :class:`~tokenizer.errors.ConfigError`), their dict for the manifest and the work-directory key, the Spark
+    options of its session, a check of the read counts, and ``fit(source, settings, progress) ->`` :class:`Trained`.
+    ``reads_files_in_tasks``: its count can read local files itself (``--reader auto``)."""
+
+    name = ""
+    reads_files_in_tasks = True
+
+    @staticmethod
+    def settings_dict(settings) -> dict:
+        return settings.to_dict()
+
+    @staticmethod
+    def session_options(master: str | None) -> dict:
+        from pipelines.unigram import counting_session_options
+
+        return counting_session_options(master)
+
+    @staticmethod
+    def check_read(read_stats, settings) -> None:
+        """Raise :class:`InputError` when the read corpus cannot be trained with these settings."""
+
+
 # ---------------------------------------------------------------------------------------------------- bytepiece
-class BytePiece:
+class BytePiece(Algorithm):
     name = "bytepiece"
     reads_files_in_tasks = False
 
@@ -91,15 +115,10 @@ class BytePiece:
             refine_em_rounds=options["refine_em_rounds"], refine_em_mode=options["refine_em_mode"]).validate()
 
     @staticmethod
-    def settings_dict(settings) -> dict:
-        return settings.to_dict()
-
-    @staticmethod
     def session_options(master: str | None) -> dict:
         from pipelines.reduce import CACHED_PLAN_OPTIONS
 
         return dict(CACHED_PLAN_OPTIONS)
-
 
     @staticmethod
     def check_read(read_stats, settings) -> None:
@@ -120,21 +139,27 @@ class BytePiece:
 
 
 # ---------------------------------------------------------------------------------------------------- chunk tables
-def count_chunk_table(source: TrainInput, count_spark, count_direct, count_local) -> Any:
-    """The ``chunks`` stage of unigram and BPE: the chunk table from whichever input the job read (see
-    :class:`TrainInput`), resumed from the work directory when a run before finished it. The table keeps the
-    first documents for the evaluation sample, whichever way it was counted."""
+def count_chunk_table(source: TrainInput, counter, count_local: Callable | None) -> Any:
+    """The ``chunks`` stage of unigram and BPE: the chunk table of whichever input the job read (see
+    :class:`TrainInput`), counted by ``counter`` (:data:`pipelines.reduce.Counter`) in Spark tasks, or by
+    ``count_local`` in this process (``--master none``); resumed from the work directory when a run before finished
+    it. The table keeps the first documents for the evaluation sample, whichever way it was counted."""
+    from pipelines import direct_count, reduce
+
+    limit, keep = source.limit, int(source.options["eval_documents"])
 
     def compute():
         if source.units is not None:
-            return count_direct()
+            return direct_count.count_chunks_direct(source.spark, source.units, counter, source.holdout,
+                                                    keep_documents=keep, limit=limit,
+                                                    text_column=source.options["text_column"])
         if source.local is not None:
             return count_local()
         from jobs.training import evaluation_sample
 
-        table = count_spark()  # kept with the table, as the other ways keep theirs: a resumed run has them too
-        texts, kind = evaluation_sample(source.documents, source.held_out, int(source.options["eval_documents"]))
-        if kind.startswith("held-out"):
+        table = reduce.count_chunk_table(source.documents, counter, limit=limit)
+        texts, kind = evaluation_sample(source.documents, source.held_out, keep)  # kept with the table: a
+        if kind.startswith("held-out"):                                            # resumed run has them too
             table.held_out = texts
         else:
             table.training = texts
@@ -180,9 +205,8 @@ def local_table(source: TrainInput, count: Callable) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------------- unigram
-class Unigram:
+class Unigram(Algorithm):
     name = "unigram"
-    reads_files_in_tasks = True
 
     @staticmethod
     def settings(options: dict) -> dict:
@@ -225,17 +249,6 @@ class Unigram:
         return {"vocab_sizes": sorted(settings), **first}
 
     @staticmethod
-    def session_options(master: str | None) -> dict:
-        from pipelines.unigram import counting_session_options
-
-        return counting_session_options(master)
-
-
-    @staticmethod
-    def check_read(read_stats, settings) -> None:
-        pass
-
-    @staticmethod
     def fit(source: TrainInput, settings: dict, progress: Callable[[str], None]) -> Trained:
         from pipelines import unigram as pu
         from tokenizer.trainers import unigram as ug
@@ -245,12 +258,7 @@ class Unigram:
         first = settings[sizes[0]]  # the chunks do not depend on the vocab size
         frames = []
 
-        table = count_chunk_table(
-            source, lambda: pu.count_chunks(source.documents, first, limit=source.limit),
-            lambda: pu.count_chunks_direct(source.spark, source.units, first, source.holdout,
-                                           keep_documents=options["eval_documents"],
-                                           text_column=options["text_column"], limit=source.limit),
-            None)
+        table = count_chunk_table(source, pu.counter(first), None)
         mode = pu.estep_mode(options["estep"], table)
         threads = options.get("threads") or (pu.driver_threads(source.spark.sparkContext.master))
 
@@ -289,9 +297,8 @@ class Unigram:
 
 
 # ---------------------------------------------------------------------------------------------------- bpe
-class Bpe:
+class Bpe(Algorithm):
     name = "bpe"
-    reads_files_in_tasks = True
 
     @staticmethod
     def settings(options: dict):
@@ -303,21 +310,6 @@ class Bpe:
                            min_count=options["min_count"], max_piece_length=length,
                            special_tokens=tuple(options["special_tokens"]),
                            character_coverage=options.get("character_coverage", 0.9995)).validate()
-
-    @staticmethod
-    def settings_dict(settings) -> dict:
-        return settings.to_dict()
-
-    @staticmethod
-    def session_options(master: str | None) -> dict:
-        from pipelines.unigram import counting_session_options
-
-        return counting_session_options(master)
-
-
-    @staticmethod
-    def check_read(read_stats, settings) -> None:
-        pass
 
     @staticmethod
     def fit(source: TrainInput, settings, progress: Callable[[str], None]) -> Trained:
@@ -333,19 +325,9 @@ class Bpe:
             return local_table(source, lambda data, offsets: bpe.count_chunks_threaded(data, offsets, settings,
                                                                                          threads))
 
-        def count_direct():
-            from pipelines.bpe import count_chunks_direct
+        from pipelines.bpe import counter
 
-            return count_chunks_direct(source.spark, source.units, settings, source.holdout,
-                                       keep_documents=options["eval_documents"],
-                                       text_column=options["text_column"], limit=source.limit)
-
-        def count_spark():
-            from pipelines.bpe import count_chunks
-
-            return count_chunks(source.documents, settings, limit=source.limit)
-
-        table = count_chunk_table(source, count_spark, count_direct, count_local)
+        table = count_chunk_table(source, counter(settings), count_local)
         fingerprint = bpe.bpe_table_fingerprint(table.chunks, table.counts)
         merges = source.log.run("merges", lambda: bpe.learn_bpe(table.chunks, table.counts, settings), "merges",
                                 lambda value: {"merges": len(value.left)})

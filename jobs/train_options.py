@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from jobs import config as C
 from tokenizer.errors import ConfigError
+from tokenizer.trainers.table_bound import MIN_LIMIT
 
 ALGORITHMS = ("bytepiece", "unigram", "bpe")
 ALL = frozenset(ALGORITHMS)
@@ -343,8 +344,6 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
     for key in ("partitions", "threads", "eval_documents"):
         if options.get(key) is not None and options[key] < (0 if key == "eval_documents" else 1):
             raise ConfigError(f"--{key.replace('_', '-')} {options[key]}: use 1 or more")
-    from tokenizer.trainers.table_bound import MIN_LIMIT
-
     if options["max_table_entries"] and options["max_table_entries"] < MIN_LIMIT:
         raise ConfigError(f"--max-table-entries {options['max_table_entries']}: use {MIN_LIMIT} or more (or 0 for no "
                           "bound); a smaller table leaves no room for a useful vocabulary")

@@ -13,8 +13,8 @@ documents, so the models' bytes are the same.
 Example::
 
     units, _ = plan_text([("file:/data/a.txt", 1234)], None)
-    reduced = count_chunks_direct(spark, units, counter, 0.001)
-    reduced.table, reduced.stats["documents"], reduced.held_out[:2]
+    table = count_chunks_direct(spark, units, pipelines.bpe.counter(BpeSettings()), 0.001)
+    table.chunks[:2], table.counts[:2], table.stats["documents"], table.held_out[:2]
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def direct_count_task(groups: list, counter: Counter, threads: int, holdout_frac
 
 def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float, *, threads: int | None = None,
                         keep_documents: int = 2000, text_column: str = "text",
-                        limit: int | None = None) -> reduce.Reduced:
+                        limit: int | None = None):
     """The chunk table of local text or Parquet files (:func:`pipelines.arrow_read.plan_text` or
     :func:`~pipelines.arrow_read.plan_parquet` units; ``text_column`` is a Parquet file's text), ``counter`` run in
     Spark tasks of up to ``DIRECT_TASK_BYTES`` of text each (see the module docstring) with ``threads`` threads
@@ -98,7 +98,7 @@ def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float,
                           reduce.shuffle_buckets(spark)), reduce.SCHEMA)
     reduced = reduce.bounded_collect(reduce.merged_frame(counted, "bytes"), "bytes", limit)
     reduced.held_out, reduced.training = reduced.held_out[:keep_documents], reduced.training[:keep_documents]
-    return reduced
+    return reduce.chunk_table_of(reduced)
 
 
 def direct_units(spark, inputs: list[str], input_format: str | None, text_column: str = "text"):

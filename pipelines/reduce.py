@@ -10,8 +10,9 @@ chunks.
          down (``keep``: BytePiece keeps n-grams with count >= min_count), its number of distinct keys counted
          -> rows (bucket, blob) again
       -> the driver's memory bound (:func:`bounded_collect`, :mod:`tokenizer.trainers.table_bound`): the reduced
-         buckets are cached (memory, spilling to disk) and the reduce tasks' count histograms decide a cut that keeps the ``limit`` most frequent entries (ties by key); the
-         buckets are filtered on the executors, so at most ``limit`` entries are ever collected
+         buckets are cached (memory, spilling to disk), the reduce tasks' count histograms decide a cut that keeps
+         the ``limit`` most frequent entries (ties by key), the buckets are filtered on the executors: at most
+         ``limit`` entries are ever collected
       -> on the driver: the buckets' tables (disjoint) merged, the statistics summed
 
 Tables have one of two key kinds (:data:`KINDS`): ``int64``, ``(keys int64 sorted, counts int64)`` with packed
@@ -23,8 +24,9 @@ functions. Sums are exact and the driver sorts, so the result never depends on t
 
 Example::
 
-    table, stats = reduce_counts(documents, counter, "bytes")       # counter: (batches, threads) -> (table, stats)
-    frame = reduced_frame(documents, counter, "bytes")              # the reduced buckets, left in Spark
+    reduced = reduce_counts(documents, counter, "bytes", limit=10_000_000)   # counter: (batches, threads) ->
+    reduced.table, reduced.stats, reduced.bound                               #   (table, stats)
+    chunks = count_chunk_table(documents, pipelines.bpe.counter(settings))   # sorted, as a ChunkTable
 """
 
 from __future__ import annotations
@@ -302,6 +304,22 @@ def reduce_counts(documents, counter: Counter, kind: str, keep: Callable | None 
     """Count ``documents`` with ``counter``, reduce, and collect at most ``limit`` entries (see the module
     docstring and :func:`bounded_collect`)."""
     return bounded_collect(reduced_frame(documents, counter, kind, keep, threads), kind, limit)
+
+
+def chunk_table_of(reduced: Reduced) -> T.ChunkTable:
+    """The sorted :class:`~tokenizer.trainers.chunk_table.ChunkTable` of a reduced ``bytes`` table (unigram's and
+    BPE's chunks); its statistics as the counters gave them (the reduce's own ``distinct_keys`` is in the bound's
+    report)."""
+    stats = {k: v for k, v in reduced.stats.items() if k != "distinct_keys"}
+    return T.finish(reduced.table, stats, reduced.held_out, reduced.training, reduced.bound)
+
+
+def count_chunk_table(documents, counter: Counter, threads: int | None = None,
+                      limit: int | None = None) -> T.ChunkTable:
+    """The chunk table of a DataFrame of documents (``text: binary``) counted by ``counter`` (unigram's or BPE's,
+    ``pipelines.unigram.counter`` / ``pipelines.bpe.counter``), reduced, at most ``limit`` chunks (the most
+    frequent) collected; ``threads``: counting threads per task (default: the session's task cores)."""
+    return chunk_table_of(reduce_counts(documents, counter, "bytes", threads=threads, limit=limit))
 
 
 def table_frame(spark, kind: str, table: tuple, parts: int):

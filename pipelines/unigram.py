@@ -16,7 +16,7 @@ the number of partitions or on the E-step mode.
 
 Example::
 
-    table = count_chunks(corpus.documents, UnigramSettings(vocab_size=32000))
+    table = pipelines.reduce.count_chunk_table(corpus.documents, counter(UnigramSettings(vocab_size=32000)))
     model = train_from_chunks(table.chunks, table.counts, UnigramSettings(vocab_size=32000))
 """
 
@@ -27,8 +27,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from pipelines import direct_count, reduce
-from pipelines.bpe import chunk_table_of
+from pipelines import reduce
 from pipelines.shards import SHARD_BYTES, iter_shards, map_shards
 from tokenizer.trainers import chunk_table as T
 from tokenizer.trainers import unigram as ug
@@ -80,25 +79,6 @@ def counter(settings: ug.UnigramSettings, shard_bytes: int = SHARD_BYTES) -> red
     """The job's counter (picklable: it runs in the tasks); the chunks do not depend on the vocab size."""
     settings.validate()
     return partial(count_shards, settings, shard_bytes=shard_bytes)
-
-
-def count_chunks(documents, settings: ug.UnigramSettings, threads: int | None = None,
-                 shard_bytes: int = SHARD_BYTES, limit: int | None = None) -> T.ChunkTable:
-    """The chunk table of a DataFrame of documents (``text: binary``) through the reduce, at most ``limit`` chunks
-    (the most frequent); ``threads``: counting threads per task (default: the session's
-    :func:`~pipelines.session.task_threads`)."""
-    return chunk_table_of(reduce.reduce_counts(documents, counter(settings, shard_bytes), "bytes", threads=threads,
-                                               limit=limit))
-
-
-def count_chunks_direct(spark, units, settings: ug.UnigramSettings, holdout_fraction: float, *,
-                        threads: int | None = None, shard_bytes: int = SHARD_BYTES, keep_documents: int = 2000,
-                        text_column: str = "text", limit: int | None = None) -> T.ChunkTable:
-    """The chunk table of local text or Parquet files (:func:`pipelines.direct_count.direct_units`) counted by
-    Spark tasks that read them with pyarrow: the table :func:`count_chunks` gives on the training documents."""
-    return chunk_table_of(direct_count.count_chunks_direct(
-        spark, units, counter(settings, shard_bytes), holdout_fraction, threads=threads,
-        keep_documents=keep_documents, text_column=text_column, limit=limit))
 
 
 def table_frame(spark, table: T.ChunkTable, partitions: int | None = None):

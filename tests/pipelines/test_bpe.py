@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from pipelines.bpe import count_chunks
+from pipelines.bpe import counter
+from pipelines.reduce import count_chunk_table
 from tokenizer import Tokenizer
 from tokenizer.model import Model
 from tokenizer.trainers import bpe
@@ -36,7 +37,7 @@ def test_models_identical_across_partitions_and_local(spark, pretokenizer):
     chunks, counts = bpe.sort_chunks(*bpe.count_chunks(*bpe.pack_texts(lines), settings))
     for partitions, threads, shard_bytes in ((1, 1, 1 << 20), (3, 1, 1 << 20), (2, 2, 300)):
         frame = spark.createDataFrame([(line,) for line in lines], "text binary").repartition(partitions)
-        table = count_chunks(frame, settings, threads=threads, shard_bytes=shard_bytes)
+        table = count_chunk_table(frame, counter(settings, shard_bytes), threads=threads)
         assert table.stats == {"documents": sum(1 for line in lines if line)}  # non-empty, as the readers count
         assert table.chunks == chunks and table.counts.tolist() == counts.tolist()
     fingerprint = {"chunk_table_fingerprint": bpe.bpe_table_fingerprint(chunks, counts)}

@@ -8,7 +8,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from pipelines.bytepiece import (
     count_ngram_shards, count_piece_shards, em_partition, kept_ngram_table, multiset_fingerprint, train_bytepiece,

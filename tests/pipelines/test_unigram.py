@@ -24,8 +24,15 @@ def fit(table, settings, runner=None, threads: int = 1) -> bytes:
     return ug.train_from_chunks(table.chunks, table.counts, settings, runner=runner, threads=threads).to_bytes()
 
 
+def count_chunks(frame, settings, threads=None, shard_bytes=None):
+    from pipelines.reduce import count_chunk_table
+    from pipelines.unigram import counter
+
+    return count_chunk_table(frame, counter(settings, *([shard_bytes] if shard_bytes else [])), threads)
+
+
 def test_models_identical_across_partitions_and_estep_modes(spark):
-    from pipelines.unigram import count_chunks, spark_runner, table_frame
+    from pipelines.unigram import spark_runner, table_frame
 
     texts = sentences()
     settings = ug.UnigramSettings(vocab_size=120)
@@ -47,8 +54,6 @@ def test_models_identical_across_partitions_and_estep_modes(spark):
 
 
 def test_threaded_chunk_count_is_the_local_table(spark):
-    from pipelines.unigram import count_chunks
-
     texts = sentences(seed=11) + ["x\u2585y".encode(), b"<s> ka </s>", b"", b"y" * 5000]
     settings = ug.UnigramSettings(vocab_size=120)
     frame = spark.createDataFrame([(t,) for t in texts], "text binary").repartition(3)
@@ -89,7 +94,8 @@ def test_direct_count_is_the_spark_count_of_the_training_documents(spark, tmp_pa
     import pipelines.arrow_read as arrow_read
     from jobs.training import split_holdout
     from pipelines.readers import read_corpus
-    from pipelines.unigram import count_chunks, count_chunks_direct
+    from pipelines.direct_count import count_chunks_direct
+    from pipelines.unigram import counter
 
     texts = sentences(seed=5, lines=600) + ["x\u2585y".encode(), b"", b"<s> ka </s>"]
     (tmp_path / "a.txt").write_bytes(b"\n".join(texts[:400]) + b"\n")
@@ -99,7 +105,7 @@ def test_direct_count_is_the_spark_count_of_the_training_documents(spark, tmp_pa
     units, _ = arrow_read.plan_text(files, None, unit_bytes=1500)
     assert len(units) > 4
     settings = ug.UnigramSettings(vocab_size=120)
-    counted = count_chunks_direct(spark, units, settings, 0.1, threads=2, shard_bytes=700, keep_documents=5000)
+    counted = count_chunks_direct(spark, units, counter(settings, 700), 0.1, threads=2, keep_documents=5000)
     training, held_out = split_holdout(read_corpus(spark, [str(tmp_path)]).documents, 0.1)
     table = count_chunks(training, settings)
     assert counted.chunks == table.chunks and counted.counts.tolist() == table.counts.tolist()
