@@ -187,21 +187,15 @@ def local_table(source: TrainInput, count: Callable) -> Any:
     from jobs.training import first_documents
     from pipelines import reduce
     from tokenizer.trainers import chunk_table as T
-    from tokenizer.trainers import table_bound as B
 
     import numpy as np
 
     (data, offsets), (held_data, held_offsets) = source.local
     keep = int(source.options["eval_documents"])
     stats = {"documents": int(np.count_nonzero(np.diff(offsets)))}
-    table = count(data, offsets)
-    histogram = B.histogram(table[-1])
-    decision = B.cut(histogram, source.limit) if source.limit else None
-    if decision is not None:
-        table = reduce.select("bytes", table, reduce.kept_mask("bytes", table, *reduce.last_kept(
-            "bytes", [table], *decision)))
+    table, bound = reduce.bounded_table("bytes", count(data, offsets), source.limit)
     return T.finish(table, stats, first_documents(held_data, held_offsets, keep), first_documents(data, offsets, keep),
-                    B.report(histogram, source.limit or 0, decision) | {"limit": source.limit})
+                    bound)
 
 
 # ---------------------------------------------------------------------------------------------------- unigram

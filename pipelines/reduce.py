@@ -90,7 +90,8 @@ def buckets_of(kind: str, table: tuple, buckets: int) -> np.ndarray:
 
 
 def select(kind: str, table: tuple, mask: np.ndarray) -> tuple:
-    """The entries of ``table`` where ``mask`` is true, in their order."""
+    """The entries of ``table`` where ``mask`` (bool) is true, in their order, or at the indices ``mask`` (int)
+    lists, in that order."""
     if kind == "int64":
         return table[0][mask], table[1][mask]
     from tokenizer.trainers.bpe import K
@@ -99,6 +100,14 @@ def select(kind: str, table: tuple, mask: np.ndarray) -> tuple:
     starts, ends = offsets[:-1][mask], offsets[1:][mask]
     chunk_data, chunk_offsets = K.gather_spans(np.ascontiguousarray(data, np.uint8), starts, ends)
     return chunk_data, chunk_offsets, np.asarray(counts, np.int64)[mask]
+
+
+def slice_rows(kind: str, table: tuple, start: int, stop: int) -> tuple:
+    """Entries ``start .. stop - 1`` of ``table``, as a table of its own (byte keys re-based to offset 0)."""
+    if kind == "int64":
+        return table[0][start:stop], table[1][start:stop]
+    data, offsets, counts = table
+    return data[offsets[start]:offsets[stop]], offsets[start:stop + 1] - offsets[start], counts[start:stop]
 
 
 def encode(kind: str, table: tuple) -> bytes:
@@ -124,9 +133,8 @@ def _rows(kind: str, table: tuple, bucket: int) -> Iterator[tuple[int, bytes]]:
     """``(bucket, blob)`` rows of a table, cut into pieces of at most :data:`MAX_BLOB_ENTRIES` keys."""
     n = size(kind, table)
     for start in range(0, n, MAX_BLOB_ENTRIES):
-        mask = np.zeros(n, bool)
-        mask[start:start + MAX_BLOB_ENTRIES] = True
-        yield bucket, encode(kind, table if n <= MAX_BLOB_ENTRIES else select(kind, table, mask))
+        yield bucket, encode(kind, table if n <= MAX_BLOB_ENTRIES else
+                             slice_rows(kind, table, start, min(n, start + MAX_BLOB_ENTRIES)))
 
 
 def _batch(rows: list[tuple[int, bytes]]):
@@ -161,21 +169,24 @@ class Reduced:
     training: list[bytes] = field(default_factory=list)
 
 
-def _read_rows(kind: str, batches, tables: list, stats: list, documents: dict | None = None) -> None:
-    """Append the tables, the statistics and the document rows (by bucket) of :data:`SCHEMA` batches."""
+def _tables(kind: str, batches: Iterator) -> Iterator[tuple[int, tuple | None, bytes]]:
+    """``(bucket, table or None, blob)`` of every row of :data:`SCHEMA` batches."""
     for batch in batches:
         blobs = batch.column(1)
         for i, bucket in enumerate(batch.column(0).to_pylist()):
             blob = blobs[i].as_py()
-            if bucket == STATS_BUCKET:
-                stats.append(json.loads(blob))
-            elif bucket in (HELD_OUT_BUCKET, TRAINING_BUCKET):
-                if documents is not None:
-                    documents.setdefault(bucket, []).append(decode("bytes", blob))
-            elif bucket == HISTOGRAM_BUCKET:
-                continue
-            else:
-                tables.append(decode(kind, blob))
+            yield bucket, (decode(kind, blob) if bucket >= 0 else None), blob
+
+
+def _read_rows(kind: str, batches, tables: list, stats: list, documents: dict | None = None) -> None:
+    """Append the tables, the statistics and the document rows (by bucket) of :data:`SCHEMA` batches."""
+    for bucket, table, blob in _tables(kind, batches):
+        if table is not None:
+            tables.append(table)
+        elif bucket == STATS_BUCKET:
+            stats.append(json.loads(blob))
+        elif bucket in (HELD_OUT_BUCKET, TRAINING_BUCKET) and documents is not None:
+            documents.setdefault(bucket, []).append(decode("bytes", blob))
 
 
 def _in_order(parts: list[tuple]) -> list[bytes]:
@@ -197,20 +208,9 @@ def by_bucket(kind: str, table: tuple, buckets: int) -> Iterator[tuple[int, tupl
     order = np.argsort(bucket_of, kind="stable")
     present = np.flatnonzero(np.bincount(bucket_of, minlength=buckets)).tolist()
     bounds = np.searchsorted(bucket_of[order], np.arange(buckets + 1), side="left")
-    if kind == "int64":
-        keys, counts = table[0][order], table[1][order]
-        for bucket in present:
-            a, b = int(bounds[bucket]), int(bounds[bucket + 1])
-            yield bucket, (keys[a:b], counts[a:b])
-        return
-    from tokenizer.trainers.bpe import K
-
-    data, offsets, counts = table
-    data, offsets = K.gather_spans(np.ascontiguousarray(data, np.uint8), offsets[:-1][order], offsets[1:][order])
-    counts = np.asarray(counts, np.int64)[order]
+    ordered = select(kind, table, order)
     for bucket in present:
-        a, b = int(bounds[bucket]), int(bounds[bucket + 1])
-        yield bucket, (data[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a], counts[a:b])
+        yield bucket, slice_rows(kind, ordered, int(bounds[bucket]), int(bounds[bucket + 1]))
 
 
 def counted_rows(kind: str, table: tuple, stats: dict, buckets: int) -> Iterator[tuple[int, bytes]]:
@@ -295,8 +295,8 @@ def collect(frame, kind: str) -> Reduced:
     _read_rows(kind, frame.toArrow().to_batches(), tables, stats, documents)
     table = merge(kind, tables)
     del tables
-    return Reduced(table, T.add_stats(*stats), B.report(B.histogram(table[-1]), 0, None) | {"limit": None},
-                   _in_order(documents.get(HELD_OUT_BUCKET, [])), _in_order(documents.get(TRAINING_BUCKET, [])))
+    return Reduced(table, T.add_stats(*stats), {}, _in_order(documents.get(HELD_OUT_BUCKET, [])),
+                   _in_order(documents.get(TRAINING_BUCKET, [])))
 
 
 def reduce_counts(documents, counter: Counter, kind: str, keep: Callable | None = None,
@@ -332,24 +332,13 @@ def table_frame(spark, kind: str, table: tuple, parts: int):
     rows = []
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         if b > a:
-            mask = np.zeros(n, bool)
-            mask[a:b] = True
-            rows.append((len(rows), encode(kind, select(kind, table, mask))))
+            rows.append((len(rows), encode(kind, slice_rows(kind, table, a, b))))
     arrow = pa.table({"bucket": pa.array([r[0] for r in rows], pa.int32()),
                       "blob": pa.array([r[1] for r in rows], pa.binary())})
     return spark.createDataFrame(arrow.to_pandas(), SCHEMA).repartition(max(1, len(rows)))
 
 
 # ---------------------------------------------------------------------------------------------- the bound
-def _tables(kind: str, batches: Iterator) -> Iterator[tuple[int, tuple | None, bytes]]:
-    """``(bucket, table or None, blob)`` of every row of :data:`SCHEMA` batches."""
-    for batch in batches:
-        blobs = batch.column(1)
-        for i, bucket in enumerate(batch.column(0).to_pylist()):
-            blob = blobs[i].as_py()
-            yield bucket, (decode(kind, blob) if bucket >= 0 else None), blob
-
-
 def _keys_at(kind: str, table: tuple, count: int) -> list:
     """The keys of the entries at ``count``, sorted (int64 numerically, byte keys as bytes)."""
     at = np.flatnonzero(table[-1] == count)
@@ -373,13 +362,15 @@ def smallest_keys_partition(kind: str, count: int, keep: int) -> Callable:
     return run
 
 
-def last_kept(kind: str, tables: list[tuple], count: int, keep: int) -> tuple[int, object]:
-    """``(count, last key kept at count)``: the ``keep``-th smallest key among the entries at ``count`` of
-    ``tables`` (a table the driver holds: ``--master none``)."""
-    keys: list = []
-    for table in tables:
-        keys = sorted(keys + _keys_at(kind, table, count))[:keep]
-    return count, keys[keep - 1]
+def bounded_table(kind: str, table: tuple, limit: int | None) -> tuple[tuple, dict]:
+    """``(table, report)``: a table the driver holds (``--master none``) cut to the ``limit`` most frequent
+    entries, ties by key: the cut :func:`bounded_collect` makes on the executors."""
+    histogram = B.histogram(table[-1])
+    decision = B.cut(histogram, limit) if limit else None
+    if decision is not None:
+        count, keep = decision
+        table = select(kind, table, kept_mask(kind, table, count, _keys_at(kind, table, count)[keep - 1]))
+    return table, B.report(histogram, limit or 0, decision) | {"limit": limit}
 
 
 def kept_mask(kind: str, table: tuple, count: int, last_key) -> np.ndarray:
@@ -417,7 +408,9 @@ def bounded_collect(frame, kind: str, limit: int | None) -> Reduced:
     from pyspark.sql import functions as F
 
     if limit is None:
-        return collect(frame, kind)
+        reduced = collect(frame, kind)
+        reduced.bound = B.report(B.histogram(reduced.table[-1]), 0, None) | {"limit": None}
+        return reduced
     persisted = frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         rows = frame.where(F.col("bucket") == HISTOGRAM_BUCKET).select("blob").collect()
