@@ -181,3 +181,11 @@ def test_readme_option_table_matches_the_registry():
             takes = {a for a, cell in zip(ALGORITHMS, cells[1:]) if cell != "-"}
             assert takes == set(option.algorithms), (flag, takes)
     assert seen == {option.key for option in OPTIONS if option.option_strings()}
+
+
+def test_a_table_bound_too_small_is_refused_with_the_fix():
+    base = ["--input", "c.txt", "--output", "m.model", "--vocab-size", "400"]
+    with pytest.raises(ConfigError, match=r"--max-table-entries 5: use 65536 or more \(or 0 for no bound\)"):
+        options_from([*base, "--max-table-entries", "5"])
+    assert options_from([*base, "--set", "max_table_entries=0"])["max_table_entries"] == 0
+    assert options_from(base)["max_table_entries"] == 10_000_000
