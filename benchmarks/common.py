@@ -168,6 +168,7 @@ class TreeMemory:
     peak_total_pss_mib: float = 0.0
     peak_by_process: dict = field(default_factory=dict)
     timeline: list = field(default_factory=list)
+    last_total_pss_mib: float = 0.0
 
 
 def process_pss_bytes(pid: int) -> int | None:
@@ -274,6 +275,7 @@ class TreeSampler:
         self.memory.cpu_seconds_sampled = sum(self._cpu.values())
         self.memory.peak_total_mib = max(self.memory.peak_total_mib, total / 2**20)
         self.memory.peak_total_pss_mib = max(self.memory.peak_total_pss_mib, total_pss / 2**20)
+        self.memory.last_total_pss_mib = total_pss / 2**20
         self.memory.peak_processes = max(self.memory.peak_processes, count)
         elapsed = time.perf_counter() - self._started
         if elapsed >= self._next_timeline and now:
@@ -300,6 +302,7 @@ class Measured:
     output_tail: str = ""
     cpu_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    stopped_by: str = ""  # "time" or "memory" when run_measured killed the run at a limit
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -310,12 +313,14 @@ class Measured:
 
 
 def run_measured(command: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
-                 log_path: str | None = None, interval: float = 0.1) -> Measured:
+                 log_path: str | None = None, interval: float = 0.1, max_seconds: float | None = None,
+                 max_tree_mib: float | None = None) -> Measured:
     """Run ``command``, timing it wall-clock and sampling its process tree's memory; output goes to
     ``log_path`` (or is discarded) and its last lines come back in ``output_tail``. ``cpu_seconds``: user + system
     CPU time of the tree, the larger of the kernel's count for reaped descendants (``RUSAGE_CHILDREN``; run one
     measured command at a time) and the sampled sum: on a loaded machine it shows the work done, which wall time
-    does not."""
+    does not. ``max_seconds``/``max_tree_mib``: kill the whole tree once the run takes longer or its PSS sum grows
+    larger; ``stopped_by`` then says which limit (and ``returncode`` is the kill's)."""
     import resource
 
     full_env = dict(os.environ)
@@ -328,7 +333,18 @@ def run_measured(command: Sequence[str], *, env: dict[str, str] | None = None, c
         process = subprocess.Popen(list(command), env=full_env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL)
         sampler = TreeSampler(process.pid, interval).start()
-        returncode = process.wait()
+        stopped_by = ""
+        while True:
+            try:
+                returncode = process.wait(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                if max_seconds is not None and time.perf_counter() - started > max_seconds:
+                    stopped_by = "time"
+                elif max_tree_mib is not None and sampler.memory.last_total_pss_mib > max_tree_mib:
+                    stopped_by = "memory"
+                if stopped_by:
+                    kill_tree(process.pid)
         seconds = time.perf_counter() - started
         memory = sampler.stop()
     finally:
@@ -341,7 +357,24 @@ def run_measured(command: Sequence[str], *, env: dict[str, str] | None = None, c
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     reaped = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     cpu = max(reaped, memory.cpu_seconds_sampled)
-    return Measured(list(command), seconds, returncode, memory, load_before, load_average(), tail, cpu)
+    return Measured(list(command), seconds, returncode, memory, load_before, load_average(), tail, cpu,
+                    stopped_by=stopped_by)
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL process ``pid`` and all its descendants (children first, so none is re-parented and missed)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        processes = root.children(recursive=True) + [root]
+    except psutil.Error:
+        return
+    for process in processes:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
 
 
 # ---------------------------------------------------------------------------------------------------------- output

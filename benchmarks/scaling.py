@@ -1,0 +1,352 @@
+"""Training at growing corpus sizes: how time, tables, shuffle and memory grow, for every algorithm and its peer.
+
+    .venv/bin/python benchmarks/scaling.py --corpora /work/corpora/large            # all systems, all slices
+    .venv/bin/python benchmarks/scaling.py --slices 16 32 --systems shardpiece-bytepiece bytepiece
+    .venv/bin/python benchmarks/scaling.py --report                                  # tables and plot only
+
+Corpus: ``kernel-{16,32,64,128,256,512}m.txt`` (nested slices: each larger one holds the smaller) and
+``kernel.test.txt`` (held out of every slice), as the shared ``corpora/build-large.sh`` builds them into ``--corpora``.
+
+Systems (32k pieces, 2 cores each), side by side with the peer that trains the same kind of model:
+
+====================== ================================================================================
+shardpiece-bytepiece   ``train --algorithm bytepiece`` (order 6, min_count 8, NFC), ``local[2]``
+bytepiece              bytepiece's Trainer, same settings, 2 workers
+shardpiece-unigram     ``train --algorithm unigram`` (identity normalizer), ``local[2]``
+sentencepiece-unigram  sentencepiece unigram, identity normalizer, 2 threads, ``train_extremely_large_corpus``
+shardpiece-bpe-sp      ``train --algorithm bpe --pretokenizer sentencepiece``, ``local[2]``
+sentencepiece-bpe      sentencepiece BPE, lossless settings, 2 threads, ``train_extremely_large_corpus``
+shardpiece-bpe-bl      ``train --algorithm bpe --pretokenizer byte_level --pattern gpt2``, ``local[2]``
+tokenizers-bpe         Hugging Face tokenizers' BpeTrainer, ByteLevel pre-tokenizer, 2 threads
+====================== ================================================================================
+
+Every run is a subprocess whose process tree is sampled every 0.1 s: wall time, the peak RSS of the driver Python
+process (the measured command; for a peer, its only Python process), of the JVM, and the peak PSS sum of the whole
+tree. shardpiece runs add their manifest's stage seconds and table sizes (n-grams kept, chunks, pieces; what a table
+bound dropped) and the shuffle bytes that Spark's event log records. Then bytes/token of the model on the held-out
+file's lines. A run that takes longer than ``--limit-minutes`` or whose tree grows past ``--limit-gib`` is killed;
+that system is not run on larger slices, and the table says where it stopped.
+
+Each (system, slice) result is kept in ``--work``/runs, so the benchmark resumes where it was stopped (it takes
+hours: run it in the background). Output: tables on stdout (one row per run; the growth factor per doubling of
+time, driver memory and tree memory), ``benchmarks/results/scaling.json`` and a log-log plot beside it
+(``scaling.png``, time and memory against corpus size, one line per system; needs matplotlib, the ``bench`` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]  # see common.py
+sys.path.insert(0, os.path.dirname(_HERE))
+
+from benchmarks import common  # noqa: E402
+
+SLICES = (16, 32, 64, 128, 256, 512)
+#: system -> (algorithm it trains, whose it is)
+SYSTEMS = {
+    "shardpiece-bytepiece": "bytepiece", "bytepiece": "bytepiece",
+    "shardpiece-unigram": "unigram", "sentencepiece-unigram": "unigram",
+    "shardpiece-bpe-sp": "sentencepiece-style bpe", "sentencepiece-bpe": "sentencepiece-style bpe",
+    "shardpiece-bpe-bl": "byte-level bpe", "tokenizers-bpe": "byte-level bpe",
+}
+SPECIAL_TOKENS = ("<pad>", "<s>", "</s>")
+
+SENTENCEPIECE_TRAIN_SCRIPT = r"""
+import os, sys
+import sentencepiece as spm
+path, prefix, vocab, model_type = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+lossless = dict(byte_fallback=True, remove_extra_whitespaces=False, add_dummy_prefix=False,
+                allow_whitespace_only_pieces=True) if model_type == "bpe" else {}
+spm.SentencePieceTrainer.train(input=path, model_prefix=prefix + ".tmp", model_type=model_type, vocab_size=vocab,
+                               normalization_rule_name="identity", num_threads=2, minloglevel=2,
+                               train_extremely_large_corpus=True, **lossless)
+os.replace(prefix + ".tmp.model", prefix + ".model")
+"""
+
+TOKENIZERS_TRAIN_SCRIPT = r"""
+import os, sys
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+path, out, vocab = sys.argv[1], sys.argv[2], int(sys.argv[3])
+tok = Tokenizer(models.BPE())
+tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+tok.decoder = decoders.ByteLevel()
+trainer = trainers.BpeTrainer(vocab_size=vocab, min_frequency=2, special_tokens=sys.argv[4:], show_progress=False,
+                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+tok.train([path], trainer)
+tok.save(out + ".tmp")
+os.replace(out + ".tmp", out)
+"""
+
+
+def model_path(run_dir: str, system: str) -> str:
+    suffix = {"bytepiece": ".json", "tokenizers-bpe": ".json", "sentencepiece-unigram": ".model",
+              "sentencepiece-bpe": ".model"}.get(system, ".shardpiece")
+    return os.path.join(run_dir, "model" + suffix)
+
+
+def train_command(system: str, train: str, run_dir: str, args) -> tuple[list[str], dict[str, str]]:
+    """The subprocess that trains ``system`` on ``train`` into ``run_dir``, and its extra environment."""
+    out = model_path(run_dir, system)
+    vocab = str(args.vocab_size)
+    if system == "bytepiece":
+        s = common.BYTEPIECE_SETTINGS
+        return ([common.PYTHON, "-c", common.BYTEPIECE_TRAIN_SCRIPT, train, out, str(s["order"]), str(s["min_count"]),
+                 vocab, "2"], {"TQDM_DISABLE": "1"})
+    if system.startswith("sentencepiece-"):
+        return ([common.PYTHON, "-c", SENTENCEPIECE_TRAIN_SCRIPT, train, out[:-len(".model")], vocab,
+                 system.split("-")[1]], {})
+    if system == "tokenizers-bpe":
+        return [common.PYTHON, "-c", TOKENIZERS_TRAIN_SCRIPT, train, out, vocab, *SPECIAL_TOKENS], {
+            "RAYON_NUM_THREADS": "2"}
+    events = os.path.join(run_dir, "events")
+    os.makedirs(events, exist_ok=True)
+    algorithm = {"shardpiece-bytepiece": ["--algorithm", "bytepiece", "--order", "6", "--min-count", "8",
+                                          "--normalization", "nfc"],
+                 "shardpiece-unigram": ["--algorithm", "unigram"],
+                 "shardpiece-bpe-sp": ["--algorithm", "bpe", "--pretokenizer", "sentencepiece"],
+                 "shardpiece-bpe-bl": ["--algorithm", "bpe", "--pretokenizer", "byte_level", "--pattern", "gpt2"]}
+    command = [common.PYTHON, "-m", "jobs.cli", "train", *algorithm[system], "--input", train, "--vocab-size", vocab,
+               "--output", out, "--master", "local[2]", "--holdout-fraction", "0", "--eval-documents", "10",
+               "--no-resume", "--work-dir", os.path.join(run_dir, "work"),
+               "--set", "spark.eventLog.enabled=true", "--set", f"spark.eventLog.dir=file://{events}",
+               "--set", "spark.eventLog.compress=false"]
+    if args.max_table_entries is not None:
+        command += ["--max-table-entries", str(args.max_table_entries)]
+    return command, {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": common.PYTHON,
+                     "PYSPARK_DRIVER_PYTHON": common.PYTHON}
+
+
+def shuffle_bytes(events_dir: str) -> dict[str, int]:
+    """Bytes written to and read from Spark's shuffle, summed over the tasks of every event log in ``events_dir``."""
+    written = read = 0
+    for path in glob.glob(os.path.join(events_dir, "**", "*"), recursive=True):  # Spark 4: a folder per app
+        if not os.path.isfile(path) or os.path.basename(path).startswith("appstatus"):
+            continue
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if '"SparkListenerTaskEnd"' not in line:
+                    continue
+                metrics = json.loads(line).get("Task Metrics") or {}
+                written += (metrics.get("Shuffle Write Metrics") or {}).get("Shuffle Bytes Written", 0)
+                reads = metrics.get("Shuffle Read Metrics") or {}
+                read += reads.get("Remote Bytes Read", 0) + reads.get("Local Bytes Read", 0)
+    return {"written": written, "read": read}
+
+
+def held_out_lines(corpora: str) -> list[str]:
+    return [line for line in common.read_lines(os.path.join(corpora, "kernel.test.txt")) if line]
+
+
+def bytes_per_token(system: str, path: str, lines: list[str]) -> float:
+    """UTF-8 bytes of ``lines`` over the tokens the model at ``path`` gives them (no bos/eos)."""
+    if system == "bytepiece":
+        from bytepiece import Tokenizer as BytePieceTokenizer
+
+        tokenizer = BytePieceTokenizer(path)
+        tokens = sum(len(tokenizer.encode(line)) for line in lines)
+    elif system.startswith("sentencepiece-"):
+        import sentencepiece as spm
+
+        tokens = sum(map(len, spm.SentencePieceProcessor(model_file=path).encode(lines)))
+    elif system == "tokenizers-bpe":
+        from tokenizers import Tokenizer as HfTokenizer
+
+        encoded = HfTokenizer.from_file(path).encode_batch(lines, add_special_tokens=False)
+        tokens = sum(len(e.ids) for e in encoded)
+    else:
+        from tokenizer import Tokenizer
+
+        tokens = sum(map(len, Tokenizer.load(path).encode_batch(lines)))
+    return sum(len(line.encode()) for line in lines) / max(1, tokens)
+
+
+def summarize(system: str, measured: common.Measured, run_dir: str) -> dict:
+    """One run's figures: seconds, peak memory by role, and (shardpiece) stages, tables and shuffle bytes."""
+    peaks = measured.memory.peak_by_process
+    java = [v["rss_mib"] for k, v in peaks.items() if k.startswith("java ")]
+    driver = [v["rss_mib"] for k, v in peaks.items() if k.startswith("driver ")]
+    row = {"system": system, "seconds": round(measured.seconds, 1), "cpu_seconds": round(measured.cpu_seconds, 1),
+           "driver_mib": max(driver, default=0.0), "jvm_mib": max(java, default=0.0),
+           "tree_mib": round(measured.memory.peak_total_pss_mib, 1), "returncode": measured.returncode,
+           "stopped_by": measured.stopped_by, "load_before": measured.load_before, "load_after": measured.load_after}
+    manifest_path = model_path(run_dir, system) + ".manifest.json"
+    if system.startswith("shardpiece-") and os.path.isfile(manifest_path):
+        with open(manifest_path, encoding="utf-8") as handle:
+            manifest = json.load(handle)
+        row["stages"] = {s["name"]: {"seconds": s["seconds"], **s["counts"]} for s in manifest["stages"]}
+        row["table_bounds"] = manifest.get("table_bounds") or {}
+        row["shuffle"] = shuffle_bytes(os.path.join(run_dir, "events"))
+    if measured.returncode != 0 and not measured.stopped_by:
+        row["output_tail"] = measured.output_tail
+    return row
+
+
+def run_one(system: str, slice_mib: int, args, lines: list[str]) -> dict:
+    run_dir = os.path.join(args.work, "runs", f"{system}-{slice_mib}m")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    os.makedirs(run_dir)
+    train = os.path.join(args.corpora, f"kernel-{slice_mib}m.txt")
+    command, env = train_command(system, train, run_dir, args)
+    print(f"[{system} {slice_mib} MiB] training ({common.load_text()})", flush=True)
+    measured = common.run_measured(command, env=env, cwd=common.REPO, log_path=os.path.join(run_dir, "log.txt"),
+                                   max_seconds=args.limit_minutes * 60, max_tree_mib=args.limit_gib * 1024)
+    row = {"slice_mib": slice_mib, "train_bytes": os.path.getsize(train), **summarize(system, measured, run_dir)}
+    if measured.returncode == 0:
+        row["bytes_per_token"] = round(bytes_per_token(system, model_path(run_dir, system), lines), 4)
+    shutil.rmtree(os.path.join(run_dir, "work"), ignore_errors=True)  # keep the model, log and events, not stages
+    print(f"[{system} {slice_mib} MiB] {row['seconds']} s, tree {row['tree_mib']} MiB"
+          + (f", stopped by {row['stopped_by']}" if row["stopped_by"] else "")
+          + (f", {row.get('bytes_per_token')} bytes/token" if "bytes_per_token" in row else ""), flush=True)
+    return row
+
+
+def result_path(args, system: str, slice_mib: int) -> str:
+    return os.path.join(args.work, "results", f"{system}-{slice_mib}m.json")
+
+
+def load_rows(args) -> list[dict]:
+    rows = []
+    for system in args.systems:
+        for slice_mib in args.slices:
+            path = result_path(args, system, slice_mib)
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8") as handle:
+                    rows.append(json.load(handle))
+    return rows
+
+
+def finished(row: dict) -> bool:
+    return row["returncode"] == 0 and not row["stopped_by"]
+
+
+def growth(rows: list[dict], key: str) -> list[float]:
+    """``key``'s factor between consecutive finished slices of one system (the slices double)."""
+    done = [r for r in sorted(rows, key=lambda r: r["slice_mib"]) if finished(r)]
+    return [round(b[key] / a[key], 2) if a[key] else float("nan") for a, b in zip(done, done[1:])]
+
+
+def tables_text(row: dict) -> str:
+    """The stage counts that measure a table: n-grams kept, chunks, pieces, what a bound dropped."""
+    parts = []
+    for stage in (row.get("stages") or {}).values():
+        for key, value in stage.items():
+            if key != "seconds" and any(word in key for word in ("ngram", "chunk", "piece", "pair", "merge")):
+                parts.append(f"{key} {value:,}")
+    for name, bound in (row.get("table_bounds") or {}).items():
+        if bound.get("dropped_entries"):
+            parts.append(f"{name} bound dropped {bound['dropped_entries']:,}")
+    return "; ".join(parts) or "—"
+
+
+def report(rows: list[dict], args) -> dict:
+    """Print the tables, write the JSON and the plot; returns the payload."""
+    table = []
+    for row in sorted(rows, key=lambda r: (list(SYSTEMS).index(r["system"]), r["slice_mib"])):
+        shuffle = row.get("shuffle", {}).get("written")
+        status = "ok" if finished(row) else (f"stopped ({row['stopped_by']})" if row["stopped_by"]
+                                            else f"failed ({row['returncode']})")
+        table.append([row["system"], row["slice_mib"], row["seconds"], row["driver_mib"], row["jvm_mib"] or "—",
+                      row["tree_mib"], "—" if shuffle is None else round(shuffle / 2**20, 1),
+                      row.get("bytes_per_token", float("nan")), status, tables_text(row)])
+    print(common.markdown_table(["system", "slice MiB", "seconds", "driver py MiB", "JVM MiB", "tree MiB",
+                                 "shuffle MiB", "bytes/token", "status", "tables"], table))
+    growth_rows, by_system = [], {}
+    for system in SYSTEMS:
+        own = [r for r in rows if r["system"] == system]
+        if not own:
+            continue
+        by_system[system] = {key: growth(own, key) for key in ("seconds", "driver_mib", "tree_mib")}
+        done = sorted(r["slice_mib"] for r in own if finished(r))
+        stopped = [r["slice_mib"] for r in own if not finished(r)]
+        growth_rows.append([system, f"{done[0]}–{done[-1]}" if done else "—",
+                            " ".join(map(str, by_system[system]["seconds"])) or "—",
+                            " ".join(map(str, by_system[system]["driver_mib"])) or "—",
+                            " ".join(map(str, by_system[system]["tree_mib"])) or "—",
+                            f"{min(stopped)} MiB" if stopped else "—"])
+    print()
+    print(common.markdown_table(["system", "slices done", "time x per doubling", "driver x per doubling",
+                                 "tree x per doubling", "stopped at"], growth_rows))
+    payload = {"settings": {"vocab_size": args.vocab_size, "limit_minutes": args.limit_minutes,
+                            "limit_gib": args.limit_gib, "max_table_entries": args.max_table_entries,
+                            "corpora": args.corpora},
+               "runs": rows, "growth_per_doubling": by_system}
+    path = common.write_results(args.name, payload)
+    plot(rows, path[:-len(".json")] + ".png")
+    print(f"\nwrote {path}")
+    return payload
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """Log-log plot of time and tree memory against slice size, one line per system (finished runs only)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (pip install -e .[bench]): no plot")
+        return
+    figure, axes = plt.subplots(1, 2, figsize=(12, 5))
+    for system in SYSTEMS:
+        done = sorted((r for r in rows if r["system"] == system and finished(r)), key=lambda r: r["slice_mib"])
+        if not done:
+            continue
+        style = "-" if system.startswith("shardpiece") else "--"
+        sizes = [r["slice_mib"] for r in done]
+        axes[0].plot(sizes, [r["seconds"] for r in done], style, marker="o", label=system)
+        axes[1].plot(sizes, [r["tree_mib"] for r in done], style, marker="o", label=system)
+    for ax, label in zip(axes, ("wall seconds", "peak tree PSS (MiB)")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("training text (MiB)")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpora", default=os.path.join(common.DEFAULT_CORPORA, "large"),
+                        help="folder of build-large.sh's output (default %(default)s)")
+    parser.add_argument("--slices", type=int, nargs="+", default=list(SLICES), help="MiB (default all)")
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
+    parser.add_argument("--vocab-size", type=int, default=32000)
+    parser.add_argument("--max-table-entries", type=int, help="shardpiece's bound (default: its own default)")
+    parser.add_argument("--limit-minutes", type=float, default=30.0)
+    parser.add_argument("--limit-gib", type=float, default=16.0)
+    parser.add_argument("--work", default=os.path.join(common.DEFAULT_WORK, "scaling"))
+    parser.add_argument("--name", default="scaling", help="results/NAME.json (default %(default)s)")
+    parser.add_argument("--rerun", action="store_true", help="run again even where --work holds a result")
+    parser.add_argument("--report", action="store_true", help="only print and write what --work holds")
+    args = parser.parse_args()
+    os.makedirs(os.path.join(args.work, "results"), exist_ok=True)
+    if not args.report:
+        lines = held_out_lines(args.corpora)
+        for slice_mib in sorted(args.slices):
+            for system in args.systems:
+                path = result_path(args, system, slice_mib)
+                if os.path.isfile(path) and not args.rerun:
+                    continue
+                earlier = [r for r in load_rows(args) if r["system"] == system and r["slice_mib"] < slice_mib]
+                if any(not finished(r) for r in earlier):
+                    continue  # stopped (or failed) on a smaller slice: a larger one will not do better
+                row = run_one(system, slice_mib, args, lines)
+                common.write_atomic(path, (json.dumps(row, indent=2) + "\n").encode())
+    rows = load_rows(args)
+    if rows:
+        report(rows, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
