@@ -94,6 +94,7 @@ TOKENIZE_SCHEMA: dict[str, tuple[Any, str]] = {
     "parquet_compression": (is_str, "a string (zstd, snappy, lz4 or none)"),
     "add_bos": (is_bool, "true or false"),
     "add_eos": (is_bool, "true or false"),
+    "control_tokens_in_text": (is_bool, "true or false"),
     "partitions": (optional(is_int), "an integer"),
     "master": (is_str, "a Spark master URL string"),
     "driver_memory": (is_str, "a string such as 4g"),

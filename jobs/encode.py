@@ -4,6 +4,7 @@
     shardpiece encode --model bp.model --pieces --input text.txt      # the pieces, escaped
     shardpiece decode --model bp.model --input ids.txt --output text.txt
     shardpiece inspect bp.model
+    shardpiece inspect tokens/                                          # a tokenize output directory
 
 Lines are bytes: each input line without its ``\\n`` (a ``\\r`` before it stays part of the line) is encoded, and
 every output line ends with ``\\n``, so ``decode(encode(file))`` gives the file back byte for byte (plus a final
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from contextlib import contextmanager
@@ -200,7 +202,33 @@ def describe(model_path: str) -> dict:
     }
 
 
+def describe_output(path: str) -> dict:
+    """A JSON-able summary of a tokenize output directory: whether it is complete, its runs and the last run's
+    summary (the full manifest with ``--json``)."""
+    from pipelines.commit import OutputDirectory
+
+    out = OutputDirectory(path)
+    manifest = out.manifest()
+    if manifest is None:
+        raise InputError(f"{path} is a directory without a tokenize manifest (_manifest.parquet): pass a model "
+                         "file or a tokenize output directory")
+    return {"directory": out.path, "complete": out.is_complete(), "output_format": manifest.get("output_format"),
+            "documents": manifest.get("documents"), "tokens": manifest.get("tokens"),
+            "runs": [{k: run[k] for k in ("run_id", "committed_at", "documents", "tokens")} | {
+                "inputs": len(run["inputs"]), "shards": len(run["shards"])} for run in manifest["runs"]],
+            "settings": manifest.get("settings"), "summary": out.summary(), "manifest": manifest}
+
+
 def inspect(args: argparse.Namespace) -> int:
+    if os.path.isdir(args.model):
+        info = describe_output(args.model)
+        if args.json:
+            print(json.dumps(info, indent=2, ensure_ascii=False))
+            return 0
+        for key, value in info.items():
+            if key != "manifest":
+                print(f"{key:<17} {bounded_json(value, 400)}")
+        return 0
     info = describe(args.model)
     if args.json:
         print(json.dumps(info, indent=2, ensure_ascii=False))
@@ -236,8 +264,10 @@ def bounded_json(value, limit: int = 200) -> str:
 def build_parser(command: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"shardpiece {command}")
     if command == "inspect":
-        parser.description = "Print a summary of a model file (format, algorithm, vocab, normalizer, provenance)."
-        parser.add_argument("model", metavar="MODEL", help="shardpiece model, SentencePiece .model or BytePiece JSON")
+        parser.description = ("Print a summary of a model file (format, algorithm, vocab, normalizer, provenance) or "
+                              "of a tokenize output directory (its manifest and last summary).")
+        parser.add_argument("model", metavar="MODEL",
+                            help="shardpiece model, SentencePiece .model, BytePiece JSON or tokenize output directory")
         parser.add_argument("--json", action="store_true", help="print JSON")
         return parser
     parser.description = ("Encode each input line to a line of space-separated ids (or pieces)." if command == "encode"

@@ -11,8 +11,8 @@
 Options given on the command line override the same keys of ``--config FILE`` (YAML, keys as the long options with
 ``_`` or ``-``; see ``configs/tokenize.yaml``; a value of the wrong type is an error naming the file and the key).
 The run's summary, with the resolved options (``config``) and the versions of shardpiece, Spark, PySpark, NumPy,
-PyArrow, Numba and Python (``versions``, the same blocks as a training manifest's), is printed as JSON and written
-to ``DIR/_summary.json``. Exit codes are every command's (:mod:`jobs.exit_codes`): 0 success, 1 the run failed,
+PyArrow, Numba and Python (``versions``, the same blocks as a training manifest's), is printed as JSON and kept
+in ``DIR/_manifest.parquet`` (``shardpiece inspect DIR`` prints it). Exit codes are every command's (:mod:`jobs.exit_codes`): 0 success, 1 the run failed,
 2 invalid options, input or model.
 """
 
@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="codec of Parquet output (default zstd: smallest; snappy: Spark's default; lz4, none: least CPU)")
     add("--add-bos", action="store_true", default=None, help="prepend the model's <s> id to every document")
     add("--add-eos", action="store_true", default=None, help="append the model's </s> id to every document")
+    add("--control-tokens-in-text", action="store_true", default=None,
+        help="match control tokens spelled in the text (e.g. '<s>') as their ids; by default such text is ordinary "
+             "text, as with every export of the model")
     add("--partitions", type=int, help="repartition the documents into N tasks/shards (default: as read)")
     add("--master", help="Spark master URL (default local[*])")
     add("--driver-memory", help="Spark driver memory (default 4g, or $SHARDPIECE_DRIVER_MEMORY)")

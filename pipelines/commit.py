@@ -2,27 +2,36 @@
 
 Layout of an output directory ``OUT``::
 
-    OUT/_temporary/RUN/part-00003-attempt-17.*   written by tasks; never read as output
+    OUT/_temporary/RUN/part-00003-attempt-17.*   written by tasks while a job runs; removed by its commit
     OUT/RUN-part-00003.*                         committed shards (RUN = run-00000, run-00001, ... per job run)
-    OUT/_manifest.json                           every committed run: settings, input files, shards, counts
-    OUT/_summary.json                            the last run's statistics
-    OUT/_SUCCESS                                 written last; absent while a commit is under way
+    OUT/_manifest.parquet                        zero rows, the shards' schema; its key-value metadata holds the
+                                                 manifest (every committed run: settings, input files, shards,
+                                                 counts), the last run's summary and whether the output is complete
+
+Every file of a complete Parquet output is a Parquet file with the shards' schema, so readers that take a directory
+(pyarrow.dataset, Spark, duckdb, polars, Hugging Face datasets) read ``OUT/`` by its path and see every document
+once: the manifest file adds no rows, and pyarrow and Spark skip it by its ``_`` prefix anyway. (A JSON manifest
+or an empty ``_SUCCESS`` file beside the shards makes polars and datasets refuse the directory.) Read the
+manifest with :func:`read_manifest` and the summary with :func:`read_summary`; ``shardpiece inspect OUT`` prints
+both.
 
 Commit protocol (what makes a rerun safe):
 
 1. Each task writes its shard under ``_temporary/RUN/part-P-attempt-A`` (A is Spark's unique task attempt id), so
    two attempts of one partition (a retry, a speculative copy) never share a file.
 2. The driver receives one result per partition from the attempts Spark accepted (``collect`` returns the winners
-   only). It deletes ``_SUCCESS``, renames each winner's files to ``RUN-part-P.*``, checks their sizes against what
-   the task reported, writes the manifest atomically, the summary, removes ``_temporary/RUN`` (the losers'
-   leftovers) and finally writes ``_SUCCESS``.
-3. A job that dies leaves only ``_temporary`` files, or renamed shards the manifest does not list. The next run
-   (modes ``overwrite``, ``skip``, ``incremental``) deletes both before it starts, so the dataset is always exactly
-   the shards the manifest lists: consumers read the manifest (or wait for ``_SUCCESS``), never a directory listing.
+   only). It marks the manifest incomplete, renames each winner's files to ``RUN-part-P.*``, checks their sizes
+   against what the task reported, removes ``_temporary/RUN`` (the losers' leftovers) and finally writes the
+   manifest with the new run, the summary and ``complete: true`` (one atomic replace).
+3. A job that dies leaves only ``_temporary`` files, or renamed shards the manifest does not list, and an
+   incomplete manifest. The next run (modes ``overwrite``, ``skip``, ``incremental``) deletes both before it
+   starts, so a complete output is exactly the shards the manifest lists.
 
 Modes: ``error`` (default) refuses a non-empty directory; ``overwrite`` replaces an earlier shardpiece output;
-``skip`` returns at once when ``_SUCCESS`` is there and otherwise completes the output; ``incremental`` tokenizes
-only input files the manifest does not list, as a new run appended to the manifest.
+``skip`` returns at once when the output is complete and otherwise completes it; ``incremental`` tokenizes only
+input files the manifest does not list, as a new run appended to the manifest. Outputs of earlier versions
+(``_manifest.json``, ``_summary.json``, ``_SUCCESS``) are read, and replaced by ``_manifest.parquet`` at their next
+commit.
 """
 
 from __future__ import annotations
@@ -35,16 +44,19 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.files import write_atomic
 from pipelines.writers import SHARD_SUFFIXES, shard_files
 
 MODES = ("error", "overwrite", "skip", "incremental")
-MANIFEST = "_manifest.json"
-SUMMARY = "_summary.json"
-SUCCESS = "_SUCCESS"
+MANIFEST = "_manifest.parquet"
 TEMPORARY = "_temporary"
+LEGACY_FILES = ("_manifest.json", "_summary.json", "_SUCCESS")  # the JSON layout of earlier versions
 MANIFEST_VERSION = 1
+_KEYS = {"manifest": b"shardpiece.manifest", "summary": b"shardpiece.summary", "complete": b"shardpiece.complete"}
 _SHARD_NAME = re.compile(r"^run-\d{5}-part-\d{5}\.")
 
 
@@ -89,23 +101,67 @@ class OutputDirectory:
     def entries(self) -> list[str]:
         return sorted(os.listdir(self.path)) if os.path.isdir(self.path) else []
 
+    def _metadata(self) -> dict[str, Any] | None:
+        """``{"manifest", "summary", "complete"}`` from ``_manifest.parquet`` (or an earlier version's JSON files),
+        or None when there is none; raises InputError when it is unreadable."""
+        path = self._join(MANIFEST)
+        if os.path.exists(path):
+            try:
+                values = pq.read_schema(path).metadata or {}
+                found = {name: json.loads(values[key]) for name, key in _KEYS.items()}
+            except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
+                raise InputError(f"{path} is unreadable ({exc}); rerun with --mode overwrite to rebuild the output") \
+                    from None
+        elif os.path.exists(self._join(LEGACY_FILES[0])):
+            path = self._join(LEGACY_FILES[0])
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    found = {"manifest": json.load(handle), "summary": None,
+                             "complete": os.path.exists(self._join(LEGACY_FILES[2]))}
+            except (OSError, ValueError) as exc:
+                raise InputError(f"{path} is unreadable ({exc}); rerun with --mode overwrite to rebuild the output") \
+                    from None
+        else:
+            return None
+        if found["manifest"].get("manifest_version", 0) > MANIFEST_VERSION:
+            raise InputError(f"{path} was written by a newer shardpiece: upgrade shardpiece")
+        return found
+
     def manifest(self) -> dict | None:
         """The committed manifest, or None when there is none; raises InputError when it is unreadable."""
-        path = self._join(MANIFEST)
-        if not os.path.exists(path):
-            return None
-        try:
-            with open(path, encoding="utf-8") as handle:
-                manifest = json.load(handle)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{path} is unreadable ({exc}); rerun with --mode overwrite to rebuild the output") \
-                from None
-        if manifest.get("manifest_version", 0) > MANIFEST_VERSION:
-            raise InputError(f"{path} was written by a newer shardpiece: upgrade shardpiece")
-        return manifest
+        found = self._metadata()
+        return None if found is None else found["manifest"]
+
+    def summary(self) -> dict | None:
+        """The last run's summary, or None."""
+        found = self._metadata()
+        return None if found is None else found["summary"]
 
     def is_complete(self) -> bool:
-        return os.path.exists(self._join(SUCCESS)) and self.manifest() is not None
+        found = self._metadata()
+        return found is not None and bool(found["complete"])
+
+    def _write_metadata(self, manifest: dict, summary: dict | None, complete: bool, schema: pa.Schema) -> None:
+        """Replace ``_manifest.parquet`` (zero rows of ``schema``) atomically, then drop an earlier version's files."""
+        values = {_KEYS["manifest"]: _json_bytes(manifest), _KEYS["summary"]: _json_bytes(summary),
+                  _KEYS["complete"]: _json_bytes(complete)}
+        sink = pa.BufferOutputStream()
+        # no row group at all (not one of zero rows): Hugging Face datasets reads a file by its first row group
+        pq.ParquetWriter(sink, schema.with_metadata({**(schema.metadata or {}), **values})).close()
+        write_atomic(self._join(MANIFEST), sink.getvalue().to_pybytes())
+        for name in LEGACY_FILES:
+            if os.path.exists(self._join(name)):
+                os.unlink(self._join(name))
+
+    def _shard_schema(self, stems: list[str]) -> pa.Schema:
+        """The schema of the first Parquet shard among ``stems`` (absolute), else of the present manifest file,
+        else no columns: the schema the manifest file repeats so that directory readers see one schema."""
+        for stem in stems:
+            if os.path.exists(stem + ".parquet"):
+                return pq.read_schema(stem + ".parquet").remove_metadata()
+        if os.path.exists(self._join(MANIFEST)):
+            return pq.read_schema(self._join(MANIFEST)).remove_metadata()
+        return pa.schema([])
 
     def recorded_inputs(self) -> dict[str, InputFile]:
         """Input files of every committed run, by path."""
@@ -157,7 +213,7 @@ class OutputDirectory:
         return "fresh" if manifest is None else "continue"
 
     def _is_ours(self, name: str) -> bool:
-        return name in (MANIFEST, SUMMARY, SUCCESS, TEMPORARY) or bool(_SHARD_NAME.match(name)) \
+        return name in (MANIFEST, TEMPORARY, *LEGACY_FILES) or bool(_SHARD_NAME.match(name)) \
             or name.startswith(".tmp-")
 
     def _remove(self, name: str) -> None:
@@ -199,7 +255,7 @@ class OutputDirectory:
         self, run_id: str, output_format: str, settings: dict[str, Any], inputs: Iterable[InputFile],
         results: Iterable[TaskResult], summary: dict[str, Any],
     ) -> dict:
-        """Publish the winners' shards, then the manifest, the summary and ``_SUCCESS`` (see the module docstring).
+        """Publish the winners' shards, then the manifest with the summary (see the module docstring).
 
         ``results`` must hold exactly one result per partition; raises InputError otherwise (nothing is renamed).
         """
@@ -214,9 +270,10 @@ class OutputDirectory:
                 if actual != expected:
                     raise InputError(f"{source} is {actual} bytes but its task wrote {expected}: the file system "
                                      "lost data; rerun the job")
-        success = self._join(SUCCESS)
-        if os.path.exists(success):
-            os.unlink(success)
+        manifest = self.manifest() or {"manifest_version": MANIFEST_VERSION, "settings": settings, "runs": []}
+        schema = self._shard_schema(self.committed_stems() + [r.stem for r in results])
+        if os.path.exists(self._join(MANIFEST)) or os.path.exists(self._join(LEGACY_FILES[0])):
+            self._write_metadata(manifest, self.summary(), False, schema)
         shards = []
         for result in results:
             final = self.final_stem(run_id, result.partition)
@@ -227,7 +284,6 @@ class OutputDirectory:
                 "files": [os.path.basename(f) for f in shard_files(output_format, final)],
                 "documents": result.documents, "tokens": result.tokens, "bytes": result.bytes,
             })
-        manifest = self.manifest() or {"manifest_version": MANIFEST_VERSION, "settings": settings, "runs": []}
         manifest["output_format"] = output_format
         manifest["runs"].append({
             "run_id": run_id,
@@ -239,13 +295,8 @@ class OutputDirectory:
         })
         manifest["documents"] = sum(run["documents"] for run in manifest["runs"])
         manifest["tokens"] = sum(run["tokens"] for run in manifest["runs"])
-        write_atomic(self._join(MANIFEST), _json_bytes(manifest))
-        write_atomic(self._join(SUMMARY), _json_bytes(summary))
-        temporary = self._join(TEMPORARY)
-        shutil.rmtree(os.path.join(temporary, run_id), ignore_errors=True)
-        if os.path.isdir(temporary) and not os.listdir(temporary):
-            os.rmdir(temporary)
-        write_atomic(success, b"")
+        self.discard_run(run_id)
+        self._write_metadata(manifest, summary, True, schema)
         return manifest
 
     def discard_run(self, run_id: str) -> None:
@@ -256,9 +307,18 @@ class OutputDirectory:
             os.rmdir(temporary)
 
     def mark_complete_without_run(self, summary: dict[str, Any]) -> None:
-        """Nothing new to tokenize (incremental run with no new files): refresh the summary and ``_SUCCESS``."""
-        write_atomic(self._join(SUMMARY), _json_bytes(summary))
-        write_atomic(self._join(SUCCESS), b"")
+        """Nothing new to tokenize (incremental run with no new files): refresh the summary, mark complete."""
+        self._write_metadata(self.manifest(), summary, True, self._shard_schema(self.committed_stems()))
+
+
+def read_manifest(path: str | os.PathLike) -> dict | None:
+    """The manifest of the tokenize output directory ``path`` (None when it has none)."""
+    return OutputDirectory(path).manifest()
+
+
+def read_summary(path: str | os.PathLike) -> dict | None:
+    """The last run's summary of the tokenize output directory ``path`` (None when it has none)."""
+    return OutputDirectory(path).summary()
 
 
 def _json_bytes(value: Any) -> bytes:

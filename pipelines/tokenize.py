@@ -29,7 +29,7 @@ Steps (:func:`run_tokenize`):
    return one row of counts.
 5. The driver checks the results (one per partition, verify mismatches, document counts from the shards' metadata
    and, with ``verify``, an independent count of the input rows: Spark's ``count()``, or the Parquet footers' row
-   counts on the direct path), then commits: rename the winners, manifest, summary, ``_SUCCESS``.
+   counts on the direct path), then commits: rename the winners, then the manifest with the summary (pipelines.commit).
 
 Every input row is accounted for: ``rows_read == documents + skipped_bad_rows`` for each run (checked before the
 commit); bad rows (null text, malformed JSON lines, invalid UTF-8, documents over ``max_document_bytes``) follow
@@ -85,6 +85,8 @@ class TokenizeConfig:
     parquet_compression: str = "zstd"         # one of pipelines.writers.PARQUET_CODECS
     add_bos: bool = False
     add_eos: bool = False
+    #: Match control tokens spelled in the text (``<s>``) as their ids; default: such text is ordinary text.
+    control_tokens_in_text: bool = False
     partitions: int | None = None             # repartition the documents (default: as read)
     mode: str = "error"                       # error | overwrite | skip | incremental
     verify: bool = False
@@ -129,6 +131,8 @@ class TokenizeConfig:
             "model_sha256": model_sha256, "output_format": self.output_format, "text_column": self.text_column,
             "keep_columns": list(self.keep_columns), "parquet_ids_dtype": self.parquet_ids_dtype,
             "add_bos": self.add_bos, "add_eos": self.add_eos,
+            # only when on, so that outputs written before the option existed keep their settings
+            **({"control_tokens_in_text": True} if self.control_tokens_in_text else {}),
         }
 
 
@@ -176,21 +180,26 @@ def histogram_quantiles(histogram: dict[int, int], quantiles: Sequence[float]) -
 
 
 # ---------------------------------------------------------------------------------------------- executors
-_TOKENIZERS: dict[str, Any] = {}
+_TOKENIZERS: dict[tuple[str, bool], Any] = {}
 
 
-def load_tokenizer_bytes(model_bytes: bytes | Any, sha256: str, source: str = "<broadcast model>"):
+def load_tokenizer_bytes(model_bytes: bytes | Any, sha256: str, source: str = "<broadcast model>",
+                         control_tokens_in_text: bool = False):
     """The Tokenizer for a model file's bytes (any format ``Tokenizer.load`` reads), built once per Python process
     (a worker, or the driver that checks the model) and cached by checksum, so every batch, task and run that
     process handles reuses the parsed and compiled model. ``model_bytes`` may be a broadcast of the bytes: its
-    value is fetched only when the model is not cached yet."""
-    tokenizer = _TOKENIZERS.get(sha256)
+    value is fetched only when the model is not cached yet. ``control_tokens_in_text``: the tokenizer also matches
+    control tokens spelled in the text (:func:`tokenizer.added_tokens.with_control_tokens_in_text`)."""
+    key = (sha256, control_tokens_in_text)
+    tokenizer = _TOKENIZERS.get(key)
     if tokenizer is None:
+        from tokenizer.added_tokens import with_control_tokens_in_text
         from tokenizer.core import Tokenizer, load_model_bytes
 
         data = model_bytes.value if hasattr(model_bytes, "value") else model_bytes
-        tokenizer = Tokenizer(load_model_bytes(data, source))
-        _TOKENIZERS[sha256] = tokenizer
+        model = load_model_bytes(data, source)
+        tokenizer = Tokenizer(with_control_tokens_in_text(model) if control_tokens_in_text else model)
+        _TOKENIZERS[key] = tokenizer
     return tokenizer
 
 
@@ -287,7 +296,8 @@ def encode_units(
 
 
 #: The :class:`TokenizeConfig` fields a task reads (:func:`encode_task`'s ``config``).
-TASK_OPTIONS = ("add_bos", "add_eos", "output_format", "parquet_ids_dtype", "parquet_compression", "keep_columns",
+TASK_OPTIONS = ("add_bos", "add_eos", "control_tokens_in_text", "output_format", "parquet_ids_dtype",
+                "parquet_compression", "keep_columns",
                 "verify", "verify_rate", "on_bad_row", "max_document_bytes", "fault_injection")
 
 
@@ -312,7 +322,7 @@ def encode_task(
     """Encode and write one task's shard from batches of ``__text``, ``__malformed`` and the kept columns; returns
     the task's counts (``RESULT_SCHEMA``'s fields). Shared by the Spark-read and the direct-read paths."""
     started = time.perf_counter()
-    tokenizer = load_tokenizer_bytes(model, model_sha256)
+    tokenizer = load_tokenizer_bytes(model, model_sha256, control_tokens_in_text=config["control_tokens_in_text"])
     vocab_size = int(tokenizer.vocab_size)
     bos = _special_id(tokenizer, "bos") if config["add_bos"] else None
     eos = _special_id(tokenizer, "eos") if config["add_eos"] else None
@@ -490,7 +500,7 @@ class _Progress(threading.Thread):
 
 
 def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Run the tokenize job; returns the summary (also written to ``OUTPUT/_summary.json``).
+    """Run the tokenize job; returns the summary (also kept in ``OUTPUT/_manifest.parquet``: pipelines.commit.read_summary).
 
     The summary records the resolved options (``config``: every field of ``config`` after the config file and the
     command line were merged, defaults included, and the session's Spark master) and ``versions`` as given (the
@@ -505,7 +515,8 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     except OSError as exc:
         raise ConfigError(f"--model {config.model}: cannot read it ({exc.strerror})") from None
     sha256 = hashlib.sha256(model_bytes).hexdigest()
-    tokenizer = load_tokenizer_bytes(model_bytes, sha256, config.model)  # refuses a corrupt model up front
+    tokenizer = load_tokenizer_bytes(model_bytes, sha256, config.model,  # refuses a corrupt model up front
+                                     control_tokens_in_text=config.control_tokens_in_text)
     if config.add_bos:
         _special_id(tokenizer, "bos")
     if config.add_eos:
@@ -514,7 +525,7 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     settings = config.settings(sha256)
     state = out.prepare(config.mode, settings)
     if state == "complete":
-        print(f"tokenize: {out.path} is complete (_SUCCESS); --mode skip: nothing to do", file=sys.stderr)
+        print(f"tokenize: {out.path} is complete; --mode skip: nothing to do", file=sys.stderr)
         return {"status": "skipped", "output": out.path}
     files, empty_files, guessed = list_inputs(spark, config.inputs)
     input_format = config.input_format or guessed
@@ -734,7 +745,7 @@ def merge_megatron(output_dir: str, prefix: str):
     out = OutputDirectory(output_dir)
     manifest = out.manifest()
     if manifest is None or not out.is_complete():
-        raise InputError(f"{out.path} is not a complete tokenize output (no _SUCCESS): finish or rerun the job first")
+        raise InputError(f"{out.path} is not a complete tokenize output (its _manifest.parquet is missing or marks a commit under way): finish or rerun the job first")
     if manifest.get("output_format") != "megatron":
         raise InputError(f"{out.path} holds {manifest.get('output_format')} shards, not megatron")
     stems = out.committed_stems()

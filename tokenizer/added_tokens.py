@@ -24,6 +24,7 @@ Example (hand-checkable): tokens ``<s>`` (id 5, lstrip) and ``ab`` (id 6): ``spl
 
 from __future__ import annotations
 
+import copy
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tokenizer.errors import ModelError
+from tokenizer.model import PieceType
 
 FLAGS = ("special", "normalized", "lstrip", "rstrip", "single_word")
 
@@ -97,6 +99,23 @@ def added_tokens_of(model) -> list[AddedToken]:
             raise ModelError(f"added token {i} is empty: an added token needs at least one character")
         tokens.append(AddedToken(i, content, **flags))
     return tokens
+
+
+def with_control_tokens_in_text(model):
+    """A copy of ``model`` whose control tokens (CONTROL pieces, e.g. ``<s>``) are also matched in text, as added
+    special tokens are: the explicit opt-in to the default rule, under which text that spells a control token is
+    ordinary text. Tokens the model already lists keep their flags; the others match literally (not normalized, no
+    strip, anywhere). With ``<s>`` as piece 1: ``Tokenizer(with_control_tokens_in_text(m)).encode("a<s>")`` ends
+    with ``1``, ``Tokenizer(m).encode("a<s>")`` spells ``<s>`` with ordinary pieces."""
+    listed = {entry["id"] for entry in model.pretokenizer.get("added_tokens") or []}
+    extra = [{"id": i, "special": True, "normalized": False, "lstrip": False, "rstrip": False, "single_word": False}
+             for i, kind in enumerate(model.types.tolist())
+             if kind == PieceType.CONTROL and i not in listed and model.pieces[i]]
+    copied = copy.copy(model)
+    copied.pretokenizer = {**model.pretokenizer, "added_tokens": sorted(
+        [*(model.pretokenizer.get("added_tokens") or []), *extra], key=lambda entry: entry["id"])}
+    added_tokens_of(copied)  # validates (a control piece that is not UTF-8 text is refused here)
+    return copied
 
 
 class _Matcher:

@@ -30,6 +30,7 @@ import urllib.request
 import pytest
 
 from pipelines.bytepiece import multiset_fingerprint
+from pipelines.commit import OutputDirectory
 from tokenizer.core import Tokenizer
 from tokenizer.trainers.bytepiece import TrainSettings, train_bytepiece_local
 
@@ -202,7 +203,7 @@ def test_train_and_tokenize_on_a_standalone_cluster_match_local_runs(cluster, tm
     ids = [tuple(row) for shard in shards for row in pq.read_table(shard).column("input_ids").to_pylist()]
     tokenizer = Tokenizer.load(str(output / "bytepiece-340.model"))
     assert sorted(ids) == sorted(tuple(tokenizer.encode(line)) for line in lines)
-    assert (tokens / "_SUCCESS").exists()
+    assert OutputDirectory(tokens).is_complete()
 
 
 def test_a_worker_killed_mid_job_still_gives_the_same_model_bytes(cluster, tmp_path):

@@ -16,6 +16,7 @@ import pytest
 
 from jobs.train import main as train_main
 from pipelines.bytepiece import multiset_fingerprint
+from pipelines.commit import OutputDirectory
 from tokenizer.errors import OutputWriteError
 from tokenizer.files import write_atomic
 from tokenizer.core import Tokenizer
@@ -212,7 +213,7 @@ def test_tokenize_job_refuses_a_corrupt_model(spark, tmp_path, capsys):
                           "--output", str(tmp_path / "tokens")])
     assert code == 2  # the model file must be fixed, as for every command
     assert "checksum mismatch" in capsys.readouterr().err
-    assert not (tmp_path / "tokens" / "_SUCCESS").exists()
+    assert not OutputDirectory(tmp_path / "tokens").is_complete()
 
 
 # ------------------------------------------------------------------------------------------------ full disk

@@ -66,8 +66,7 @@ def test_every_output_file_gets_the_umask_mode(tmp_path, umask):
     kinds = {  # every kind of output is among the files checked
         "model": "train/bp.model", "models": "train/uni/unigram-40.model", "manifest": "train/bpe.model.manifest.json",
         "config": "train/uni/config.yaml", "sentencepiece export": "export/uni.model",
-        "tokenizer.json": "export/hf/tokenizer.json", "summary": "tokens-parquet/_summary.json",
-        "job manifest": "tokens-parquet/_manifest.json", "marker": "tokens-parquet/_SUCCESS",
+        "tokenizer.json": "export/hf/tokenizer.json", "job manifest": "tokens-parquet/_manifest.parquet",
         "merged megatron": "merged/all.idx"}
     assert all(path in found for path in kinds.values()), sorted(found)
     suffixes = {os.path.splitext(path)[1] for path in found}

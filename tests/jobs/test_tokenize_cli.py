@@ -85,7 +85,7 @@ def test_merge_megatron_concatenates_shards_in_manifest_order(tmp_path, capsys):
 
 def test_merge_megatron_refuses_an_incomplete_output(tmp_path, capsys):
     out = _megatron_output(tmp_path / "out", [[[1]]])
-    os.unlink(os.path.join(out.path, "_SUCCESS"))
+    out._write_metadata(out.manifest(), None, False, out._shard_schema([]))  # a commit under way
     assert main(["--merge-megatron", out.path, "--output", str(tmp_path / "m")]) == 2
     assert "not a complete tokenize output" in capsys.readouterr().err
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import pyarrow as pa
@@ -11,6 +10,7 @@ import pytest
 
 from pipelines.arrow_read import ParquetUnit, arrow_filesystem, assign_units, default_tasks, plan_parquet, \
     read_units, split_units
+from pipelines.commit import OutputDirectory, read_manifest
 from pipelines.tokenize import TokenizeConfig
 from pipelines.writers import read_shard
 from tokenizer import Model, Tokenizer
@@ -52,7 +52,7 @@ def write_parquet(path: str, documents, first_id: int) -> None:
 
 
 def decoded_documents(tokenizer, output_dir: str, strip_front: int) -> list[bytes]:
-    manifest = json.load(open(os.path.join(output_dir, "_manifest.json")))
+    manifest = read_manifest(output_dir)
     return [tokenizer.decode_bytes([int(i) for i in ids][strip_front:])
             for run in manifest["runs"] for shard in run["shards"]
             for ids in read_shard("parquet", os.path.join(output_dir, shard["stem"]))]
@@ -142,7 +142,7 @@ def test_missing_or_non_text_columns_raise_the_spark_paths_errors(tmp_path):
 # ---------------------------------------------------------------------------------------------- the job
 
 def _read_output(output):
-    manifest = json.load(open(output / "_manifest.json"))
+    manifest = read_manifest(output)
     tables = [pq.read_table(str(output / f"{shard['stem']}.parquet"))
               for run in manifest["runs"] for shard in run["shards"]]
     return pa.concat_tables(tables)
@@ -195,7 +195,7 @@ def test_a_bad_row_in_a_direct_read_task_stops_the_job_with_the_fix(spark, tmp_p
     with pytest.raises(Exception, match="--on-bad-row skip") as raised:
         run_tokenize(spark, _config(model_path, [path], tmp_path / "o"))
     assert "nothing was committed" in str(raised.value)
-    assert not os.path.exists(tmp_path / "o" / "_SUCCESS")
+    assert not OutputDirectory(tmp_path / "o").is_complete()
 
 
 def run_tokenize_checked(spark, config, reader):
@@ -212,7 +212,7 @@ def test_parquet_files_without_rows_commit_no_shards(spark, tmp_path, model_path
     pq.write_table(pa.table({"text": pa.array([], pa.string())}), path)
     summary = run_tokenize_checked(spark, _config(model_path, [path], tmp_path / "o"), "arrow")
     assert summary["documents"] == 0 and summary["partitions"] == 0
-    assert json.load(open(tmp_path / "o" / "_manifest.json"))["runs"][0]["shards"] == []
+    assert read_manifest(tmp_path / "o")["runs"][0]["shards"] == []
 
 
 # ---------------------------------------------------------------------------------------------- text files

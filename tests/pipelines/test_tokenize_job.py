@@ -9,6 +9,7 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.commit import OutputDirectory, read_manifest, read_summary
 from pipelines.writers import read_shard
 
 PIECES = [b"th", b"the", b" the", b"in", b"ing", b"\xe4\xb8\xad\xe6\x96\x87", b"  ", b"\xf0\x9f\x98\x80"]
@@ -55,8 +56,7 @@ def write_text(path: str, documents: list[str | None]) -> None:
 
 def decoded_documents(tokenizer, output_dir: str, output_format: str, strip: tuple[int, int] = (0, 0)) -> list[bytes]:
     """Every document of a committed output, decoded to bytes, in manifest order."""
-    with open(os.path.join(output_dir, "_manifest.json")) as handle:
-        manifest = json.load(handle)
+    manifest = read_manifest(output_dir)
     decoded = []
     for run in manifest["runs"]:
         for shard in run["shards"]:
@@ -139,7 +139,7 @@ def test_every_document_decodes_to_its_input(spark, tmp_path, model_path, tok, i
     assert summary["tokens_per_document"]["max"] > 100_000  # the multi-megabyte document
     decoded = decoded_documents(tok, str(output), output_format, strip=(0, 1))
     assert sorted(decoded) == expected
-    assert sorted(os.listdir(output))[:3] == ["_SUCCESS", "_manifest.json", "_summary.json"]
+    assert sorted(os.listdir(output))[0] == "_manifest.parquet"
     assert not os.path.exists(output / "_temporary")
     if output_format == "parquet":
         table = pq.read_table(str(output), columns=["id", "input_ids", "num_tokens"])
@@ -152,7 +152,7 @@ def test_every_document_decodes_to_its_input(spark, tmp_path, model_path, tok, i
         assert table.column("num_tokens").to_pylist() == [len(ids) for ids in table.column("input_ids").to_pylist()]
     if output_format == "megatron":
         total = sum(len(MegatronDataset(str(output / s))) for s in
-                    [sh["stem"] for run in json.load(open(output / "_manifest.json"))["runs"] for sh in run["shards"]])
+                    [sh["stem"] for run in read_manifest(output)["runs"] for sh in run["shards"]])
         assert total == len(expected)
 
 
@@ -212,7 +212,7 @@ def test_the_job_summary_records_the_resolved_options_and_versions(spark, tmp_pa
     assert main(["tokenize", "--config", str(config), "--model", model_path, "--input", path, "--output",
                  str(output), "--output-format", "npy", "--progress-seconds", "5"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    written = json.load(open(output / "_summary.json"))
+    written = read_summary(output)
     assert written == printed
     resolved = written["config"]
     # the file's values, the command line's over them, and the defaults of everything neither gave
@@ -235,7 +235,7 @@ def test_parquet_compression_reaches_every_shard(spark, tmp_path, model_path, to
     run_tokenize(spark, _config(model_path, [source], output, parquet_compression="snappy", on_bad_row="skip",
                                 partitions=2))
     shards = [str(output / shard["stem"]) + ".parquet"
-              for run in json.load(open(output / "_manifest.json"))["runs"] for shard in run["shards"]]
+              for run in read_manifest(output)["runs"] for shard in run["shards"]]
     assert len(shards) == 2
     for shard in shards:
         metadata = pq.ParquetFile(shard).metadata
@@ -263,7 +263,7 @@ def test_incremental_reads_only_new_files(spark, tmp_path, model_path, tok):
     run2 = run_tokenize(spark, _config(model_path, [str(lake)], output, **config))
     assert [os.path.basename(p) for p in run2["input_files"]] == ["day-2.parquet", "day-3.parquet"]
     assert run2["rows_read"] == 500 and run2["run_id"] == "run-00001"
-    manifest = json.load(open(output / "_manifest.json"))
+    manifest = read_manifest(output)
     assert [[os.path.basename(f["path"]) for f in run["inputs"]] for run in manifest["runs"]] == \
         [["day-1.parquet"], ["day-2.parquet", "day-3.parquet"]]
     assert sorted(decoded_documents(tok, str(output), "megatron")) == _expected(first + second + third, True)
@@ -313,10 +313,10 @@ def test_a_failed_task_attempt_leaves_no_duplicates_or_gaps(tmp_path, model_path
     assert open(marker).read().startswith("attempt")      # the first attempt of partition 1 died
     summary = json.loads(stdout)
     assert summary["partitions"] == 3 and summary["verify"]["documents_checked"] == summary["documents"]
-    manifest = json.load(open(output / "_manifest.json"))
+    manifest = read_manifest(output)
     assert [shard["partition"] for shard in manifest["runs"][0]["shards"]] == [0, 1, 2]
     assert sorted(decoded_documents(tok, str(output), "npy")) == _expected(documents, skip_null=True)
-    assert sorted(os.listdir(output)) == ["_SUCCESS", "_manifest.json", "_summary.json"] + sorted(
+    assert sorted(os.listdir(output)) == ["_manifest.parquet"] + sorted(
         f"run-00000-part-{p:05d}.{kind}.npy" for p in range(3) for kind in ("offsets", "tokens"))
 
 
@@ -336,7 +336,7 @@ def test_a_killed_job_is_completed_by_the_rerun(spark, tmp_path, model_path, tok
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     partial = [name for _, _, names in os.walk(output / "_temporary") for name in names]
-    assert partial and not os.path.exists(output / "_SUCCESS")   # died midway, with files written
+    assert partial and not OutputDirectory(output).is_complete()   # died midway, with files written
     with pytest.raises(ConfigError, match="--mode"):
         run_tokenize(spark, _config(model_path, [lake], output, output_format="megatron", partitions=3,
                                     on_bad_row="skip"))
