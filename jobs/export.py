@@ -1,7 +1,7 @@
 """``shardpiece export``: write a model in another tool's format.
 
-    shardpiece export --model bpe.model --to huggingface out/tokenizer.json
-    shardpiece export --model bytepiece.model --to huggingface out/            # writes out/tokenizer.json
+    shardpiece export --model bpe.model --to huggingface out/      # out/tokenizer.json, tokenizer_config.json, ...
+    shardpiece export --model bytepiece.model --to huggingface out/tokenizer.json     # the same three files
     shardpiece export --model unigram.model --to sentencepiece out/unigram-sp.model
 
 Each ``--to`` target is one function in :data:`EXPORTERS` taking ``(model, output path)``.
@@ -16,13 +16,13 @@ import sys
 
 
 def export_huggingface(model, output: str) -> str:
-    """Write ``tokenizer.json`` (``output`` may be a directory, or end with ``/``); returns the path written."""
-    from tokenizer.interop.huggingface import save_tokenizer_json
+    """Write a Hugging Face tokenizer folder (``tokenizer.json``, ``tokenizer_config.json``,
+    ``special_tokens_map.json``) into the directory ``output``, or beside ``output`` when it names a
+    ``tokenizer.json``; returns what was written."""
+    from tokenizer.interop.huggingface import save_huggingface
 
-    if output.endswith(("/", os.sep)) or os.path.isdir(output):
-        output = os.path.join(output, "tokenizer.json")
-    save_tokenizer_json(model, output)
-    return output
+    directory = os.path.dirname(output) if output.endswith(".json") else output
+    return ", ".join(save_huggingface(model, directory or "."))
 
 
 def export_sentencepiece(model, output: str) -> str:
@@ -43,7 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", required=True, metavar="MODEL",
                         help="a shardpiece model (or anything Tokenizer.load reads)")
     parser.add_argument("--to", required=True, choices=sorted(EXPORTERS), help="target format")
-    parser.add_argument("output", metavar="OUT", help="output file (huggingface: tokenizer.json or a directory)")
+    parser.add_argument("--control-tokens-in-text", action="store_true",
+                        help="huggingface: control tokens spelled in the text (e.g. '<s>') become their ids, as "
+                             "'tokenize --control-tokens-in-text' does; by default such text is ordinary text")
+    parser.add_argument("output", metavar="OUT", help="output file (huggingface: a directory, or its tokenizer.json)")
     return parser
 
 
@@ -56,7 +59,17 @@ def main(argv: list[str] | None = None) -> int:
     from tokenizer.core import Tokenizer
 
     def body() -> int:
-        written = EXPORTERS[args.to](Tokenizer.load(args.model).model, args.output)
+        model = Tokenizer.load(args.model).model
+        if args.control_tokens_in_text:
+            if args.to != "huggingface":
+                from tokenizer.errors import ConfigError
+
+                raise ConfigError("--control-tokens-in-text applies to --to huggingface only: SentencePiece never "
+                                  "matches control symbols in text")
+            from tokenizer.added_tokens import with_control_tokens_in_text
+
+            model = with_control_tokens_in_text(model)
+        written = EXPORTERS[args.to](model, args.output)
         print(f"wrote {written}")
         return 0
 

@@ -27,7 +27,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from tokenizer.errors import InputError, ModelError, ModelFileError
-from tokenizer.model import MAGIC, Model, PieceType
+from tokenizer.model import LATTICE_SUMS, MAGIC, Model, PieceType
 
 MATCHABLE_TYPES = (PieceType.NORMAL, PieceType.USER_DEFINED)
 UNK_PENALTY = np.float32(10.0)            # SentencePiece's kUnkPenalty
@@ -137,9 +137,9 @@ class CompiledModel:
             self.piece_score = np.array([np.log(int(c)) - log_total if c > 0 else -np.inf for c in counts],
                                         dtype=np.float64)
             self.score_dtype = np.float64
-        else:
+        else:  # float32 scores, summed in float32 (SentencePiece) or float64 (tokenizers' Unigram: see LATTICE_SUMS)
             self.piece_score = scores32.astype(np.float64)
-            self.score_dtype = np.float32
+            self.score_dtype = np.float64 if (model.provenance or {}).get(LATTICE_SUMS) == "float64" else np.float32
         lengths = np.fromiter((len(p) for p in model.pieces), dtype=np.float32, count=model.vocab_size)
         user = self.is_user_defined.astype(bool)
         self.piece_score[user] = (lengths[user] * max_score).astype(np.float64) - 0.1

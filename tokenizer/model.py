@@ -38,6 +38,13 @@ from tokenizer.errors import ModelFileError, ModelError
 from tokenizer.files import write_atomic
 
 MAGIC = b"SHRDPCE\x00"
+#: Provenance key: ``"float64"`` makes the unigram lattice sum a model's float32 scores in float64, as Hugging Face
+#: tokenizers' Unigram does, so that a model exported to tokenizer.json breaks exact ties the same way on both sides
+#: (the models trained here that export only there: BytePiece and the byte unigram variant). Without it the sums
+#: are float32, as SentencePiece's (the SentencePiece-style unigram models, which export to SentencePiece).
+#: Example: two paths of score -53.17738914489746 in float64 may differ in float32, and only the float32 sums then
+#: prefer one of them.
+LATTICE_SUMS = "lattice_sums"
 FORMAT_VERSION = 1
 _PREFIX = struct.Struct("<8sIQ")
 _DIGEST_SIZE = 32

@@ -104,6 +104,42 @@ def _pre_tokenizer(pattern: str | None) -> dict:
         _byte_level(False)]}
 
 
+#: The score of a control token's Unigram vocabulary entry: no segmentation through it can win over the byte
+#: pieces every byte-level model has, so text that spells a control token stays ordinary text, as natively.
+CONTROL_SCORE = -1e9
+
+
+def _control_text(model: Model, i: int) -> str:
+    try:
+        return model.pieces[i].decode("utf-8")
+    except UnicodeDecodeError:
+        raise ModelError(f"control piece {i} ({model.pieces[i]!r}) is not UTF-8 text: it cannot be a token of a "
+                         "tokenizer.json") from None
+
+
+def _template(model: Model, controls: dict[int, str]) -> dict | None:
+    """The ``TemplateProcessing`` post-processor: ``bos $A eos`` (each where the model has it, as ``tokenize
+    --add-bos --add-eos`` writes), ``bos $A eos bos $B eos`` for pairs; its ``special_tokens`` list every control
+    token (the ones the templates use and the rest), which is how an import knows them. None when there is
+    nothing to list."""
+    texts = {**controls, **{t.id: t.content for t in added_tokens_of(model)}}
+    ends = [(model.bos_id, "before"), (model.eos_id, "after")]
+    ends = [(i, where) for i, where in ends if i >= 0 and i in texts]
+    if not ends and not controls:
+        return None
+
+    def sequence(name: str, type_id: int) -> list[dict]:
+        items = [{"Sequence": {"id": name, "type_id": type_id}}]
+        for i, where in ends:
+            item = {"SpecialToken": {"id": texts[i], "type_id": type_id}}
+            items = [item] + items if where == "before" else items + [item]
+        return items
+
+    listed = {i: texts[i] for i in sorted(set(controls) | {i for i, _ in ends})}
+    return {"type": "TemplateProcessing", "single": sequence("A", 0), "pair": sequence("A", 0) + sequence("B", 1),
+            "special_tokens": {text: {"id": text, "ids": [i], "tokens": [text]} for i, text in listed.items()}}
+
+
 def to_tokenizer_json(model: Model) -> dict[str, Any]:
     """The ``tokenizer.json`` object of a byte-level model (see the module docstring); raises
     :class:`ModelError` saying why a model cannot be exported."""
@@ -126,16 +162,11 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
         if kind not in (PieceType.NORMAL, PieceType.CONTROL) and not own_user_defined:
             raise ModelError(f"piece {i} has type {PieceType(kind).name}; only NORMAL and CONTROL pieces (and added "
                              "tokens) export to a byte-level tokenizer.json")
-    added = []
-    for i, kind in enumerate(kinds):
-        if i in own_added:
-            token = own_added[i]
-            added.append({"id": i, "content": token.content, "single_word": token.single_word,
-                          "lstrip": token.lstrip, "rstrip": token.rstrip, "normalized": token.normalized,
-                          "special": token.special})
-        elif kind == PieceType.CONTROL:
-            added.append({"id": i, "content": model.pieces[i].decode("utf-8", "replace"), "single_word": False,
-                          "lstrip": False, "rstrip": False, "normalized": False, "special": True})
+    added = [{"id": i, "content": token.content, "single_word": token.single_word, "lstrip": token.lstrip,
+              "rstrip": token.rstrip, "normalized": token.normalized, "special": token.special}
+             for i, token in sorted(own_added.items())]
+    controls = {i: _control_text(model, i) for i, kind in enumerate(kinds)
+                if kind == PieceType.CONTROL and i not in own_added}
     pattern = spec.get("pattern") if spec.get("name") == "byte_level" else None
     if model.algorithm == "bpe":
         if spec.get("name") != "byte_level":
@@ -143,9 +174,10 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
         compiled = Tokenizer(model).compiled.byte_level
         vocab = {}
         for i, (piece, kind) in enumerate(zip(model.pieces, kinds)):
-            vocab[encode_piece(piece) if kind == PieceType.NORMAL else piece.decode("utf-8", "replace")] = i
+            vocab[encode_piece(piece) if kind == PieceType.NORMAL else controls.get(i) or piece.decode("utf-8", "replace")] = i
         if len(vocab) != model.vocab_size:
-            raise ModelError("two pieces map to the same token string: the model cannot be exported")
+            raise ModelError("two pieces map to the same token string (a control token spells a learned piece): "
+                             "rename the control token when training (--special-tokens)")
         order = np.argsort(compiled.pair_rank[compiled.pair_keys >= 0], kind="stable")
         keys = compiled.pair_keys[compiled.pair_keys >= 0][order]
         merges = [[encode_piece(model.pieces[int(k >> 32)]), encode_piece(model.pieces[int(k & 0xFFFFFFFF)])]
@@ -160,11 +192,17 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
         for i, (piece, kind) in enumerate(zip(model.pieces, kinds)):
             if kind == PieceType.NORMAL:
                 vocab_list.append([encode_piece(piece), float(scores[i])])
+            elif i in controls:
+                vocab_list.append([controls[i], CONTROL_SCORE])
             else:
                 vocab_list.append([piece.decode("utf-8", "replace"), 0.0])
+        if len({text for text, _ in vocab_list}) != len(vocab_list):
+            raise ModelError("two pieces map to the same token string (a control token spells a learned piece): "
+                             "rename the control token when training (--special-tokens)")
         body = {"type": "Unigram", "unk_id": None, "vocab": vocab_list, "byte_fallback": False}
     return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-            "normalizer": _NORMALIZERS[name], "pre_tokenizer": _pre_tokenizer(pattern), "post_processor": None,
+            "normalizer": _NORMALIZERS[name], "pre_tokenizer": _pre_tokenizer(pattern),
+            "post_processor": _template(model, controls),
             "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
             "model": body}
 
@@ -173,6 +211,42 @@ def save_tokenizer_json(model: Model, path: str | os.PathLike) -> None:
     """Write :func:`to_tokenizer_json` to ``path`` atomically (UTF-8, compact)."""
     text = json.dumps(to_tokenizer_json(model), ensure_ascii=False, separators=(",", ":"))
     write_atomic(path, text.encode("utf-8"), what="tokenizer.json")
+
+
+def special_tokens_map(model: Model) -> dict[str, str]:
+    """``{"bos_token": ..., "eos_token": ..., "unk_token": ..., "pad_token": ...}`` for the specials the model has."""
+    found = {}
+    for name in ("bos", "eos", "unk", "pad"):
+        i = getattr(model, f"{name}_id")
+        if i >= 0:
+            found[f"{name}_token"] = model.pieces[i].decode("utf-8", "replace")
+    return found
+
+
+def tokenizer_config(model: Model) -> dict[str, Any]:
+    """``tokenizer_config.json`` for transformers' ``AutoTokenizer``: the fast tokenizer class, the special tokens,
+    no clean-up of spaces (decoding stays lossless), and ``split_special_tokens`` on, so that text spelling a control
+    token is ordinary text, as in the native encoder (transformers registers the special tokens as added tokens; this
+    switch keeps them out of the text). A model with its own added tokens (imported from a tokenizer.json that
+    matched them in text) keeps that rule."""
+    matches_in_text = any(t.special for t in added_tokens_of(model))
+    return {"tokenizer_class": "PreTrainedTokenizerFast", **special_tokens_map(model),
+            "clean_up_tokenization_spaces": False, "split_special_tokens": not matches_in_text,
+            "model_max_length": 1 << 62, "padding_side": "right"}
+
+
+def save_huggingface(model: Model, directory: str | os.PathLike) -> list[str]:
+    """Write a Hugging Face tokenizer folder: ``tokenizer.json``, ``tokenizer_config.json`` and
+    ``special_tokens_map.json`` (``AutoTokenizer.from_pretrained(directory)`` loads it); returns the paths."""
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    written = [os.path.join(directory, name) for name in
+               ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")]
+    save_tokenizer_json(model, written[0])
+    for path, value in zip(written[1:], (tokenizer_config(model), special_tokens_map(model))):
+        write_atomic(path, (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+                     what=os.path.basename(path))
+    return written
 
 
 # ---------------------------------------------------------------------------------------------- import
@@ -225,6 +299,8 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
     body = obj.get("model") or {}
     added_tokens = _added_tokens(obj.get("added_tokens"), source)
     added = {t.id: t.content for t in added_tokens}
+    template = _template_of(obj.get("post_processor"))
+    controls = {i: text for i, text in template["special"].items() if i not in added}
     if body.get("type") == "BPE":
         for key in ("continuing_subword_prefix", "end_of_word_suffix"):
             if body.get(key):
@@ -234,7 +310,9 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
         pieces: list[bytes | None] = [None] * size
         types = np.full(size, PieceType.NORMAL, dtype=np.int8)
         for text, i in vocab.items():
-            pieces[i] = text.encode() if i in added else decode_piece(text, source)
+            control = controls.get(i) == text
+            pieces[i] = text.encode() if i in added or control else decode_piece(text, source)
+            types[i] = PieceType.CONTROL if control else types[i]
         _place_added_tokens(added_tokens, pieces, types, {i: text for text, i in vocab.items()})
         if any(p is None for p in pieces):
             raise ModelFileError(source, "vocabulary ids have gaps: every id below the largest must be used")
@@ -276,8 +354,10 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
         types = np.full(size, PieceType.NORMAL, dtype=np.int8)
         scores = np.zeros(size, dtype=np.float32)
         for i, (text, score) in enumerate(entries):
-            pieces[i] = text.encode() if i in added else decode_piece(text, source)
-            scores[i] = score
+            control = controls.get(i) == text
+            pieces[i] = text.encode() if i in added or control else decode_piece(text, source)
+            types[i] = PieceType.CONTROL if control else types[i]
+            scores[i] = 0.0 if control else score
         _place_added_tokens(added_tokens, pieces, types, {i: text for i, (text, _) in enumerate(entries)})
         if body.get("unk_id") is not None:
             types[int(body["unk_id"])] = PieceType.UNKNOWN
@@ -290,7 +370,11 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
         algorithm = "unigram"
     else:
         raise ModelFileError(source, f"model type {body.get('type')!r} is not supported (BPE or Unigram)")
-    specials = {text: i for i, text in sorted(added.items(), reverse=True)}  # the lowest id of equal contents
+    named = {**controls, **added}
+    specials = {text: i for i, text in sorted(named.items(), reverse=True)}  # the lowest id of equal contents
+    for name, i in (("<s>", template["bos"]), ("</s>", template["eos"])):
+        if i is not None and types[i] == PieceType.CONTROL:
+            specials[name] = i  # the template's ends are the bos and eos, whatever their text
     unk = [i for i in range(size) if types[i] == PieceType.UNKNOWN]
     try:
         model = Model(pieces, scores, types, algorithm=algorithm, normalizer={"name": names[kind]},
@@ -308,6 +392,33 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
         except ModelError as exc:
             raise ModelFileError(source, f"inconsistent tokenizer.json: {exc}") from None
     return model
+
+
+def _template_of(node: Any) -> dict:
+    """What an import takes from a ``TemplateProcessing`` post-processor (alone or in a ``Sequence``):
+    ``{"special": {id: text} of its single-id special tokens, "bos": id before $A or None, "eos": id after it}``.
+    ``bos $A eos`` with ``<s>`` = 1 and ``</s>`` = 2 -> ``{"special": {1: "<s>", 2: "</s>"}, "bos": 1, "eos": 2}``."""
+    found = {"special": {}, "bos": None, "eos": None}
+    if isinstance(node, dict) and node.get("type") == "Sequence":
+        for item in node.get("processors") or []:
+            if isinstance(item, dict) and item.get("type") == "TemplateProcessing":
+                node = item
+    if not isinstance(node, dict) or node.get("type") != "TemplateProcessing":
+        return found
+    for text, entry in (node.get("special_tokens") or {}).items():
+        ids = entry.get("ids") if isinstance(entry, dict) else None
+        if isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], int) and not isinstance(ids[0], bool):
+            found["special"][ids[0]] = text
+    by_text = {text: i for i, text in found["special"].items()}
+    single = [item for item in node.get("single") or [] if isinstance(item, dict)]
+    for index, item in enumerate(single):
+        if "Sequence" in item:
+            before = single[index - 1].get("SpecialToken", {}) if index > 0 else {}
+            after = single[index + 1].get("SpecialToken", {}) if index + 1 < len(single) else {}
+            found["bos"] = by_text.get(before.get("id"))
+            found["eos"] = by_text.get(after.get("id"))
+            break
+    return found
 
 
 def _place_added_tokens(tokens: list[AddedToken], pieces: list, types: np.ndarray, vocab_text: dict[int, str]):

@@ -59,7 +59,7 @@ import numpy as np
 from tokenizer._version import __version__
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.kernels import ngram as K
-from tokenizer.model import Model
+from tokenizer.model import LATTICE_SUMS, Model
 from tokenizer.normalizers import NORMALIZERS
 
 NORMALIZATIONS = ("identity", "nfc")
@@ -736,7 +736,7 @@ def build_model(pieces, counts, settings: TrainSettings, provenance: dict | None
     byte_scores = np.log(np.array([by_piece[bytes([b])] for b in range(256)], dtype=np.float64)) - total
     scores = np.log(np.array([by_piece[p] for p in multi], dtype=np.float64)) - total
     info = {"shardpiece_version": __version__, "algorithm": "bytepiece", "settings": settings.to_dict(),
-            "num_pieces": len(pieces)}
+            "num_pieces": len(pieces), LATTICE_SUMS: "float64"}
     info.update(provenance or {})
     return Model.byte_level(multi, scores, specials=tuple(settings.special_tokens), algorithm="unigram",
                             normalizer={"name": settings.normalization}, provenance=info,

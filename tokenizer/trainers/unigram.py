@@ -43,7 +43,7 @@ import numpy as np
 from tokenizer._version import __version__
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.kernels import unigram_train as kt
-from tokenizer.model import Model, PieceType
+from tokenizer.model import LATTICE_SUMS, Model, PieceType
 
 WS = "\u2581".encode()
 UNK_CHAR = "\u2585"
@@ -108,9 +108,16 @@ class UnigramSettings:
                 raise ConfigError(
                     f"vocab_size={self.vocab_size} leaves no room beside {len(meta)} meta pieces (special, "
                     "user-defined, control and byte pieces): raise --vocab-size")
-        elif self.vocab_size <= 256:
-            raise ConfigError(f"vocab_size={self.vocab_size}: the byte variant needs more than the 256 byte pieces")
+        elif self.vocab_size <= 256 + len(self.byte_specials()):
+            raise ConfigError(f"vocab_size={self.vocab_size}: the byte variant needs more than the 256 byte pieces "
+                              f"and its {len(self.byte_specials())} control tokens: raise --vocab-size")
         return self
+
+    def byte_specials(self) -> tuple[str, ...]:
+        """The byte variant's control tokens, placed after its pieces: bos, eos and pad where their ids are set
+        (>= 0), then the control symbols. Defaults: ``("<s>", "</s>")``."""
+        ends = ((self.bos_id, self.bos_piece), (self.eos_id, self.eos_piece), (self.pad_id, self.pad_piece))
+        return tuple(piece for id_, piece in ends if id_ >= 0) + tuple(self.control_symbols)
 
     def meta_pieces(self) -> dict[int, tuple[str, int]]:
         """``{id: (piece, PieceType)}`` of the special, control, user-defined and byte pieces, placed as
@@ -934,7 +941,7 @@ def finalize(pieces: list[bytes], scores: np.ndarray, required: Sequence[tuple[s
     final: dict[bytes, float] = {}
     penalty = 0.0
     if settings.variant == "byte":
-        room = settings.vocab_size - 256
+        room = settings.vocab_size - 256 - len(settings.byte_specials())
         ranked = sorted(zip(pieces, scores.tolist()), key=lambda x: (-x[1], x[0]))
         chosen = [(p, s) for p, s in ranked if len(p) > 1][:room]
         byte_scores = {p: s for p, s in ranked if len(p) == 1}
@@ -972,7 +979,7 @@ def build_model(final: list[tuple[bytes, float]], settings: UnigramSettings, pro
         byte_scores = np.array([s for _, s in final[:256]], np.float32)
         rest = final[256:]
         return Model.byte_level([p for p, _ in rest], [s for _, s in rest], byte_scores=byte_scores,
-                                provenance=info)
+                                specials=settings.byte_specials(), provenance={**info, LATTICE_SUMS: "float64"})
     meta = settings.meta_pieces()
     pieces: list[bytes] = []
     scores: list[float] = []
