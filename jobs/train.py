@@ -201,6 +201,8 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
             str(size): {
                 "path": os.path.abspath(paths[size]),
                 "vocab_size": trained.models[size].vocab_size,
+                **({"short_of_requested": {"requested": size, "hint": algorithm.short_vocabulary}}
+                   if trained.models[size].vocab_size < size else {}),
                 "evaluation": {"sample": sample_kind, **evaluation[size]},
             }
             for size in sorted(paths)
@@ -237,6 +239,10 @@ def format_summary(manifest: dict[str, Any]) -> str:
                f"(round trip {'ok' if evaluation.get('lossless') else 'FAILED'})" if bpt else "no evaluation text")
             + f"\n                    {info['path']}"
         )
+        short = info.get("short_of_requested")
+        if short:
+            lines.append(f"                    only {info['vocab_size']:,} of the {short['requested']:,} pieces asked: "
+                         f"{short['hint']}")
     lines.append(f"  manifest          {manifest['manifest_path']}")
     return "\n".join(lines)
 

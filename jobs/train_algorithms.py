@@ -78,10 +78,12 @@ class Algorithm:
     """What every algorithm provides (defaults here): ``settings(options)`` (validated; raises
     :class:`~tokenizer.errors.ConfigError`), their dict for the manifest and the work-directory key, the Spark
     options of its session, a check of the read counts, and ``fit(source, settings, progress) ->`` :class:`Trained`.
-    ``reads_files_in_tasks``: its count can read local files itself (``--reader auto``)."""
+    ``reads_files_in_tasks``: its count can read local files itself (``--reader auto``). ``short_vocabulary``: what
+    to change when a model comes out with fewer pieces than asked (the summary says it)."""
 
     name = ""
     reads_files_in_tasks = True
+    short_vocabulary = "train on more text"
 
     @staticmethod
     def settings_dict(settings) -> dict:
@@ -102,6 +104,7 @@ class Algorithm:
 class BytePiece(Algorithm):
     name = "bytepiece"
     reads_files_in_tasks = False
+    short_vocabulary = "fewer pieces pass --min-count in this corpus: lower --min-count, or train on more text"
 
     @staticmethod
     def settings(options: dict):
@@ -201,6 +204,7 @@ def local_table(source: TrainInput, count: Callable) -> Any:
 # ---------------------------------------------------------------------------------------------------- unigram
 class Unigram(Algorithm):
     name = "unigram"
+    short_vocabulary = "the corpus has fewer candidate pieces: train on more text (or raise --max-piece-chars)"
 
     @staticmethod
     def settings(options: dict) -> dict:
@@ -293,6 +297,7 @@ class Unigram(Algorithm):
 # ---------------------------------------------------------------------------------------------------- bpe
 class Bpe(Algorithm):
     name = "bpe"
+    short_vocabulary = "merging stopped at a pair rarer than --min-count: lower --min-count, or train on more text"
 
     @staticmethod
     def settings(options: dict):

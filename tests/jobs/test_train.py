@@ -109,6 +109,18 @@ def test_train_end_to_end_jsonl_equals_local_reference(spark, tmp_path, capsys):
 
 
 @pytest.mark.spark
+def test_a_vocabulary_smaller_than_asked_is_reported_with_the_setting_to_change(spark, tmp_path, capsys):
+    (tmp_path / "corpus.txt").write_bytes(b"\n".join(corpus_lines()) + b"\n")
+    output = tmp_path / "bp.model"
+    assert main(["train", "--algorithm", "bytepiece", "--input", str(tmp_path / "corpus.txt"), "--vocab-size",
+                 "20000", "--output", str(output), "--min-count", "3", "--holdout-fraction", "0"]) == 0
+    out = capsys.readouterr().out
+    info = json.loads((tmp_path / "bp.model.manifest.json").read_text())["models"]["20000"]
+    assert info["vocab_size"] < 20000 and info["short_of_requested"]["requested"] == 20000
+    assert f"only {info['vocab_size']:,} of the 20,000 pieces asked" in out and "lower --min-count" in out
+
+
+@pytest.mark.spark
 def test_train_reports_missing_column(spark, tmp_path, capsys):
     (tmp_path / "a.jsonl").write_text('{"content": "x"}\n')
     code = main(["train", "--input", str(tmp_path / "a.jsonl"), "--vocab-size", "300", "--output",
