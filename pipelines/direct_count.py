@@ -2,7 +2,7 @@
 local masters).
 
 Spark's text reader hands every line from the JVM to the Python worker as Arrow, which on a local master costs
-more than the counting itself (BENCHMARKS.md, the bpe section's reader rows). Here each task opens its files with
+more than the counting itself (``benchmarks/bpe.py``, its reader rows in BENCHMARKS.md). Here each task opens its files with
 pyarrow (:func:`pipelines.arrow_read.read_text_units`: the same lines as Spark's text source;
 :func:`pipelines.arrow_read.read_units`: a Parquet file's text column, nulls dropped), drops the held-out
 documents by Spark's own ``xxhash64`` rule (:mod:`tokenizer.kernels.xxhash`, so ``jobs.training.split_holdout``

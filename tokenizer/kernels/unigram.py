@@ -122,8 +122,7 @@ def viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines
     unknown text cannot be represented. An empty range writes nothing.
 
     The hot loop indexes with ``np.uint64(i)`` (every such ``i`` is >= 0): Numba adds a negative-index wraparound
-    test to each signed index, and dropping it made this kernel markedly faster (same ids; BENCHMARKS.md, the
-    encode run of 2026-12-01 08:11).
+    test to each signed index, and dropping it made this kernel faster (same ids; ``benchmarks/encode.py``).
     """
     n = end - start
     root = units[0]
