@@ -9,7 +9,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install test demo java clean bench
+.PHONY: install test demo java clean bench docker-test
 
 install: $(STAMP)
 
@@ -37,6 +37,10 @@ test: install
 
 demo: install
 	$(BIN)/shardpiece demo
+
+# The image end to end on a standalone cluster (host network only); needs root and minutes; not part of `test`.
+docker-test:
+	bash docker/test.sh
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

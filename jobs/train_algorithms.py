@@ -104,7 +104,8 @@ class Algorithm:
 class BytePiece(Algorithm):
     name = "bytepiece"
     reads_files_in_tasks = False
-    short_vocabulary = "fewer pieces pass --min-count in this corpus: lower --min-count, or train on more text"
+    short_vocabulary = ("pieces rarer than --min-count and pieces the model never emits are dropped, as in "
+                        "bytepiece: lower --min-count, or train on more text")
 
     @staticmethod
     def settings(options: dict):
