@@ -77,7 +77,7 @@ cp -r "$REPO"/docker/{Dockerfile,entrypoint.sh,requirements.txt,warm_kernels.py,
 cp /usr/local/share/ca-certificates/*.crt "$CONTEXT/docker/ca-certificates/" 2>/dev/null || true
 find "$CONTEXT" -name __pycache__ -prune -exec rm -rf {} +
 say "building $IMAGE on $BASE"
-docker build --network host --build-arg BASE_IMAGE="$BASE" -f "$CONTEXT/docker/Dockerfile" -t "$IMAGE" "$CONTEXT" \
+docker build --force-rm --network host --build-arg BASE_IMAGE="$BASE" -f "$CONTEXT/docker/Dockerfile" -t "$IMAGE" "$CONTEXT" \
   >"$CACHE/build.log" 2>&1 || { tail -40 "$CACHE/build.log" >&2; fail "docker build failed (log: $CACHE/build.log)"; }
 SIZE=$(docker image inspect -f '{{.Size}}' "$IMAGE")
 say "image $IMAGE: $((SIZE / 1000000)) MB"
