@@ -307,7 +307,7 @@ class Bpe(Algorithm):
         length = options.get("max_piece_chars", options.get("max_piece_bytes"))
         return BpeSettings(vocab_sizes=tuple(int(v) for v in options["vocab_size"]),
                            pretokenizer=options["pretokenizer"], pattern=options["pattern"],
-                           min_count=options["min_count"], max_piece_length=length,
+                           min_count=options.get("min_count"), max_piece_length=length,
                            special_tokens=tuple(options["special_tokens"]),
                            character_coverage=options.get("character_coverage", 0.9995)).validate()
 

@@ -143,8 +143,10 @@ OPTIONS: tuple[Option, ...] = (
        "symbols, beside its <unk>, <s>, </s>)", "model", nargs="*", metavar="TOKEN",
        default={"bytepiece": DEFAULT_SPECIAL_TOKENS, "bpe": DEFAULT_SPECIAL_TOKENS, "unigram": []},
        flags=("--special-tokens", "--control-symbols"), aliases=("control_symbols",)),
-    _o("min_count", _int, "an integer", "bytepiece: prune n-grams and pieces rarer than this; bpe: stop when the "
-       "best pair is rarer (default 2)", "model", algorithms=BP | BPE, default=2, type=int, metavar="N"),
+    _o("min_count", _int, "an integer", "bytepiece: prune n-grams and pieces rarer than this (default 2); bpe: stop "
+       "when the best pair is rarer (default 2; 1 with --pretokenizer sentencepiece, which merges on to the "
+       "vocabulary size as SentencePiece does)", "model", algorithms=BP | BPE, default={"bytepiece": 2, "bpe": None},
+       type=int, metavar="N"),
     _o("max_piece_bytes", _int, "an integer", "longest piece in bytes: bytepiece (default 36), bpe byte_level "
        "(32), unigram byte variant (16)", "model", default={"bytepiece": 36, "bpe": 32, "unigram": 16}, type=int,
        metavar="N", applies=_only_in_unit("max_piece_bytes")),

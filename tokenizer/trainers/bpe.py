@@ -69,7 +69,8 @@ class BpeSettings:
         vocab_sizes: vocabulary sizes, each counting the 256 byte pieces and the special tokens.
         pretokenizer: ``"byte_level"`` (regex pre-split, Hugging Face / tiktoken compatible) or ``"sentencepiece"``.
         pattern: the regex of ``byte_level``: ``"gpt2"`` or ``"llama3"``.
-        min_count: stop merging when the best pair occurs fewer times than this.
+        min_count: stop merging when the best pair occurs fewer times than this: default 1 for ``sentencepiece``
+            (SentencePiece's BPE merges on to the vocabulary size), 2 for ``byte_level``.
         max_piece_length: longest merged piece: bytes for ``byte_level`` (default 32), characters for
             ``sentencepiece`` (default 16, SentencePiece's ``max_sentencepiece_length``).
         character_coverage: ``sentencepiece`` only: the share of character occurrences whose characters are
@@ -80,7 +81,7 @@ class BpeSettings:
     vocab_sizes: tuple[int, ...] = (32000,)
     pretokenizer: str = "byte_level"
     pattern: str = "gpt2"
-    min_count: int = 2
+    min_count: int | None = None
     max_piece_length: int | None = None
     special_tokens: tuple[str, ...] = ("<pad>", "<s>", "</s>")
     character_coverage: float = 0.9995
@@ -89,6 +90,8 @@ class BpeSettings:
         sizes = (self.vocab_sizes,) if isinstance(self.vocab_sizes, int) else self.vocab_sizes
         object.__setattr__(self, "vocab_sizes", tuple(sizes))
         object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
+        if self.min_count is None:
+            object.__setattr__(self, "min_count", 1 if self.pretokenizer == "sentencepiece" else 2)
         if self.max_piece_length is None:
             object.__setattr__(self, "max_piece_length", 16 if self.pretokenizer == "sentencepiece" else 32)
 
