@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import math
 import os
 import shutil
 import sys
@@ -245,6 +246,82 @@ def tables_text(row: dict) -> str:
     return "; ".join(parts) or "—"
 
 
+#: per shardpiece system: (stages that run in the executors, stages on the driver, (stage, count) of its largest
+#: driver table)
+STAGE_KINDS = {
+    "shardpiece-bytepiece": (("read", "ngrams", "pieces"), ("ngram_model", "prune"), ("ngrams", "kept_ngrams")),
+    "shardpiece-unigram": (("chunks",), ("em_",), ("chunks", "distinct_chunks")),
+    "shardpiece-bpe-sp": (("chunks",), ("merges",), ("chunks", "distinct_chunks")),
+    "shardpiece-bpe-bl": (("chunks",), ("merges",), ("chunks", "distinct_chunks")),
+}
+
+
+def _fit_line(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Least squares ``y = a + b x``; ``(a, b)``."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+    return my - b * mx, b
+
+
+def _fit_power(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """``y = A x**k`` fitted in log-log; ``(A, k)``."""
+    a, k = _fit_line([math.log(x) for x in xs], [math.log(max(y, 1e-9)) for y in ys])
+    return math.exp(a), k
+
+
+def _stage_seconds(row: dict, names: tuple[str, ...]) -> float:
+    return sum(stage["seconds"] for name, stage in (row.get("stages") or {}).items()
+               if any(name == n or (n.endswith("_") and name.startswith(n)) for n in names))
+
+
+def projection(rows: list[dict], target_gib: float, cores: int, bound: int) -> list[dict]:
+    """The cost model of each shardpiece system fitted to its finished slices (at least two), projected to
+    ``target_gib`` of text on ``cores`` executor cores with the driver table bound ``bound``:
+
+    - executor stages: seconds linear in the corpus (``a + b MiB`` on the 2 measured cores), so ``b`` gives
+      core-seconds per GiB, divided over ``cores`` (perfect scaling: an upper bound on speed);
+    - the driver's table: entries ``K bytes**beta`` (Heaps' law, fitted in log-log), capped at ``bound``;
+    - driver stages: seconds ``A bytes**alpha`` (log-log), evaluated where the table stops growing (the bound),
+      since their work follows the table, not the corpus;
+    - shuffle bytes: linear in the corpus.
+    """
+    out = []
+    for system, (executor, driver, (table_stage, table_key)) in STAGE_KINDS.items():
+        done = sorted((r for r in rows if r["system"] == system and finished(r) and r.get("stages")),
+                      key=lambda r: r["slice_mib"])
+        if len(done) < 2:
+            continue
+        mib = [r["train_bytes"] / 2**20 for r in done]
+        _, per_mib = _fit_line(mib, [_stage_seconds(r, executor) for r in done])
+        entries = [r["stages"][table_stage][table_key] for r in done]
+        heaps_k, beta = _fit_power(mib, entries)
+        target_mib = target_gib * 1024
+        table_target = heaps_k * target_mib ** beta
+        table_mib = min(target_mib, (bound / heaps_k) ** (1 / beta)) if beta > 0 else target_mib
+        drv_a, alpha = _fit_power(mib, [max(_stage_seconds(r, driver), 0.01) for r in done])
+        _, shuffle_per_mib = _fit_line(mib, [r.get("shuffle", {}).get("written", 0) for r in done])
+        _, wall_exponent = _fit_power(mib, [r["seconds"] for r in done])
+        mem_a, mem_per_entry = _fit_line(entries, [r["driver_mib"] for r in done])
+        executor_seconds = per_mib * 2 * target_mib / cores
+        driver_seconds = drv_a * table_mib ** alpha
+        out.append({
+            "system": system, "slices_mib": [r["slice_mib"] for r in done],
+            "wall_exponent": round(wall_exponent, 3),
+            "executor_core_seconds_per_gib": round(per_mib * 2 * 1024, 1),
+            "heaps_beta": round(beta, 3), "table_entries_at_target": int(table_target),
+            "table_entries_kept": int(min(table_target, bound)),
+            "corpus_gib_where_bound_binds": round(table_mib / 1024, 2),
+            "driver_exponent": round(alpha, 3), "driver_seconds_at_target": round(driver_seconds, 1),
+            "shuffle_gib_at_target": round(shuffle_per_mib * target_mib / 2**30, 1),
+            "driver_mib_at_bound": round(mem_a + mem_per_entry * min(table_target, bound), 0),
+            "executor_seconds_at_target": round(executor_seconds, 0),
+            "hours_at_target": round((executor_seconds + driver_seconds) / 3600, 2),
+        })
+    return out
+
+
 def report(rows: list[dict], args) -> dict:
     """Print the tables, write the JSON and the plot; returns the payload."""
     table = []
@@ -273,7 +350,19 @@ def report(rows: list[dict], args) -> dict:
     print()
     print(common.markdown_table(["system", "slices done", "time x per doubling", "driver x per doubling",
                                  "tree x per doubling", "stopped at"], growth_rows))
-    payload = {"settings": {"vocab_size": args.vocab_size, "limit_minutes": args.limit_minutes,
+    projected = projection(rows, args.project_gib, args.project_cores, args.max_table_entries or 10_000_000)
+    if projected:
+        print(f"\nprojection to {args.project_gib:,.0f} GiB on {args.project_cores} executor cores "
+              "(fitted to the finished slices; see projection())")
+        print(common.markdown_table(
+            ["system", "wall ~ size^k", "executor core-s/GiB", "table ~ size^beta", "table at target (kept)",
+             "bound binds at GiB", "driver s", "shuffle GiB", "driver MiB at bound", "hours"],
+            [[p["system"], p["wall_exponent"], p["executor_core_seconds_per_gib"], p["heaps_beta"],
+              f"{p['table_entries_at_target']:,} ({p['table_entries_kept']:,})", p["corpus_gib_where_bound_binds"],
+              p["driver_seconds_at_target"], p["shuffle_gib_at_target"], p["driver_mib_at_bound"],
+              p["hours_at_target"]] for p in projected]))
+    payload = {"projection": {"target_gib": args.project_gib, "cores": args.project_cores, "systems": projected},
+               "settings": {"vocab_size": args.vocab_size, "limit_minutes": args.limit_minutes,
                             "limit_gib": args.limit_gib, "max_table_entries": args.max_table_entries,
                             "corpora": args.corpora},
                "runs": rows, "growth_per_doubling": by_system}
@@ -327,6 +416,8 @@ def main() -> int:
     parser.add_argument("--work", default=os.path.join(common.DEFAULT_WORK, "scaling"))
     parser.add_argument("--name", default="scaling", help="results/NAME.json (default %(default)s)")
     parser.add_argument("--rerun", action="store_true", help="run again even where --work holds a result")
+    parser.add_argument("--project-gib", type=float, default=1024.0, help="projection target (default 1 TiB)")
+    parser.add_argument("--project-cores", type=int, default=64, help="executor cores of the projection")
     parser.add_argument("--report", action="store_true", help="only print and write what --work holds")
     args = parser.parse_args()
     os.makedirs(os.path.join(args.work, "results"), exist_ok=True)
