@@ -120,22 +120,8 @@ def kept_ngram_table(min_count: int, table: tuple[np.ndarray, np.ndarray]) -> tu
     return keys[kept], counts[kept]
 
 
-@dataclass
-class NgramTable:
-    """What the driver gets from the n-gram pass."""
-
-    keys: np.ndarray
-    counts: np.ndarray
-    distinct_ngrams: int
-    documents: int
-    chunks: int
-    chunk_bytes: int
-    fingerprint: str
-    bound: dict = field(default_factory=dict)  # what the driver's memory bound dropped
-
-
 def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
-                  threads: int | None = None, limit: int | None = None) -> NgramTable:
+                  threads: int | None = None, limit: int | None = None) -> bp.NgramTable:
     """Count n-grams over ``documents`` (``text: binary``), reduce (:mod:`pipelines.reduce`, packed int64 keys),
     and collect the pruned table: only single bytes and n-grams with ``count >= min_count`` reach the driver, and
     of those at most ``limit`` (the most frequent)."""
@@ -145,7 +131,7 @@ def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHAR
     (keys, counts), stats = reduced.table, reduced.stats
     digest_sum = sum(int(stats.get(f"fingerprint_limb_{i}", 0)) << (32 * i) for i in range(_LIMBS))
     ngram_documents = int(stats.get("documents", 0))
-    return NgramTable(keys=keys, counts=counts, distinct_ngrams=int(stats.get("distinct_keys", 0)),
+    return bp.NgramTable(keys=keys, counts=counts, distinct_ngrams=int(stats.get("distinct_keys", 0)),
                       documents=ngram_documents, chunks=int(stats.get("chunks", 0)),
                       chunk_bytes=int(stats.get("chunk_bytes", 0)),
                       fingerprint=format_fingerprint(digest_sum, ngram_documents), bound=reduced.bound)

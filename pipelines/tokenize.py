@@ -194,7 +194,8 @@ def load_tokenizer_bytes(model_bytes: bytes | Any, sha256: str, source: str = "<
     tokenizer = _TOKENIZERS.get(key)
     if tokenizer is None:
         from tokenizer.added_tokens import with_control_tokens_in_text
-        from tokenizer.core import Tokenizer, load_model_bytes
+        from tokenizer.core import Tokenizer
+        from tokenizer.loading import load_model_bytes
 
         data = model_bytes.value if hasattr(model_bytes, "value") else model_bytes
         model = load_model_bytes(data, source)

@@ -117,7 +117,7 @@ def _encode(kind: str, value: Any) -> tuple[dict[str, np.ndarray], dict]:
 
 def _decode(kind: str, arrays: dict[str, np.ndarray], meta: dict) -> Any:
     if kind == "ngram_table":
-        from pipelines.bytepiece import NgramTable
+        from tokenizer.trainers.bytepiece import NgramTable
 
         return NgramTable(keys=arrays["keys"], counts=arrays["counts"], **meta)
     if kind == "ngram_model":

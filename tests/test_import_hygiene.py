@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import os
 import subprocess
 import sys
 
@@ -17,3 +19,98 @@ def test_import_tokenizer_loads_no_pyspark():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "", f"pyspark modules loaded: {result.stdout.strip()}"
+
+
+# ---------------------------------------------------------------------------------------------- import graph
+PACKAGES = ("tokenizer", "pipelines", "jobs")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def project_modules() -> dict[str, str]:
+    """``{dotted module name: path}`` of every module of the packages (a package is its ``__init__``)."""
+    found = {}
+    for package in PACKAGES:
+        for folder, _, files in os.walk(os.path.join(REPO, package)):
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    dotted = os.path.relpath(path, REPO)[:-3].replace(os.sep, ".")
+                    found[dotted.removesuffix(".__init__")] = path
+    return found
+
+
+def imported_modules(path: str, name: str, known: set[str]) -> set[str]:
+    """The project modules ``path`` imports, at module level or inside functions (``from a.b import c`` counts as
+    ``a.b.c`` when that is a module, else ``a.b``)."""
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    targets = set()
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            targets.add(base)
+            targets.update(f"{base}.{alias.name}" for alias in node.names)
+    resolved = set()
+    for target in targets:
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            resolved.add(target)
+    return resolved
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index, low, on_stack, stack, cycles, counter = {}, {}, set(), [], [], 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles_function_level_imports_included():
+    modules = project_modules()
+    assert "tokenizer.core" in modules and "pipelines.reduce" in modules
+    graph = {name: imported_modules(path, name, set(modules)) for name, path in modules.items()}
+    assert "tokenizer.compiled" in graph["tokenizer.core"]
+    assert import_cycles(graph) == []

@@ -33,7 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tokenizer.errors import ModelError
-from tokenizer.model import PieceType
+from tokenizer.piece_types import PieceType
 
 FLAGS = ("special", "normalized", "lstrip", "rstrip", "single_word")
 

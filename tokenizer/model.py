@@ -23,7 +23,6 @@ Example (hand-checkable)::
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 import os
@@ -36,6 +35,7 @@ import numpy as np
 from tokenizer._version import __version__
 from tokenizer.errors import ModelFileError, ModelError
 from tokenizer.files import write_atomic
+from tokenizer.piece_types import PieceType
 
 MAGIC = b"SHRDPCE\x00"
 #: Provenance key: ``"float64"`` makes the unigram lattice sum a model's float32 scores in float64, as Hugging Face
@@ -48,17 +48,6 @@ LATTICE_SUMS = "lattice_sums"
 FORMAT_VERSION = 1
 _PREFIX = struct.Struct("<8sIQ")
 _DIGEST_SIZE = 32
-
-
-class PieceType(enum.IntEnum):
-    """Piece types; the values equal SentencePiece's ``ModelProto.SentencePiece.Type`` so imports map 1:1."""
-
-    NORMAL = 1        # learned piece, matched against text
-    UNKNOWN = 2       # the unknown piece (<unk>); never matched, emitted for uncovered characters
-    CONTROL = 3       # special tokens (<s>, </s>, <pad>); never matched against text, decode to b""
-    USER_DEFINED = 4  # always matched as one piece when it appears in the text
-    UNUSED = 5        # kept for its id, never produced by the encoder
-    BYTE = 6          # byte-fallback piece "<0xAB>", decodes to the single byte 0xAB
 
 
 ALGORITHMS = ("unigram", "bpe")

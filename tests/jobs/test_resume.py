@@ -155,7 +155,7 @@ def test_changed_input_or_settings_get_a_new_work_key(spark, tmp_path):
 def test_work_dir_round_trips_every_stage_kind(tmp_path):
     import numpy as np
 
-    from pipelines.bytepiece import NgramTable
+    from tokenizer.trainers.bytepiece import NgramTable
     from tokenizer.trainers.bytepiece import build_ngram_model, build_model, prune_pieces
 
     settings = TrainSettings(order=2, min_count=1, vocab_sizes=(260,))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tokenizer.errors import ModelError
 from tokenizer.interop import protobuf as pb
-from tokenizer.interop.sentencepiece_normalizer import (
+from tokenizer.normalizers.sentencepiece import (
     SentencePieceNormalizer, build_symbol_trie, sentencepiece_utf8_repair, split_charsmap,
 )
 from tokenizer.kernels import normalize as K

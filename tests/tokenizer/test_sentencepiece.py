@@ -13,7 +13,7 @@ from sentencepiece_oracle import make_corpus, processor, train_model
 from tokenizer.errors import ModelFileError
 from tokenizer.interop import protobuf as pb
 from tokenizer.interop.sentencepiece import load_sentencepiece, looks_like_sentencepiece
-from tokenizer.interop.sentencepiece_normalizer import SentencePieceNormalizer
+from tokenizer.normalizers.sentencepiece import SentencePieceNormalizer
 from tokenizer.model import Model, PieceType
 from tokenizer.normalizers import for_model
 

@@ -213,9 +213,24 @@ def test_threaded_count_is_the_same_table(texts, threads):
 def test_required_characters_follow_coverage():
     data, offsets = bpe.pack_texts(["aaaab", "\tc"])
     counts = np.array([10, 1], np.int64)
-    # a 40, b 10, tab 1, c 1 of 52: coverage is checked before each character; the tab counts but is never required
-    assert bpe.required_characters(data, offsets, counts, 0.98) == [(97, 40), (98, 10)]
-    assert bpe.required_characters(data, offsets, counts, 0.99) == [(97, 40), (98, 10), (99, 1)]
+    # a 40, b 10, tab 1, c 1 of 52: coverage is checked before each character; ties go to the smaller code point
+    assert bpe.required_characters(data, offsets, counts, 0.98) == [(97, 40), (98, 10), (9, 1)]
+    assert bpe.required_characters(data, offsets, counts, 0.99) == [(97, 40), (98, 10), (9, 1), (99, 1)]
+
+
+def test_tabs_merge_like_any_character_as_in_sentencepiece(tmp_path):
+    spm = pytest.importorskip("sentencepiece")
+    lines = ["\t\tfoo = 1;\t\t/* one */", "\t\tbar = 2;", "\t\t\treturn x;\t\t\t\\", "plain words here"] * 40
+    model = bpe.train_bpe_local(lines, bpe.BpeSettings(vocab_sizes=(330,), pretokenizer="sentencepiece"))[330]
+    ours = {p for p in model.pieces if b"\t" in p}
+    (tmp_path / "tabs.txt").write_text("\n".join(lines) + "\n")
+    spm.SentencePieceTrainer.train(input=str(tmp_path / "tabs.txt"), model_prefix=str(tmp_path / "sp"), model_type="bpe",
+                                   vocab_size=330, normalization_rule_name="identity", byte_fallback=True,
+                                   remove_extra_whitespaces=False, add_dummy_prefix=False,
+                                   allow_whitespace_only_pieces=True, minloglevel=2, hard_vocab_limit=False)
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
+    theirs = {sp.id_to_piece(i).encode() for i in range(sp.get_piece_size()) if "\t" in sp.id_to_piece(i)}
+    assert {b"\t\t", b"\t\t\t", b"\t\t/*", b"\t\t\t\\"} <= ours & theirs, (sorted(ours), sorted(theirs))
 
 
 def test_sentencepiece_pieces_obey_sentencepiece_rules():

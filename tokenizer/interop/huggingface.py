@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from tokenizer.added_tokens import FLAGS, AddedToken, added_tokens_of
+from tokenizer.compiled import CompiledModel
 from tokenizer.errors import ModelError, ModelFileError
 from tokenizer.interop import read_json_file
 from tokenizer.kernels.pretokenize import PATTERN_TEXT
@@ -143,8 +144,6 @@ def _template(model: Model, controls: dict[int, str]) -> dict | None:
 def to_tokenizer_json(model: Model) -> dict[str, Any]:
     """The ``tokenizer.json`` object of a byte-level model (see the module docstring); raises
     :class:`ModelError` saying why a model cannot be exported."""
-    from tokenizer.core import Tokenizer
-
     name = model.normalizer.get("name", "identity")
     if name not in _NORMALIZERS:
         raise ModelError(f"normalizer {name!r} has no tokenizer.json equivalent here: export identity, nfc or nfkc "
@@ -171,7 +170,7 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
     if model.algorithm == "bpe":
         if spec.get("name") != "byte_level":
             raise ModelError("only byte_level BPE models (merge replay) export as a tokenizer.json BPE model")
-        compiled = Tokenizer(model).compiled.byte_level
+        compiled = CompiledModel(model).byte_level
         vocab = {}
         for i, (piece, kind) in enumerate(zip(model.pieces, kinds)):
             vocab[encode_piece(piece) if kind == PieceType.NORMAL else controls.get(i) or piece.decode("utf-8", "replace")] = i
@@ -186,7 +185,7 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
                 "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
                 "vocab": vocab, "merges": merges}
     else:
-        compiled = Tokenizer(model).compiled
+        compiled = CompiledModel(model)
         scores = np.asarray(compiled.piece_score, dtype=np.float64)
         vocab_list = []
         for i, (piece, kind) in enumerate(zip(model.pieces, kinds)):

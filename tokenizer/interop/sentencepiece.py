@@ -2,7 +2,7 @@
 
 The file is read with the minimal wire-format reader of :mod:`tokenizer.interop.protobuf`; field numbers follow
 SentencePiece's ``sentencepiece_model.proto``. The result encodes and decodes exactly as SentencePiece does: the
-normalizer is :class:`~tokenizer.interop.sentencepiece_normalizer.SentencePieceNormalizer` (``pretokenizer``
+normalizer is :class:`~tokenizer.normalizers.sentencepiece.SentencePieceNormalizer` (``pretokenizer``
 ``{"name": "sentencepiece", ...}``), pieces keep their ids, types and scores.
 
 What is refused, with a :class:`ModelFileError` that says so (rather than a model that would differ silently):
@@ -26,7 +26,7 @@ import numpy as np
 from tokenizer._version import __version__
 from tokenizer.errors import ModelError, ModelFileError
 from tokenizer.interop import protobuf as pb
-from tokenizer.interop.sentencepiece_normalizer import DEFAULT_UNK_SURFACE, _byte_piece_value, split_charsmap
+from tokenizer.normalizers.sentencepiece import DEFAULT_UNK_SURFACE, _byte_piece_value, split_charsmap
 from tokenizer.model import Model, PieceType
 
 # ModelProto

@@ -260,7 +260,7 @@ class ByteLevelEncoder:
     None}``: regex pre-split, then merge replay (``bpe`` models; the merges come from
     ``provenance["bpe_merges"]["left_lengths"]``: for the NORMAL pieces of two or more bytes in rank order, i.e.
     by decreasing score then id, the byte length of each one's left part) or Viterbi (``unigram`` models) inside
-    each pre-token. Built by :class:`tokenizer.core.CompiledModel`; read-only once built."""
+    each pre-token. Built by :class:`tokenizer.compiled.CompiledModel`; read-only once built."""
 
     def __init__(self, model, compiled) -> None:
         from tokenizer.errors import ModelError

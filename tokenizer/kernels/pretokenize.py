@@ -323,15 +323,14 @@ def is_space_symbol(data, pos, end):
 
 @kernel
 def _sentencepiece_unit(script, data, pos, end):
-    """``(kind, script, length)`` of the character at ``pos``: kind 0 an ordinary character, 1 the space symbol,
-    2 a newline, 3 a tab, 4 a byte that is not a character of its own here (invalid UTF-8 or NUL)."""
+    """``(kind, script, length)`` of the character at ``pos``: kind 0 an ordinary character (the tab too, as in
+    sentencepiece 0.2), 1 the space symbol, 2 a newline, 4 a byte that is not a character of its own here (invalid
+    UTF-8 or NUL)."""
     if is_space_symbol(data, pos, end):
         return 1, SCRIPT_ANY, 3
     byte = data[pos]
     if byte == 0x0A:
         return 2, SCRIPT_ANY, 1
-    if byte == 0x09:
-        return 3, SCRIPT_ANY, 1
     if byte == 0:
         return 4, SCRIPT_ANY, 1
     cp, length = decode_char(data, pos, end)
@@ -348,11 +347,11 @@ def sentencepiece_chunk_end(script, data, pos, end):
     non-space characters after it (``"▁▁ab▁c"`` -> ``"▁▁ab"``, ``"▁c"``). Within a word no piece may join two
     characters of different scripts, so the word is cut there too, where both characters have a script
     (``"ab,"`` -> ``"ab"``, ``","``) — this changes no merge, only what is counted together. Runs of newlines
-    and runs of tabs are chunks of their own (tabs are never part of a piece), and so is each invalid UTF-8 byte
-    or NUL byte. Example: ``"a▁▁bc\\n\\nd"`` -> ``"a"``, ``"▁▁bc"``, ``"\\n\\n"``, ``"d"``.
+    are chunks of their own, and so is each invalid UTF-8 byte or NUL byte; a tab is an ordinary character of the
+    Common script. Example: ``"a▁▁bc\\n\\nd"`` -> ``"a"``, ``"▁▁bc"``, ``"\\n\\n"``, ``"d"``.
     """
     kind, klass, length = _sentencepiece_unit(script, data, pos, end)
-    if kind == 2 or kind == 3:
+    if kind == 2:
         stop = pos + 1
         while stop < end and data[stop] == data[pos]:
             stop += 1

@@ -100,9 +100,9 @@ def ref_pretokenize(data: bytes, pattern: str = "gpt2") -> list[bytes]:
 def ref_sentencepiece_chunks(text: bytes, script) -> list[bytes]:
     """Twin of ``sentencepiece_chunk_end`` applied from the start to the end of escaped ``text``: SentencePiece's
     words (a run of ``▁`` and the non-``▁`` characters after it), cut where two neighbouring characters both have a
-    script and the scripts differ; newline runs, tab runs, invalid bytes and NUL bytes alone. ``script`` is
+    script and the scripts differ; newline runs, invalid bytes and NUL bytes alone (a tab is an ordinary character). ``script`` is
     indexable by code point (-1 = takes its neighbour's script)."""
-    units = []  # (bytes, kind, script): kind 0 char, 1 space symbol, 2 newline, 3 tab, 4 lone byte
+    units = []  # (bytes, kind, script): kind 0 char, 1 space symbol, 2 newline, 4 lone byte
     pos = 0
     while pos < len(text):
         if text[pos:pos + 3] == "\u2581".encode():
@@ -120,7 +120,7 @@ def ref_sentencepiece_chunks(text: bytes, script) -> list[bytes]:
             units.append((text[pos:pos + 1], 4, -1))
             pos += 1
             continue
-        kind = {"\n": 2, "\t": 3, "\x00": 4}.get(char, 0)
+        kind = {"\n": 2, "\x00": 4}.get(char, 0)
         units.append((text[pos:pos + length], kind, int(script[ord(char)]) if kind == 0 else -1))
         pos += length
     chunks: list[list] = []
@@ -128,9 +128,9 @@ def ref_sentencepiece_chunks(text: bytes, script) -> list[bytes]:
         previous = units[k - 1] if k else None
         if previous is None:
             new = True
-        elif kind in (2, 3):
+        elif kind == 2:
             new = previous[1] != kind or previous[0] != piece
-        elif kind == 4 or previous[1] in (2, 3, 4):
+        elif kind == 4 or previous[1] in (2, 4):
             new = True
         elif kind == 1:
             new = previous[1] != 1

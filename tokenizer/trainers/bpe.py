@@ -330,7 +330,8 @@ def required_characters(data: np.ndarray, offsets: np.ndarray, counts: np.ndarra
                         coverage: float) -> list[tuple[int, int]]:
     """SentencePiece's character coverage over a chunk table: ``[(code point, count)]``, most frequent first (ties:
     smaller code point), taken while the share of occurrences already covered is below ``coverage``; NUL and
-    invalid bytes are not characters, the tab is counted but never required."""
+    invalid bytes are not characters. The tab is an ordinary character, as in sentencepiece 0.2 (whose trainer
+    merges it: ``\t\t`` is a piece of its models of indented text)."""
     totals = np.zeros(0x110000, np.int64)
     K.weighted_char_counts(data, offsets, counts, totals)
     totals[0] = 0
@@ -342,8 +343,7 @@ def required_characters(data: np.ndarray, offsets: np.ndarray, counts: np.ndarra
         if all_count and accumulated / all_count >= coverage:
             break
         accumulated += int(totals[cp])
-        if cp != 0x09:
-            required.append((cp, int(totals[cp])))
+        required.append((cp, int(totals[cp])))
     return required
 
 
@@ -376,7 +376,7 @@ def character_alphabet(data: np.ndarray, offsets: np.ndarray, counts: np.ndarray
             char_symbol[cp] = symbol
         if cp == 0x2581:
             flags[symbol] = K.ALL_SPACE | K.LEAD_SPACE
-        elif cp not in (0x00, 0x09):
+        elif cp != 0x00:
             flags[symbol] = K.NO_SPACE
             first[symbol] = last[symbol] = int(script[cp])
     as_array = lambda values: np.asarray(values, np.int64)  # noqa: E731

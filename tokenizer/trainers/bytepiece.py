@@ -266,6 +266,21 @@ def merge_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarr
 
 
 @dataclass
+class NgramTable:
+    """What the driver gets from the n-gram pass (pipelines.bytepiece.reduce_ngrams): the kept n-grams' packed
+    keys and counts (int64), the pass's statistics and what the driver's memory bound dropped."""
+
+    keys: np.ndarray
+    counts: np.ndarray
+    distinct_ngrams: int
+    documents: int
+    chunks: int
+    chunk_bytes: int
+    fingerprint: str
+    bound: dict = field(default_factory=dict)  # what the driver's memory bound dropped
+
+
+@dataclass
 class NgramModel:
     """BytePiece's pruned n-gram language model: plain arrays, picklable (a Spark broadcast).
 

@@ -3,7 +3,8 @@
 The algorithm follows SentencePiece's ``unigram_model_trainer.cc`` and ``trainer_interface.cc``:
 
 1. sentences are normalized (SentencePiece's normalizer: charsmap, whitespace rules, space -> "▁"), meta pieces in
-   the text become boundaries (a tab), and they are split into words at "▁" (``split_by_whitespace``); the words
+   the text become boundaries (U+001F, sentencepiece 0.2's boundary; a tab is an ordinary character), and they
+   are split into words at "▁" (``split_by_whitespace``); the words
    with their counts are the chunk table (:func:`count_chunks`, a monoid: counts of two shards add up);
 2. characters are kept by frequency until ``character_coverage`` of all characters is covered; the rest is the
    unknown character (never inside a piece);
@@ -53,6 +54,9 @@ MIN_EXPECTED = 0.5
 MIN_SCORE_PENALTY_DELTA = 0.0001
 LOCAL_BLOCK_BYTES = 1 << 18  # chunk bytes per block of the local E-step (fixed: results never depend on threads)
 VARIANTS = ("sentencepiece", "byte")
+#: What a meta piece (user-defined or control symbol) in the text becomes before the text is split into chunks:
+#: a character no piece may hold, as sentencepiece 0.2's ``kPretokenizationBoundaryChar`` (U+001F).
+BOUNDARY = b"\x1f"
 
 
 @dataclass(frozen=True)
@@ -189,7 +193,7 @@ class ChunkSplitter:
     @property
     def normalizer(self):
         if self._normalizer is None:
-            from tokenizer.interop.sentencepiece_normalizer import SentencePieceNormalizer
+            from tokenizer.normalizers.sentencepiece import SentencePieceNormalizer
 
             s = self.settings
             self._normalizer = SentencePieceNormalizer(
@@ -268,7 +272,7 @@ class ChunkSplitter:
         return chunk_data.copy(), chunk_offsets, np.fromiter((words[c] for c in chunks), np.int64, len(chunks)), skipped
 
     def _replace_meta_pieces(self, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Meta pieces -> a tab in normalized sentences; the regex runs only on sentences holding a byte that
+        """Meta pieces -> ``BOUNDARY`` in normalized sentences; the regex runs only on sentences holding a byte that
         starts a meta piece (a superset of those holding one)."""
         pattern = self.meta_pattern
         if not pattern or not len(data):
@@ -281,7 +285,7 @@ class ChunkSplitter:
         replaced = []
         for i in candidates.tolist():
             sentence = blob[offsets[i]:offsets[i + 1]]
-            new = pattern.sub(b"\t", sentence)
+            new = pattern.sub(BOUNDARY, sentence)
             if new != sentence:
                 replaced.append((i, new))
         if not replaced:
@@ -346,7 +350,7 @@ class ChunkSplitter:
         for i in range(len(kept)):
             sentence = blob[out_offsets[i]:out_offsets[i + 1]]
             if pattern:
-                sentence = pattern.sub(b"\t", sentence)
+                sentence = pattern.sub(BOUNDARY, sentence)
             if not sentence:
                 continue
             if not s.split_by_whitespace:
@@ -468,7 +472,7 @@ def required_characters(chunks: Sequence[bytes], counts: np.ndarray,
                         coverage: float) -> tuple[list[tuple[str, int]], int]:
     """SentencePiece's character coverage: ``([(char, count)] most frequent first, ties by code point), all``.
 
-    Characters are counted with their chunks' counts; the tab (a meta-piece boundary) is never required.
+    Characters are counted with their chunks' counts; ``BOUNDARY`` (where a meta piece was) is never required.
     """
     from tokenizer.kernels.bpe_train import weighted_char_counts
 
@@ -489,7 +493,7 @@ def required_characters(chunks: Sequence[bytes], counts: np.ndarray,
         if all_count and accumulated / all_count >= coverage:
             break
         accumulated += int(totals[k])
-        if unique[k] == 9:
+        if unique[k] == BOUNDARY[0]:
             continue
         required.append((chr(int(unique[k])), int(totals[k])))
     return required, all_count
@@ -528,7 +532,7 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
         for k, c in enumerate(alphabet.tolist(), start=1):
             if c == 0x2581:
                 symbol_class[k] = 1
-            elif c in (0, 0x20, 0x09, 0x2585) or 0xD800 <= c <= 0xDFFF:
+            elif c in (0, 0x20, BOUNDARY[0], 0x2585) or 0xD800 <= c <= 0xDFFF:
                 symbol_class[k] = 2
             elif 0x30 <= c <= 0x39 or 0xFF10 <= c <= 0xFF19:
                 symbol_class[k] = 3
@@ -1016,7 +1020,7 @@ def build_model(final: list[tuple[bytes, float]], settings: UnigramSettings, pro
         "control_symbols": list(settings.control_symbols),
     }
     info["sentencepiece_normalizer"] = settings.normalizer_name
-    from tokenizer.interop.sentencepiece_normalizer import DEFAULT_UNK_SURFACE
+    from tokenizer.normalizers.sentencepiece import DEFAULT_UNK_SURFACE
 
     return Model(
         pieces=pieces, scores=np.asarray(scores, np.float32), types=np.asarray(types, np.int8), algorithm="unigram",

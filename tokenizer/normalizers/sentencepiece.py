@@ -28,7 +28,7 @@ import numpy as np
 
 from tokenizer.errors import ModelError
 from tokenizer.kernels import normalize as kernels
-from tokenizer.normalizers import Normalizer
+from tokenizer.normalizers.unicode import Normalizer
 
 if TYPE_CHECKING:  # pragma: no cover
     from tokenizer.model import Model

@@ -1,4 +1,4 @@
-"""Normalizers: the text transform applied before segmentation, and its inverse applied after decoding.
+"""The base normalizer, the identity and the Unicode normal forms (NFC, NFKC).
 
 A normalizer maps the UTF-8 bytes of one text to the bytes the segmenter sees, and ``denormalize`` maps the
 concatenated piece bytes back to text. The default, :class:`Identity`, is lossless and accepts arbitrary bytes.
@@ -7,22 +7,15 @@ concatenated piece bytes back to text. The default, :class:`Identity`, is lossle
     True
     >>> Identity().normalize(b"\\xff a")
     b'\\xff a'
-
-``for_model(model)`` builds the normalizer a :class:`~tokenizer.model.Model` describes (its ``normalizer`` and
-``pretokenizer`` specs together).
 """
 
 from __future__ import annotations
 
 import unicodedata
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tokenizer.errors import InputError, ModelError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tokenizer.model import Model
+from tokenizer.errors import InputError
 
 
 class Normalizer:
@@ -166,21 +159,3 @@ class NFKC(_UnicodeForm):
 
     name = "nfkc"
     form = "NFKC"
-
-
-NORMALIZERS: dict[str, type[Normalizer]] = {"identity": Identity, "nfc": NFC, "nfkc": NFKC}
-
-
-def for_model(model: "Model") -> Normalizer:
-    """The normalizer described by ``model.normalizer`` and ``model.pretokenizer``."""
-    name = model.normalizer.get("name", "identity")
-    pretokenizer = model.pretokenizer.get("name", "none")
-    if name == "precompiled" or pretokenizer == "sentencepiece":
-        from tokenizer.interop.sentencepiece_normalizer import SentencePieceNormalizer
-
-        return SentencePieceNormalizer.from_model(model)
-    if name not in NORMALIZERS:
-        raise ModelError(f"unknown normalizer {name!r}: use one of {sorted(NORMALIZERS)} or 'precompiled'")
-    if pretokenizer not in ("none", "byte_level"):  # byte_level: the encoder's regex pre-split, no normalization
-        raise ModelError(f"unknown pretokenizer {pretokenizer!r} for normalizer {name!r}")
-    return NORMALIZERS[name]()

@@ -1,0 +1,271 @@
+"""The compiled model: the arrays the encode kernels take, built once per model and process from a
+:class:`~tokenizer.model.Model` (never pickled: a Tokenizer pickles as its Model and compiles on first use), and the
+per-call encoders over them. :class:`~tokenizer.core.Tokenizer` is the API around it.
+
+    >>> from tokenizer.model import Model
+    >>> CompiledModel(Model.byte_level([b"ab"], [-1.0])).encode_one(b"abab", -1, -1)
+    [256, 256]
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from tokenizer.errors import InputError, ModelError
+from tokenizer.model import LATTICE_SUMS, Model, PieceType
+
+MATCHABLE_TYPES = (PieceType.NORMAL, PieceType.USER_DEFINED)
+UNK_PENALTY = np.float32(10.0)            # SentencePiece's kUnkPenalty
+FLOAT32_MAX = np.float32(np.finfo(np.float32).max)
+FLOAT32_TINY = np.float32(np.finfo(np.float32).tiny)  # SentencePiece starts max_score at FLT_MIN
+_MAX_CACHED_BUFFER = 1 << 20  # per-thread encode() buffers kept for texts up to this many bytes
+ALL_VALID = np.zeros(0, dtype=np.uint8)
+
+
+def byte_piece_value(piece: bytes) -> int:
+    """The byte a BYTE piece stands for: ``b"<0x41>"`` -> 0x41 (raises ModelError if malformed)."""
+    if len(piece) == 6 and piece.startswith(b"<0x") and piece.endswith(b">"):
+        try:
+            return int(piece[3:5], 16)
+        except ValueError:
+            pass
+    raise ModelError(f"BYTE piece {piece!r} is not of the form <0xAB>")
+
+
+class CompiledModel:
+    """Numpy arrays the kernels need, derived from a :class:`Model` (never pickled; see module docstring).
+
+    Attributes: ``units`` (compact double array of NORMAL and USER_DEFINED pieces), ``piece_score``
+    (unigram lattice scores, of ``score_dtype``), ``merge_score`` (float32, BPE priorities), ``is_user_defined`` (uint8),
+    ``byte_to_id`` (int32[256]), ``byte_mode``, ``split_after_newlines``, ``unk_score`` (scalar of
+    ``score_dtype``), ``score_dtype`` (float32, or float64 for models with exact log-count scores),
+    ``max_piece_length``.
+    """
+
+    def __init__(self, model: Model):
+        from tokenizer.kernels.double_array import DoubleArray
+
+        from tokenizer.added_tokens import added_tokens_of
+
+        types = model.types
+        matchable = np.isin(types, np.array(MATCHABLE_TYPES, dtype=np.int8))
+        for token in added_tokens_of(model):  # cut out of the text before segmentation by the splitter
+            if types[token.id] == PieceType.USER_DEFINED:
+                matchable[token.id] = False
+        ids = np.flatnonzero(matchable).astype(np.int32)
+        keys = [model.pieces[i] for i in ids]
+        if any(not k for k in keys):
+            raise ModelError("a NORMAL or USER_DEFINED piece is empty: every matched piece needs at least one byte")
+        seen: dict[bytes, int] = {}
+        for i, k in zip(ids.tolist(), keys):
+            if k in seen:
+                raise ModelError(f"piece {k!r} appears twice (ids {seen[k]} and {i}): pieces must be distinct")
+            seen[k] = i
+        trie = DoubleArray.build(keys, ids)
+        self.units = trie.units
+        self.max_piece_length = max((len(k) for k in keys), default=1)
+
+        scores32 = model.scores.astype(np.float32)
+        normal = types == PieceType.NORMAL
+        min_score = np.float32(min(FLOAT32_MAX, scores32[normal].min())) if normal.any() else FLOAT32_MAX
+        max_score = np.float32(max(FLOAT32_TINY, scores32[normal].max())) if normal.any() else FLOAT32_TINY
+        self.is_user_defined = ((types == PieceType.USER_DEFINED) & matchable).astype(np.uint8)
+        counts = (model.provenance or {}).get("log_count_scores")
+        exact = (model.provenance or {}).get("float64_scores") if counts is None else None
+        if exact is not None:
+            if len(exact) != model.vocab_size:
+                raise ModelError(f"float64_scores has {len(exact)} scores for {model.vocab_size} pieces")
+            self.piece_score = np.array(exact, dtype=np.float64)
+            self.score_dtype = np.float64
+            if normal.any():  # the unknown node's score from the same values (tokenizers: min score - 10)
+                min_score = self.piece_score[normal].min()
+        elif counts is not None:
+            counts = counts["counts"]
+            if len(counts) != model.vocab_size:
+                raise ModelError(f"log_count_scores has {len(counts)} counts for {model.vocab_size} pieces")
+            log_total = np.log(sum(int(c) for c in counts))
+            self.piece_score = np.array([np.log(int(c)) - log_total if c > 0 else -np.inf for c in counts],
+                                        dtype=np.float64)
+            self.score_dtype = np.float64
+        else:  # float32 scores, summed in float32 (SentencePiece) or float64 (tokenizers' Unigram: see LATTICE_SUMS)
+            self.piece_score = scores32.astype(np.float64)
+            self.score_dtype = np.float64 if (model.provenance or {}).get(LATTICE_SUMS) == "float64" else np.float32
+        lengths = np.fromiter((len(p) for p in model.pieces), dtype=np.float32, count=model.vocab_size)
+        user = self.is_user_defined.astype(bool)
+        self.piece_score[user] = (lengths[user] * max_score).astype(np.float64) - 0.1
+        self.piece_score[~matchable] = -np.inf
+        if not np.all(np.isfinite(self.piece_score[matchable])):
+            raise ModelError("a matchable piece has no finite score (count 0 in log_count_scores, or a non-finite "
+                             "float64_scores value)")
+        self.piece_score = self.piece_score.astype(self.score_dtype)
+        self.unk_score = self.score_dtype(min_score - UNK_PENALTY) if exact is not None else \
+            self.score_dtype(np.float32(min_score - UNK_PENALTY))
+        self.merge_score = scores32
+
+        single = np.full(256, -1, dtype=np.int32)
+        for i in ids.tolist():
+            if len(model.pieces[i]) == 1:
+                single[model.pieces[i][0]] = i
+        self.byte_mode = bool((single >= 0).all())
+        byte_to_id = np.full(256, model.unk_id, dtype=np.int32)
+        for i in np.flatnonzero(types == PieceType.BYTE).tolist():
+            byte_to_id[byte_piece_value(model.pieces[i])] = i
+        self.byte_to_id = byte_to_id
+        self.byte_fallback = bool(model.byte_fallback)
+        self.unk_id = int(model.unk_id)
+        self.split_after_newlines = bool(model.pretokenizer.get("split_after_newlines", False))
+        self.is_bpe = model.algorithm == "bpe"
+        self.has_user_defined = bool(user.any())
+        self.byte_level = None  # regex pre-split (+ merge replay for BPE): models from/for Hugging Face tokenizers
+        if model.pretokenizer.get("name") == "byte_level":
+            from tokenizer.kernels.bpe_ranked import ByteLevelEncoder
+
+            self.byte_level = ByteLevelEncoder(model, self)
+
+        from tokenizer.kernels.batch import bpe_batch, unigram_batch
+        from tokenizer.kernels.random import new_state
+
+        self._rng_state = new_state(0)  # unused without dropout; the batch kernels never draw from it
+        # The batch kernel with its model arguments bound once: kernel(*head, data, offsets, valid, doc_begin,
+        # doc_end, bos, eos, *middle, *work_buffers(longest), out_ids, out_offsets) -> (total, failed)
+        if self.byte_level is not None:
+            self._kernel, self._head, self._middle_and_buffers = self.byte_level.kernel_parts()
+        elif self.is_bpe:
+            self._kernel, self._head = bpe_batch, (
+                self.units, self.merge_score, self.is_user_defined, self.byte_to_id, self.byte_mode, self.unk_id,
+                self.byte_fallback, self.has_user_defined)
+            self._middle_and_buffers = lambda longest: (self._rng_state, *self.work_buffers(longest))
+        else:
+            self._kernel, self._head = unigram_batch, (
+                self.units, self.piece_score, self.byte_to_id, self.byte_mode, self.split_after_newlines,
+                self.unk_id, self.byte_fallback, self.unk_score)
+            self._middle_and_buffers = self.work_buffers
+        self.encode_array = self.single_text_encoder()
+
+    # ------------------------------------------------------------------ one document range
+    def work_buffers(self, longest: int) -> tuple:
+        """The kernels' buffers for documents of up to ``longest`` bytes (BPE: 65 bytes per byte; unigram: 16 or
+        20); refused when the system lacks the memory (:func:`tokenizer.memory.check_work_memory`)."""
+        from tokenizer.memory import check_work_memory
+
+        n = longest + 1
+        check_work_memory(n * (65 if self.is_bpe else 12 + np.dtype(self.score_dtype).itemsize), longest)
+        if self.is_bpe:
+            return (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32),
+                    np.empty(n, np.uint8), np.empty(3 * n, np.float32), np.empty(3 * n, np.int32),
+                    np.empty(3 * n, np.int32), np.empty(3 * n, np.int32))
+        return (np.empty(n, self.score_dtype), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32))
+
+    def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets):
+        """Run the batch kernel on documents ``doc_begin .. doc_end - 1``; returns the id count (raises on error)."""
+        lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
+        longest = int(lengths.max()) if len(lengths) else 0
+        total, failed = self._kernel(*self._head, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
+                                     *self._middle_and_buffers(longest), out_ids, out_offsets)
+        if total < 0:
+            raise unrepresentable_error(failed)
+        return int(total)
+
+    def encode_one(self, data: bytes, bos_id: int, eos_id: int) -> list[int]:
+        """Ids of one normalized text (bytes)."""
+        return self.encode_array(np.frombuffer(data, dtype=np.uint8), len(data), bos_id, eos_id)
+
+    def single_text_encoder(self, normalizer_kernel: tuple | None = None, normalize_bytes=None):
+        """``encode(data uint8, n, bos_id, eos_id) -> list[int]``: the per-call path of ``Tokenizer.encode`` for one
+        text of ``n`` bytes, with the kernel's arguments bound once and per-thread buffers (kept for texts up to
+        ``_MAX_CACHED_BUFFER`` bytes).
+
+        Without arguments the text must be normalized already. With ``normalizer_kernel`` (``(kernel, tables)``,
+        as ``SentencePieceNormalizer.kernel_parts()``) the normalizer kernel runs first and its output buffer and
+        offsets go straight to the encoder kernel; a text it cannot fit in 4n + 144 bytes takes
+        ``normalize_bytes`` (bytes -> bytes) instead."""
+        from tokenizer.kernels import direct_entry
+
+        kernel, head, middle_and_buffers, valid = self._kernel, self._head, self._middle_and_buffers, ALL_VALID
+        local = threading.local()
+
+        def grow(n):
+            capacity = max(256, 1 << (n - 1).bit_length())  # input bytes
+            in_offsets = np.zeros(2, np.int64)
+            if normalizer_kernel is None:
+                normalized, normalized_offsets, longest = None, in_offsets, capacity
+            else:
+                normalized, normalized_offsets = np.empty(4 * capacity + 144, np.uint8), np.zeros(2, np.int64)
+                longest = normalized.shape[0]
+            out_ids = np.empty(longest + 2, np.int32)
+            state = (capacity, in_offsets, normalized, normalized_offsets, out_ids,
+                     (*middle_and_buffers(longest), out_ids, np.empty(2, np.int64)))
+            if capacity <= _MAX_CACHED_BUFFER:  # a huge text: don't keep its buffers alive
+                local.state = state
+            return state
+
+        # After the first call, the kernels' machine code is called directly (direct_entry: no per-call type
+        # resolution); the argument types never change on this path (read-only uint8 text, the buffers below).
+        encode_call = kernel
+
+        if normalizer_kernel is None:
+            def encode(data, n, bos_id, eos_id):
+                nonlocal encode_call
+                state = getattr(local, "state", None)
+                if state is None or state[0] < n:
+                    state = grow(n)
+                _, offsets, _, _, out_ids, tail = state
+                offsets[1] = n
+                args = (*head, data, offsets, valid, 0, 1, bos_id, eos_id, *tail)
+                total, failed = encode_call(*args)
+                if encode_call is kernel:
+                    encode_call = direct_entry(kernel, args) or kernel
+                if total < 0:
+                    raise unrepresentable_error(failed)
+                return out_ids[:total].tolist()
+
+            return encode
+
+        normalize, tables = normalizer_kernel
+        normalize_call = normalize
+        encode_normalized = self.encode_array if hasattr(self, "encode_array") else self.single_text_encoder()
+
+        def normalize_and_encode(data, n, bos_id, eos_id):
+            nonlocal normalize_call, encode_call
+            state = getattr(local, "state", None)
+            if state is None or state[0] < n:
+                state = grow(n)
+            _, in_offsets, normalized, offsets, out_ids, tail = state
+            in_offsets[1] = n
+            normalize_args = (data, in_offsets, 0, normalized, offsets, *tables)
+            if normalize_call(*normalize_args) < 1:  # did not fit: the bytes path
+                normalized_bytes = normalize_bytes(data.tobytes())
+                return encode_normalized(np.frombuffer(normalized_bytes, np.uint8), len(normalized_bytes), bos_id,
+                                         eos_id)
+            args = (*head, normalized, offsets, valid, 0, 1, bos_id, eos_id, *tail)
+            total, failed = encode_call(*args)
+            if encode_call is kernel:
+                normalize_call = direct_entry(normalize, normalize_args) or normalize
+                encode_call = direct_entry(kernel, args) or kernel
+            if total < 0:
+                raise unrepresentable_error(failed)
+            return out_ids[:total].tolist()
+
+        return normalize_and_encode
+
+
+def encode_split(compiled: CompiledModel, splitter, data: bytes, bos: int, eos: int) -> list[int]:
+    """Ids of one raw text with added tokens: each stretch between them encoded on its own."""
+    ids = [bos] if bos >= 0 else []
+    for part in splitter.split(data):
+        if isinstance(part, int):
+            ids.append(part)
+        else:
+            ids.extend(compiled.encode_one(part, -1, -1))
+    if eos >= 0:
+        ids.append(eos)
+    return ids
+
+
+def unrepresentable_error(failed: int) -> InputError:
+    return InputError(
+        f"text {failed} contains characters the model cannot represent: it has no <unk> piece and no byte "
+        "fallback. Use a model with byte_fallback (or a byte-level model), or remove those characters"
+    )

@@ -1,0 +1,41 @@
+"""Reading a model file of any supported format by its content: shardpiece's own, a Hugging Face tokenizer.json, a
+BytePiece JSON or a SentencePiece ``.model`` (``Tokenizer.load`` uses it).
+
+    >>> from tokenizer.model import Model
+    >>> load_model_bytes(Model.byte_level([b"ab"], [-1.0]).to_bytes()).vocab_size
+    257
+"""
+
+from __future__ import annotations
+
+import json
+
+from tokenizer.errors import ModelFileError
+from tokenizer.model import MAGIC, Model
+
+
+def load_model_bytes(data: bytes, source: str = "<bytes>") -> Model:
+    """A :class:`Model` from a file's bytes: shardpiece, BytePiece JSON or SentencePiece ``.model``."""
+    if data[:len(MAGIC)] == MAGIC:
+        return Model.from_bytes(data, source)
+    head = data[:64].lstrip()
+    if head.startswith(b"{"):
+        try:
+            obj = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ModelFileError(source, f"looks like JSON but does not parse ({exc}); the file is corrupted") from None
+        if isinstance(obj, dict) and "model" in obj and "normalizer" in obj:
+            from tokenizer.interop.huggingface import model_from_tokenizer_json
+
+            return model_from_tokenizer_json(obj, source)
+        from tokenizer.interop.bytepiece import model_from_bytepiece_json
+
+        return model_from_bytepiece_json(obj, source)
+    if data[:1] == b"\x0a":
+        try:
+            from tokenizer.interop.sentencepiece import load_sentencepiece
+        except ImportError as exc:
+            raise ModelFileError(source, f"a SentencePiece .model, but its reader is unavailable ({exc})") from None
+        return load_sentencepiece(data)
+    raise ModelFileError(source, "unknown model format: expected a shardpiece model (magic SHRDPCE), a BytePiece "
+                         "JSON or a SentencePiece .model; check the path")

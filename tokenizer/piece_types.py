@@ -1,0 +1,17 @@
+"""Piece types of a model: what the encoder does with each piece (its own module, so that the model and the
+modules the model uses can all name them)."""
+
+from __future__ import annotations
+
+import enum
+
+
+class PieceType(enum.IntEnum):
+    """Piece types; the values equal SentencePiece's ``ModelProto.SentencePiece.Type`` so imports map 1:1."""
+
+    NORMAL = 1        # learned piece, matched against text
+    UNKNOWN = 2       # the unknown piece (<unk>); never matched, emitted for uncovered characters
+    CONTROL = 3       # special tokens (<s>, </s>, <pad>); never matched against text, decode to b""
+    USER_DEFINED = 4  # always matched as one piece when it appears in the text
+    UNUSED = 5        # kept for its id, never produced by the encoder
+    BYTE = 6          # byte-fallback piece "<0xAB>", decodes to the single byte 0xAB
