@@ -102,15 +102,15 @@ def added_tokens_of(model) -> list[AddedToken]:
 
 
 def with_control_tokens_in_text(model):
-    """A copy of ``model`` whose control tokens (CONTROL pieces, e.g. ``<s>``) are also matched in text, as added
-    special tokens are: the explicit opt-in to the default rule, under which text that spells a control token is
+    """A copy of ``model`` whose control tokens (CONTROL pieces, e.g. ``<s>``, and the unknown piece ``<unk>``, which
+    transformers treats alike) are also matched in text, as added special tokens are: the explicit opt-in to the default rule, under which text that spells a control token is
     ordinary text. Tokens the model already lists keep their flags; the others match literally (not normalized, no
     strip, anywhere). With ``<s>`` as piece 1: ``Tokenizer(with_control_tokens_in_text(m)).encode("a<s>")`` ends
     with ``1``, ``Tokenizer(m).encode("a<s>")`` spells ``<s>`` with ordinary pieces."""
     listed = {entry["id"] for entry in model.pretokenizer.get("added_tokens") or []}
     extra = [{"id": i, "special": True, "normalized": False, "lstrip": False, "rstrip": False, "single_word": False}
              for i, kind in enumerate(model.types.tolist())
-             if kind == PieceType.CONTROL and i not in listed and model.pieces[i]]
+             if kind in (PieceType.CONTROL, PieceType.UNKNOWN) and i not in listed and model.pieces[i]]
     copied = copy.copy(model)
     copied.pretokenizer = {**model.pretokenizer, "added_tokens": sorted(
         [*(model.pretokenizer.get("added_tokens") or []), *extra], key=lambda entry: entry["id"])}

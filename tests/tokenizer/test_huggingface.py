@@ -8,7 +8,8 @@ import pytest
 
 from tokenizer import Tokenizer
 from tokenizer.errors import ModelFileError
-from tokenizer.interop.huggingface import bytes_to_unicode, encode_piece, save_tokenizer_json
+from tokenizer.interop.huggingface import save_tokenizer_json
+from tokenizer.interop.huggingface_common import bytes_to_unicode, encode_piece
 from tokenizer.trainers import bpe
 
 tokenizers = pytest.importorskip("tokenizers")

@@ -2,8 +2,8 @@
 native ids on every line (text that spells a control token included), add bos/eos as ``tokenize --add-bos
 --add-eos`` does, pad, and decode losslessly; ``Tokenizer.load`` reads the export back to the same ids and specials.
 
-Models are trained here on the shipped sample corpus (``data/sample``): BytePiece, byte-level unigram and byte-level
-BPE, the byte-level models a tokenizer.json holds exactly."""
+Models are trained here on the shipped sample corpus (``data/sample``): BytePiece, byte-level unigram, byte-level
+BPE, and SentencePiece-style unigram and BPE (whose unigram model also goes to sentencepiece, with the same ids)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import os
 import pytest
 
 from tokenizer import Tokenizer
+from tokenizer.errors import ModelFileError
 from tokenizer.interop.huggingface import save_huggingface
 from tokenizer.model import PieceType
 
@@ -50,14 +51,24 @@ def _train(kind: str, train: list[str]):
         from tokenizer.trainers.unigram import UnigramSettings, train_unigram_local
 
         return train_unigram_local(train, UnigramSettings(vocab_size=1500, variant="byte", pad_id=3))
+    if kind == "sentencepiece-unigram":
+        from tokenizer.trainers.unigram import UnigramSettings, train_unigram_local
+
+        return train_unigram_local(train, UnigramSettings(vocab_size=4000, byte_fallback=True, pad_id=3,
+                                                          character_coverage=0.995))
     from tokenizer.trainers import bpe
 
+    if kind == "sentencepiece-bpe":
+        return bpe.train_bpe_local(train, bpe.BpeSettings(vocab_sizes=(4000,), pretokenizer="sentencepiece"))[4000]
     return bpe.train_bpe_local(train, bpe.BpeSettings(vocab_sizes=(1500,), pattern="gpt2", min_count=2))[1500]
 
 
-@pytest.fixture(scope="module", params=["bytepiece", "byte-unigram", "byte-level-bpe"])
+BYTE_LEVEL = ("bytepiece", "byte-unigram", "byte-level-bpe")
+
+
+@pytest.fixture(scope="module", params=BYTE_LEVEL + ("sentencepiece-unigram", "sentencepiece-bpe"))
 def exported(request, corpus, tmp_path_factory):
-    """(native Tokenizer, export folder) for each byte-level model kind."""
+    """(native Tokenizer, export folder) for each model kind: the byte-level ones and the SentencePiece-style ones."""
     model = _train(request.param, corpus[0])
     folder = tmp_path_factory.mktemp(request.param)
     written = save_huggingface(model, folder)
@@ -77,7 +88,9 @@ def test_tokenizers_gives_the_native_ids_on_every_line(exported, corpus):
     assert not any(i in controls for ids in theirs for i in ids)   # control text is ordinary text
     with_specials = [e.ids for e in hf.encode_batch(corpus[1][:20])]
     assert with_specials == [[native.bos_id] + ids + [native.eos_id] for ids in ours[:20]]
-    assert [hf.decode(ids) for ids in ours[-len(SPECIAL_TEXT):]] == SPECIAL_TEXT
+    assert [hf.decode(ids) for ids in ours] == [native.decode(ids) for ids in ours]
+    if native.model.pretokenizer.get("name") != "sentencepiece":  # the byte-level models are lossless
+        assert [hf.decode(ids) for ids in ours[-len(SPECIAL_TEXT):]] == SPECIAL_TEXT
 
 
 def test_auto_tokenizer_loads_the_folder_with_specials_padding_and_lossless_decode(exported, corpus):
@@ -93,12 +106,16 @@ def test_auto_tokenizer_loads_the_folder_with_specials_padding_and_lossless_deco
     assert len({len(ids) for ids in batch["input_ids"]}) == 1 and batch["input_ids"][0][-1] == model.pad_id
     assert batch["attention_mask"][0].count(1) == len(ours_a := native.encode("a", add_bos=True, add_eos=True))
     assert batch["input_ids"][0][:len(ours_a)] == ours_a
-    assert [tok.decode(ids) for ids in ours] == lines   # no clean-up of spaces: lossless
-    assert tok.decode(tok(lines[0])["input_ids"], skip_special_tokens=True) == lines[0]
+    assert [tok.decode(ids) for ids in ours] == [native.decode(ids) for ids in ours]   # no clean-up of spaces
+    assert tok.decode(tok(lines[0])["input_ids"], skip_special_tokens=True) == native.decode(ours[0])
 
 
 def test_the_export_loads_back_with_the_same_ids_and_specials(exported, corpus):
     native, folder = exported
+    if native.model.pretokenizer.get("name") == "sentencepiece":  # not read back yet: a clear error says so
+        with pytest.raises(ModelFileError, match="normalizer 'Sequence' is not supported"):
+            Tokenizer.load(os.path.join(folder, "tokenizer.json"))
+        return
     back = Tokenizer.load(os.path.join(folder, "tokenizer.json"))
     assert back.encode_batch(corpus[1]) == native.encode_batch(corpus[1])
     model = native.model
@@ -134,4 +151,18 @@ def test_control_tokens_in_text_is_one_opt_in_for_the_native_encoder_and_the_exp
     assert [e.ids for e in hf.encode_batch(SPECIAL_TEXT, add_special_tokens=False)] == ours
     auto = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
     assert auto(SPECIAL_TEXT, add_special_tokens=False)["input_ids"] == ours
-    assert Tokenizer.load(tmp_path / "tokenizer.json").encode_batch(SPECIAL_TEXT) == ours
+    if model.pretokenizer.get("name") != "sentencepiece":
+        assert Tokenizer.load(tmp_path / "tokenizer.json").encode_batch(SPECIAL_TEXT) == ours
+
+
+def test_the_sentencepiece_style_unigram_model_gives_the_same_ids_in_sentencepiece(exported, corpus, tmp_path):
+    native, _ = exported
+    if native.model.pretokenizer.get("name") != "sentencepiece" or native.model.algorithm != "unigram":
+        pytest.skip("only SentencePiece-style unigram models export to sentencepiece")
+    spm = pytest.importorskip("sentencepiece")
+    from tokenizer.interop.sentencepiece_export import save_sentencepiece
+
+    save_sentencepiece(native.model, tmp_path / "m.model")
+    processor = spm.SentencePieceProcessor(model_file=str(tmp_path / "m.model"))
+    lines = corpus[1] + ["-" * 80, "=" * 33, "." * 7, "www.www.www"]   # exact ties: the same order everywhere
+    assert processor.encode(lines) == native.encode_batch(lines)

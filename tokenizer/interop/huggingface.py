@@ -35,7 +35,6 @@ Example::
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from typing import Any
@@ -44,6 +43,9 @@ import numpy as np
 
 from tokenizer.added_tokens import FLAGS, AddedToken, added_tokens_of
 from tokenizer.compiled import CompiledModel
+from tokenizer.interop.huggingface_common import (CONTROL_SCORE, added_token_entries, control_text, decode_piece,
+                                                  encode_piece, post_processor)
+from tokenizer.interop.huggingface_sentencepiece import sentencepiece_tokenizer_json
 from tokenizer.errors import ModelError, ModelFileError
 from tokenizer.interop import read_json_file
 from tokenizer.kernels.pretokenize import PATTERN_TEXT
@@ -51,43 +53,6 @@ from tokenizer.files import write_atomic
 from tokenizer.model import Model, PieceType
 
 
-@functools.lru_cache(maxsize=1)
-def bytes_to_unicode() -> tuple[str, ...]:
-    """GPT-2's byte -> printable character map: printable Latin-1 bytes map to themselves, the other 68 bytes to
-    U+0100 onwards in byte order. ``bytes_to_unicode()[32] == "Ġ"``, ``bytes_to_unicode()[97] == "a"``."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(
-        range(ord("®"), ord("ÿ") + 1))
-    out, extra = {}, 0
-    for b in range(256):
-        if b in keep:
-            out[b] = chr(b)
-        else:
-            out[b] = chr(256 + extra)
-            extra += 1
-    return tuple(out[b] for b in range(256))
-
-
-@functools.lru_cache(maxsize=1)
-def unicode_to_bytes() -> dict[str, int]:
-    return {c: b for b, c in enumerate(bytes_to_unicode())}
-
-
-def encode_piece(piece: bytes) -> str:
-    """A piece's bytes as the ByteLevel string: ``encode_piece(b" a") == "Ġa"``."""
-    table = bytes_to_unicode()
-    return "".join(table[b] for b in piece)
-
-
-def decode_piece(text: str, source: str = "<tokenizer.json>") -> bytes:
-    table = unicode_to_bytes()
-    try:
-        return bytes(table[c] for c in text)
-    except KeyError as exc:
-        raise ModelFileError(source, f"token {text!r} has the character {exc.args[0]!r}, which the ByteLevel "
-                             "alphabet does not contain: the file is not a byte-level tokenizer") from None
-
-
-# ---------------------------------------------------------------------------------------------- export
 _NORMALIZERS = {"identity": None, "nfc": {"type": "NFC"}, "nfkc": {"type": "NFKC"}}
 
 
@@ -105,52 +70,20 @@ def _pre_tokenizer(pattern: str | None) -> dict:
         _byte_level(False)]}
 
 
-#: The score of a control token's Unigram vocabulary entry: no segmentation through it can win over the byte
-#: pieces every byte-level model has, so text that spells a control token stays ordinary text, as natively.
-CONTROL_SCORE = -1e9
-
-
-def _control_text(model: Model, i: int) -> str:
-    try:
-        return model.pieces[i].decode("utf-8")
-    except UnicodeDecodeError:
-        raise ModelError(f"control piece {i} ({model.pieces[i]!r}) is not UTF-8 text: it cannot be a token of a "
-                         "tokenizer.json") from None
-
-
-def _template(model: Model, controls: dict[int, str]) -> dict | None:
-    """The ``TemplateProcessing`` post-processor: ``bos $A eos`` (each where the model has it, as ``tokenize
-    --add-bos --add-eos`` writes), ``bos $A eos bos $B eos`` for pairs; its ``special_tokens`` list every control
-    token (the ones the templates use and the rest), which is how an import knows them. None when there is
-    nothing to list."""
-    texts = {**controls, **{t.id: t.content for t in added_tokens_of(model)}}
-    ends = [(model.bos_id, "before"), (model.eos_id, "after")]
-    ends = [(i, where) for i, where in ends if i >= 0 and i in texts]
-    if not ends and not controls:
-        return None
-
-    def sequence(name: str, type_id: int) -> list[dict]:
-        items = [{"Sequence": {"id": name, "type_id": type_id}}]
-        for i, where in ends:
-            item = {"SpecialToken": {"id": texts[i], "type_id": type_id}}
-            items = [item] + items if where == "before" else items + [item]
-        return items
-
-    listed = {i: texts[i] for i in sorted(set(controls) | {i for i, _ in ends})}
-    return {"type": "TemplateProcessing", "single": sequence("A", 0), "pair": sequence("A", 0) + sequence("B", 1),
-            "special_tokens": {text: {"id": text, "ids": [i], "tokens": [text]} for i, text in listed.items()}}
-
-
 def to_tokenizer_json(model: Model) -> dict[str, Any]:
-    """The ``tokenizer.json`` object of a byte-level model (see the module docstring); raises
+    """The ``tokenizer.json`` object of a byte-level model (see the module docstring) or of a SentencePiece-style
+    one (:mod:`tokenizer.interop.huggingface_sentencepiece`); raises
     :class:`ModelError` saying why a model cannot be exported."""
+    if model.pretokenizer.get("name") == "sentencepiece":
+        return sentencepiece_tokenizer_json(model)
     name = model.normalizer.get("name", "identity")
     if name not in _NORMALIZERS:
         raise ModelError(f"normalizer {name!r} has no tokenizer.json equivalent here: export identity, nfc or nfkc "
                          "models, or export to SentencePiece")
     spec = model.pretokenizer
     if spec.get("name") not in ("none", "byte_level"):
-        raise ModelError(f"pre-tokenizer {spec.get('name')!r} is not byte level: export this model to SentencePiece")
+        raise ModelError(f"pre-tokenizer {spec.get('name')!r} has no tokenizer.json equivalent: export this model to "
+                         "SentencePiece")
     if any(model.piece_to_id(bytes([b])) < 0 for b in range(256)):
         raise ModelError("the model lacks some of the 256 single-byte pieces, so it is not byte level: export it to "
                          "SentencePiece")
@@ -161,10 +94,8 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
         if kind not in (PieceType.NORMAL, PieceType.CONTROL) and not own_user_defined:
             raise ModelError(f"piece {i} has type {PieceType(kind).name}; only NORMAL and CONTROL pieces (and added "
                              "tokens) export to a byte-level tokenizer.json")
-    added = [{"id": i, "content": token.content, "single_word": token.single_word, "lstrip": token.lstrip,
-              "rstrip": token.rstrip, "normalized": token.normalized, "special": token.special}
-             for i, token in sorted(own_added.items())]
-    controls = {i: _control_text(model, i) for i, kind in enumerate(kinds)
+    added = added_token_entries(model)
+    controls = {i: control_text(model, i) for i, kind in enumerate(kinds)
                 if kind == PieceType.CONTROL and i not in own_added}
     pattern = spec.get("pattern") if spec.get("name") == "byte_level" else None
     if model.algorithm == "bpe":
@@ -173,7 +104,8 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
         compiled = CompiledModel(model).byte_level
         vocab = {}
         for i, (piece, kind) in enumerate(zip(model.pieces, kinds)):
-            vocab[encode_piece(piece) if kind == PieceType.NORMAL else controls.get(i) or piece.decode("utf-8", "replace")] = i
+            text = encode_piece(piece) if kind == PieceType.NORMAL else controls.get(i)
+            vocab[text or piece.decode("utf-8", "replace")] = i
         if len(vocab) != model.vocab_size:
             raise ModelError("two pieces map to the same token string (a control token spells a learned piece): "
                              "rename the control token when training (--special-tokens)")
@@ -201,7 +133,7 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
         body = {"type": "Unigram", "unk_id": None, "vocab": vocab_list, "byte_fallback": False}
     return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
             "normalizer": _NORMALIZERS[name], "pre_tokenizer": _pre_tokenizer(pattern),
-            "post_processor": _template(model, controls),
+            "post_processor": post_processor(model, controls),
             "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
             "model": body}
 

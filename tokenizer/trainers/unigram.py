@@ -54,6 +54,10 @@ MIN_EXPECTED = 0.5
 MIN_SCORE_PENALTY_DELTA = 0.0001
 LOCAL_BLOCK_BYTES = 1 << 18  # chunk bytes per block of the local E-step (fixed: results never depend on threads)
 VARIANTS = ("sentencepiece", "byte")
+#: The SentencePiece-style models' scores are multiples of this: then every lattice path score below 2**16 in
+#: magnitude is an exact float32 sum, so SentencePiece (float32 sums), tokenizers (float64) and the native encoder
+#: break exact ties alike, and the model gives the same ids in all three (-3.52816 -> -3.52734375).
+SCORE_STEP = 2.0 ** -8
 #: What a meta piece (user-defined or control symbol) in the text becomes before the text is split into chunks:
 #: a character no piece may hold, as sentencepiece 0.2's ``kPretokenizationBoundaryChar`` (U+001F).
 BOUNDARY = b"\x1f"
@@ -1000,7 +1004,7 @@ def build_model(final: list[tuple[bytes, float]], settings: UnigramSettings, pro
             piece, score = final[position]
             position += 1
             pieces.append(piece)
-            scores.append(score)
+            scores.append(round(score / SCORE_STEP) * SCORE_STEP)
             types.append(int(PieceType.NORMAL))
     ids = {p: i for i, p in enumerate(pieces)}
 
