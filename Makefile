@@ -9,7 +9,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install test demo java clean bench docker-test
+.PHONY: install test demo java clean bench docker-test test-transformers4
 
 install: $(STAMP)
 
@@ -38,6 +38,12 @@ test: install
 demo: install
 	$(BIN)/shardpiece demo
 
+# The client tests against the other transformers major version (4.x; the suite runs 5.x), in .venv-transformers4.
+test-transformers4: install
+	@test -x .venv-transformers4/bin/python || $(PYTHON) -m venv .venv-transformers4
+	.venv-transformers4/bin/python -m pip install --quiet -e '.[test]' 'transformers>=4.57,<5'
+	.venv-transformers4/bin/python -m pytest -q -ra tests/tokenizer/test_huggingface_clients.py
+
 # The image end to end on a standalone cluster (host network only); needs root and minutes; not part of `test`.
 docker-test:
 	bash docker/test.sh
@@ -46,4 +52,4 @@ bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-transformers4 build *.egg-info .pytest_cache .hypothesis

@@ -45,6 +45,19 @@ MAGIC = b"SHRDPCE\x00"
 #: Example: two paths of score -53.17738914489746 in float64 may differ in float32, and only the float32 sums then
 #: prefer one of them.
 LATTICE_SUMS = "lattice_sums"
+#: The scores of the models trained here are multiples of a power of two, so that the clients' lattice sums are
+#: exact and exact ties break alike everywhere: 2**-8 for SentencePiece-style unigram models (every path score below
+#: 2**16 is an exact float32 sum, as sentencepiece adds), 2**-13 for the byte-level unigram models (float64 sums, as
+#: tokenizers adds; and at most 14 significant digits, which tokenizers' JSON reader parses exactly: it loads longer
+#: decimals up to one unit in the last place off).
+SCORE_STEP_FLOAT32_SUMS = 2.0 ** -8
+SCORE_STEP_FLOAT64_SUMS = 2.0 ** -13
+
+
+def quantize_scores(scores, step: float) -> np.ndarray:
+    """``scores`` (float64 array) rounded to multiples of ``step``: ``quantize_scores([-3.5281608], 2**-8)`` ->
+    ``[-3.52734375]``."""
+    return np.round(np.asarray(scores, np.float64) / step) * step
 FORMAT_VERSION = 1
 _PREFIX = struct.Struct("<8sIQ")
 _DIGEST_SIZE = 32

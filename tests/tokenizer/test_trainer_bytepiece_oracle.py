@@ -48,7 +48,7 @@ def test_same_pieces_and_scores_as_bytepiece(order, min_count, vocab_sizes, isol
         assert set(ours) == set(theirs)  # on this corpus the algorithms agree exactly
         log_total = np.log(sum(theirs.values()))
         for piece, count in theirs.items():
-            assert ours[piece] == pytest.approx(np.log(count) - log_total, abs=1e-5)
+            assert ours[piece] == pytest.approx(np.log(count) - log_total, abs=1e-4)  # 2**-13 steps: model.py
         # ids: BytePiece's id minus its 3 leading specials
         json_ids = trainer.dump(theirs)
         for key, (bp_id, _, _) in list(json_ids.items())[:50]:

@@ -12,7 +12,7 @@ or one merge sequence (BPE), as in SentencePiece.
   ``SP_HIDDEN_SCORE`` so that no text reaches them (SentencePiece never matches them; tokenizers puts every entry
   in its trie); ``unk_id`` and ``byte_fallback`` as the model's. Exact ties: the lattice sums match only when both
   sides sum exactly, which the unigram models trained here guarantee (scores are multiples of 2**-8, see
-  :data:`tokenizer.trainers.unigram.SCORE_STEP`); a model imported from sentencepiece keeps its own scores.
+  :data:`tokenizer.model.SCORE_STEP_FLOAT32_SUMS`); a model imported from sentencepiece keeps its own scores.
 - BPE (the byte-based models ``train --algorithm bpe --pretokenizer sentencepiece`` writes: all 256 bytes are
   pieces, characters are merges of their bytes): ByteLevel characters (regex off) after the normalizer, and the
   merges SentencePiece's rule implies — every split ``(left, right)`` of a piece into two pieces, ranked by the

@@ -59,7 +59,7 @@ import numpy as np
 from tokenizer._version import __version__
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.kernels import ngram as K
-from tokenizer.model import LATTICE_SUMS, Model
+from tokenizer.model import LATTICE_SUMS, SCORE_STEP_FLOAT64_SUMS, Model, quantize_scores
 from tokenizer.normalizers import NORMALIZERS
 
 NORMALIZATIONS = ("identity", "nfc")
@@ -748,8 +748,10 @@ def build_model(pieces, counts, settings: TrainSettings, provenance: dict | None
                          "which holds all 256")
     total = np.log(np.float64(counts.sum()))
     multi = sorted((p for p in pieces if len(p) > 1), key=lambda p: (len(p), p))
-    byte_scores = np.log(np.array([by_piece[bytes([b])] for b in range(256)], dtype=np.float64)) - total
-    scores = np.log(np.array([by_piece[p] for p in multi], dtype=np.float64)) - total
+    byte_scores = quantize_scores(np.log(np.array([by_piece[bytes([b])] for b in range(256)], np.float64)) - total,
+                                  SCORE_STEP_FLOAT64_SUMS)
+    scores = quantize_scores(np.log(np.array([by_piece[p] for p in multi], np.float64)) - total,
+                             SCORE_STEP_FLOAT64_SUMS)
     info = {"shardpiece_version": __version__, "algorithm": "bytepiece", "settings": settings.to_dict(),
             "num_pieces": len(pieces), LATTICE_SUMS: "float64"}
     info.update(provenance or {})

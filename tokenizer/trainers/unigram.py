@@ -44,7 +44,8 @@ import numpy as np
 from tokenizer._version import __version__
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.kernels import unigram_train as kt
-from tokenizer.model import LATTICE_SUMS, Model, PieceType
+from tokenizer.model import (LATTICE_SUMS, SCORE_STEP_FLOAT32_SUMS, SCORE_STEP_FLOAT64_SUMS, Model, PieceType,
+                             quantize_scores)
 
 WS = "\u2581".encode()
 UNK_CHAR = "\u2585"
@@ -54,10 +55,6 @@ MIN_EXPECTED = 0.5
 MIN_SCORE_PENALTY_DELTA = 0.0001
 LOCAL_BLOCK_BYTES = 1 << 18  # chunk bytes per block of the local E-step (fixed: results never depend on threads)
 VARIANTS = ("sentencepiece", "byte")
-#: The SentencePiece-style models' scores are multiples of this: then every lattice path score below 2**16 in
-#: magnitude is an exact float32 sum, so SentencePiece (float32 sums), tokenizers (float64) and the native encoder
-#: break exact ties alike, and the model gives the same ids in all three (-3.52816 -> -3.52734375).
-SCORE_STEP = 2.0 ** -8
 #: What a meta piece (user-defined or control symbol) in the text becomes before the text is split into chunks:
 #: a character no piece may hold, as sentencepiece 0.2's ``kPretokenizationBoundaryChar`` (U+001F).
 BOUNDARY = b"\x1f"
@@ -984,9 +981,10 @@ def build_model(final: list[tuple[bytes, float]], settings: UnigramSettings, pro
     info = {"shardpiece_version": __version__, "trainer": "unigram", "unigram_settings": settings.to_dict()}
     info.update(provenance or {})
     if settings.variant == "byte":
-        byte_scores = np.array([s for _, s in final[:256]], np.float32)
+        byte_scores = quantize_scores([s for _, s in final[:256]], SCORE_STEP_FLOAT64_SUMS).astype(np.float32)
         rest = final[256:]
-        return Model.byte_level([p for p, _ in rest], [s for _, s in rest], byte_scores=byte_scores,
+        return Model.byte_level([p for p, _ in rest], quantize_scores([s for _, s in rest], SCORE_STEP_FLOAT64_SUMS),
+                                byte_scores=byte_scores,
                                 specials=settings.byte_specials(), provenance={**info, LATTICE_SUMS: "float64"})
     meta = settings.meta_pieces()
     pieces: list[bytes] = []
@@ -1004,7 +1002,7 @@ def build_model(final: list[tuple[bytes, float]], settings: UnigramSettings, pro
             piece, score = final[position]
             position += 1
             pieces.append(piece)
-            scores.append(round(score / SCORE_STEP) * SCORE_STEP)
+            scores.append(float(quantize_scores([score], SCORE_STEP_FLOAT32_SUMS)[0]))
             types.append(int(PieceType.NORMAL))
     ids = {p: i for i, p in enumerate(pieces)}
 
