@@ -40,8 +40,6 @@ import sys
 # one thread for tokenizers' encode_batch in this process (the training subprocesses set their own)
 os.environ["RAYON_NUM_THREADS"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# this folder holds a tokenize.py: keep it off the path so the standard library's tokenize module stays importable
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import argparse  # noqa: E402

@@ -26,10 +26,8 @@ from __future__ import annotations
 import os
 import sys
 
-# Run as a script, sys.path[0] is benchmarks/, whose tokenize.py would shadow the standard library's (imported by
-# numpy and inspect): put the repository root there instead, before anything else is imported.
+# Run as a script, sys.path[0] is benchmarks/: put the repository root there too, for ``benchmarks.common``.
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))
 
 import argparse  # noqa: E402

@@ -15,11 +15,6 @@ from __future__ import annotations
 import os
 import sys
 
-# This directory holds tokenize.py, which shares its name with the standard library's ``tokenize`` (used by
-# linecache, inspect, numba, pandas): keep the directory behind the standard library on sys.path, before anything
-# imports ``tokenize``, so that it gets the real one. (Scripts import this module first.)
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE] + [HERE]
 
 import json  # noqa: E402
 import platform  # noqa: E402

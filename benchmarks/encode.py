@@ -32,10 +32,8 @@ import sys
 import tempfile
 import time
 
-# Run as a script, Python puts benchmarks/ first on sys.path, where a file could shadow a standard module (e.g.
-# benchmarks/tokenize.py would hide the stdlib's tokenize); import the helpers as benchmarks.common instead.
+# Run as a script, sys.path[0] is benchmarks/: put the repository root there too, for ``benchmarks.common``.
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))
 
 from benchmarks import common  # noqa: E402

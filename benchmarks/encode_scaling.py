@@ -22,7 +22,6 @@ import sys
 import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))
 
 DEFAULT_MODELS = "/tmp/shardpiece-bench/sp-unigram-{corpus}-*-{variant}-32000.model"

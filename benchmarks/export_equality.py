@@ -19,7 +19,6 @@ import sys
 import tempfile
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]  # see common.py
 sys.path.insert(0, os.path.dirname(_HERE))
 
 from benchmarks import common  # noqa: E402

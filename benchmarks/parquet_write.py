@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/parquet_write.py              # en.train's ids (the tokenize benchmark's model)
     .venv/bin/python benchmarks/parquet_write.py --rows 200000
 
-The ids are those of ``benchmarks/tokenize.py`` (its SentencePiece model on en.train, every line one document),
+The ids are those of ``benchmarks/tokenize_job.py`` (its SentencePiece model on en.train, every line one document),
 encoded once. Each variant writes all of them, with an int64 ``id`` column and ``num_tokens``, in batches of
 10,000 documents (one batch per row group, as the job's tasks write) to one file; best process CPU of
 ``--repeats``, interleaved, and the file's size:
@@ -24,10 +24,8 @@ import os
 import sys
 import time
 
-# Run as a script, sys.path[0] is benchmarks/, whose tokenize.py would shadow the standard library's tokenize:
-# put the repository root there instead, before anything else is imported.
+# Run as a script, sys.path[0] is benchmarks/: put the repository root there too, for ``benchmarks.common``.
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))
 
 import argparse  # noqa: E402

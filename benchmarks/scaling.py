@@ -44,7 +44,6 @@ import shutil
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]  # see common.py
 sys.path.insert(0, os.path.dirname(_HERE))
 
 from benchmarks import common  # noqa: E402
@@ -277,15 +276,17 @@ def _stage_seconds(row: dict, names: tuple[str, ...]) -> float:
 
 
 def projection(rows: list[dict], target_gib: float, cores: int, bound: int) -> list[dict]:
-    """The cost model of each shardpiece system fitted to its finished slices (at least two), projected to
+    """The cost model of each shardpiece system, from its finished slices (at least two), projected to
     ``target_gib`` of text on ``cores`` executor cores with the driver table bound ``bound``:
 
-    - executor stages: seconds linear in the corpus (``a + b MiB`` on the 2 measured cores), so ``b`` gives
-      core-seconds per GiB, divided over ``cores`` (perfect scaling: an upper bound on speed);
-    - the driver's table: entries ``K bytes**beta`` (Heaps' law, fitted in log-log), capped at ``bound``;
-    - driver stages: seconds ``A bytes**alpha`` (log-log), evaluated where the table stops growing (the bound),
-      since their work follows the table, not the corpus;
-    - shuffle bytes: linear in the corpus.
+    - executor stages: the core-seconds per GiB of the largest slice (its executor-stage seconds x the 2 measured
+      cores / its size; fixed costs included, so an overestimate), divided over ``cores`` (perfect scaling);
+    - the driver's table: entries ``K bytes**beta`` (Heaps' law, fitted in log-log over the slices: the table sizes
+      are exact counts, not timings), capped at ``bound``;
+    - driver stages: their seconds at the largest slice times the table's growth from there to its size at the
+      target (linear in the table; the table stops growing at the bound);
+    - driver memory: a line through (entries, driver peak RSS) over the slices, at the kept entries;
+    - shuffle bytes: the largest slice's bytes per input byte.
     """
     out = []
     for system, (executor, driver, (table_stage, table_key)) in STAGE_KINDS.items():
@@ -294,28 +295,29 @@ def projection(rows: list[dict], target_gib: float, cores: int, bound: int) -> l
         if len(done) < 2:
             continue
         mib = [r["train_bytes"] / 2**20 for r in done]
-        _, per_mib = _fit_line(mib, [_stage_seconds(r, executor) for r in done])
+        largest, largest_mib = done[-1], mib[-1]
         entries = [r["stages"][table_stage][table_key] for r in done]
         heaps_k, beta = _fit_power(mib, entries)
         target_mib = target_gib * 1024
         table_target = heaps_k * target_mib ** beta
-        table_mib = min(target_mib, (bound / heaps_k) ** (1 / beta)) if beta > 0 else target_mib
-        drv_a, alpha = _fit_power(mib, [max(_stage_seconds(r, driver), 0.01) for r in done])
-        _, shuffle_per_mib = _fit_line(mib, [r.get("shuffle", {}).get("written", 0) for r in done])
-        _, wall_exponent = _fit_power(mib, [r["seconds"] for r in done])
+        kept = min(table_target, bound)
+        core_seconds_per_mib = _stage_seconds(largest, executor) * 2 / largest_mib
+        executor_seconds = core_seconds_per_mib * target_mib / cores
+        driver_seconds = _stage_seconds(largest, driver) * kept / entries[-1]
         mem_a, mem_per_entry = _fit_line(entries, [r["driver_mib"] for r in done])
-        executor_seconds = per_mib * 2 * target_mib / cores
-        driver_seconds = drv_a * table_mib ** alpha
+        shuffle_per_mib = largest.get("shuffle", {}).get("written", 0) / largest_mib
+        _, wall_exponent = _fit_power(mib, [r["seconds"] for r in done])
         out.append({
             "system": system, "slices_mib": [r["slice_mib"] for r in done],
             "wall_exponent": round(wall_exponent, 3),
-            "executor_core_seconds_per_gib": round(per_mib * 2 * 1024, 1),
+            "executor_core_seconds_per_gib": round(core_seconds_per_mib * 1024, 1),
             "heaps_beta": round(beta, 3), "table_entries_at_target": int(table_target),
-            "table_entries_kept": int(min(table_target, bound)),
-            "corpus_gib_where_bound_binds": round(table_mib / 1024, 2),
-            "driver_exponent": round(alpha, 3), "driver_seconds_at_target": round(driver_seconds, 1),
+            "table_entries_kept": int(kept),
+            "corpus_gib_where_bound_binds": round((bound / heaps_k) ** (1 / beta) / 1024, 2) if beta > 0 else None,
+            "driver_seconds_at_target": round(driver_seconds, 1),
+            "driver_mib_per_million_entries": round(mem_per_entry * 1e6, 1),
+            "driver_mib_at_target": round(mem_a + mem_per_entry * kept, 0),
             "shuffle_gib_at_target": round(shuffle_per_mib * target_mib / 2**30, 1),
-            "driver_mib_at_bound": round(mem_a + mem_per_entry * min(table_target, bound), 0),
             "executor_seconds_at_target": round(executor_seconds, 0),
             "hours_at_target": round((executor_seconds + driver_seconds) / 3600, 2),
         })
@@ -355,12 +357,14 @@ def report(rows: list[dict], args) -> dict:
         print(f"\nprojection to {args.project_gib:,.0f} GiB on {args.project_cores} executor cores "
               "(fitted to the finished slices; see projection())")
         print(common.markdown_table(
-            ["system", "wall ~ size^k", "executor core-s/GiB", "table ~ size^beta", "table at target (kept)",
-             "bound binds at GiB", "driver s", "shuffle GiB", "driver MiB at bound", "hours"],
-            [[p["system"], p["wall_exponent"], p["executor_core_seconds_per_gib"], p["heaps_beta"],
+            ["system", "slices", "wall ~ size^k", "executor core-s/GiB", "table ~ size^beta", "table at target (kept)",
+             "bound binds at GiB", "driver s", "driver MiB (per M entries)", "shuffle GiB", "hours"],
+            [[p["system"], "-".join(map(str, p["slices_mib"])), p["wall_exponent"],
+              p["executor_core_seconds_per_gib"], p["heaps_beta"],
               f"{p['table_entries_at_target']:,} ({p['table_entries_kept']:,})", p["corpus_gib_where_bound_binds"],
-              p["driver_seconds_at_target"], p["shuffle_gib_at_target"], p["driver_mib_at_bound"],
-              p["hours_at_target"]] for p in projected]))
+              p["driver_seconds_at_target"],
+              f"{p['driver_mib_at_target']:,.0f} ({p['driver_mib_per_million_entries']:,.0f})",
+              p["shuffle_gib_at_target"], p["hours_at_target"]] for p in projected]))
     payload = {"projection": {"target_gib": args.project_gib, "cores": args.project_cores, "systems": projected},
                "settings": {"vocab_size": args.vocab_size, "limit_minutes": args.limit_minutes,
                             "limit_gib": args.limit_gib, "max_table_entries": args.max_table_entries,

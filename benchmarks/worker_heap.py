@@ -12,7 +12,7 @@ Results go to ``benchmarks/results/worker_heap.json``.
 
 from __future__ import annotations
 
-import common  # first: see its note on this directory's tokenize.py
+import common
 
 import argparse  # noqa: E402
 import gc  # noqa: E402

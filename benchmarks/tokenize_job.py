@@ -1,8 +1,8 @@
 """End-to-end throughput of ``shardpiece tokenize`` on Spark local[2], against the one-thread encoder and a plain
 Python loop calling sentencepiece over the same rows.
 
-    .venv/bin/python benchmarks/tokenize.py                  # en.train.txt, every line one document
-    .venv/bin/python benchmarks/tokenize.py --rows 200000    # a quicker run on the first rows
+    .venv/bin/python benchmarks/tokenize_job.py                  # en.train.txt, every line one document
+    .venv/bin/python benchmarks/tokenize_job.py --rows 200000    # a quicker run on the first rows
 
 What is measured (best of ``--repeats``; the machine's load is printed and stored, since other work on a shared
 2-core machine slows every system):
