@@ -26,7 +26,7 @@ What is measured (best of ``--repeats``; the machine's load is printed and store
   gives the output's size.
 * ``spark parquet->parquet`` and ``spark parquet->megatron``: ``run_tokenize`` on local[2] reading the rows from
   Parquet files (written once from the corpus) and committing shards; seconds from the job's start (listing,
-  reading, encoding, writing, commit) to ``_SUCCESS``. A warm-up job first starts the Python workers and loads the
+  reading, encoding, writing, commit) to the complete manifest. A warm-up job first starts the Python workers and loads the
   Numba cache, which a long job pays once. The Parquet files are read by pyarrow in the Python tasks (the job's
   default ``reader: auto``); the session is ``build_session(..., small_driver=True)`` (serial GC and C1-only JIT
   for the local driver JVM, which then only schedules tasks: 0.24-0.34 JVM CPU s per 200,000-row job instead of
