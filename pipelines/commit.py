@@ -168,9 +168,10 @@ class OutputDirectory:
         manifest = self.manifest() or {"runs": []}
         return {f["path"]: InputFile(**f) for run in manifest["runs"] for f in run["inputs"]}
 
-    def committed_stems(self) -> list[str]:
-        """Absolute stems of the committed shards, in dataset order (run, then partition)."""
-        manifest = self.manifest() or {"runs": []}
+    def committed_stems(self, manifest: dict | None = None) -> list[str]:
+        """Absolute stems of the committed shards of ``manifest`` (default: the directory's), in dataset order (run,
+        then partition)."""
+        manifest = (manifest if manifest is not None else self.manifest()) or {"runs": []}
         return [self._join(shard["stem"]) for run in manifest["runs"] for shard in run["shards"]]
 
     # ------------------------------------------------------------------ modes
@@ -270,10 +271,12 @@ class OutputDirectory:
                 if actual != expected:
                     raise InputError(f"{source} is {actual} bytes but its task wrote {expected}: the file system "
                                      "lost data; rerun the job")
-        manifest = self.manifest() or {"manifest_version": MANIFEST_VERSION, "settings": settings, "runs": []}
-        schema = self._shard_schema(self.committed_stems() + [r.stem for r in results])
-        if os.path.exists(self._join(MANIFEST)) or os.path.exists(self._join(LEGACY_FILES[0])):
-            self._write_metadata(manifest, self.summary(), False, schema)
+        found = self._metadata()
+        manifest = found["manifest"] if found else {"manifest_version": MANIFEST_VERSION, "settings": settings,
+                                                    "runs": []}
+        schema = self._shard_schema(self.committed_stems(manifest) + [r.stem for r in results])
+        if found:
+            self._write_metadata(manifest, found["summary"], False, schema)
         shards = []
         for result in results:
             final = self.final_stem(run_id, result.partition)
@@ -308,7 +311,8 @@ class OutputDirectory:
 
     def mark_complete_without_run(self, summary: dict[str, Any]) -> None:
         """Nothing new to tokenize (incremental run with no new files): refresh the summary, mark complete."""
-        self._write_metadata(self.manifest(), summary, True, self._shard_schema(self.committed_stems()))
+        manifest = self.manifest()
+        self._write_metadata(manifest, summary, True, self._shard_schema(self.committed_stems(manifest)))
 
 
 def read_manifest(path: str | os.PathLike) -> dict | None:

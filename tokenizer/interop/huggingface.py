@@ -44,7 +44,7 @@ import numpy as np
 from tokenizer.added_tokens import FLAGS, AddedToken, added_tokens_of
 from tokenizer.compiled import CompiledModel
 from tokenizer.interop.huggingface_common import (CONTROL_SCORE, added_token_entries, control_text, decode_piece,
-                                                  encode_piece, post_processor)
+                                                  encode_piece, post_processor, require_distinct_texts)
 from tokenizer.interop.huggingface_sentencepiece import sentencepiece_tokenizer_json
 from tokenizer.errors import ModelError, ModelFileError
 from tokenizer.interop import read_json_file
@@ -102,13 +102,10 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
         if spec.get("name") != "byte_level":
             raise ModelError("only byte_level BPE models (merge replay) export as a tokenizer.json BPE model")
         compiled = CompiledModel(model).byte_level
-        vocab = {}
-        for i, (piece, kind) in enumerate(zip(model.pieces, kinds)):
-            text = encode_piece(piece) if kind == PieceType.NORMAL else controls.get(i)
-            vocab[text or piece.decode("utf-8", "replace")] = i
-        if len(vocab) != model.vocab_size:
-            raise ModelError("two pieces map to the same token string (a control token spells a learned piece): "
-                             "rename the control token when training (--special-tokens)")
+        texts = [(encode_piece(piece) if kind == PieceType.NORMAL else controls.get(i))
+                 or piece.decode("utf-8", "replace") for i, (piece, kind) in enumerate(zip(model.pieces, kinds))]
+        require_distinct_texts(texts)
+        vocab = {text: i for i, text in enumerate(texts)}
         order = np.argsort(compiled.pair_rank[compiled.pair_keys >= 0], kind="stable")
         keys = compiled.pair_keys[compiled.pair_keys >= 0][order]
         merges = [[encode_piece(model.pieces[int(k >> 32)]), encode_piece(model.pieces[int(k & 0xFFFFFFFF)])]
@@ -127,9 +124,7 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
                 vocab_list.append([controls[i], CONTROL_SCORE])
             else:
                 vocab_list.append([piece.decode("utf-8", "replace"), 0.0])
-        if len({text for text, _ in vocab_list}) != len(vocab_list):
-            raise ModelError("two pieces map to the same token string (a control token spells a learned piece): "
-                             "rename the control token when training (--special-tokens)")
+        require_distinct_texts(text for text, _ in vocab_list)
         body = {"type": "Unigram", "unk_id": None, "vocab": vocab_list, "byte_fallback": False}
     return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
             "normalizer": _NORMALIZERS[name], "pre_tokenizer": _pre_tokenizer(pattern),

@@ -93,3 +93,12 @@ def added_token_entries(model: Model) -> list[dict]:
     return [{"id": t.id, "content": t.content, "single_word": t.single_word, "lstrip": t.lstrip, "rstrip": t.rstrip,
              "normalized": t.normalized, "special": t.special}
             for t in sorted(added_tokens_of(model), key=lambda t: t.id)]
+
+
+def require_distinct_texts(texts) -> None:
+    """Raise :class:`ModelError` unless the token strings ``texts`` are distinct: a tokenizer.json maps each string to
+    one id. ``require_distinct_texts(["a", "<s>"])`` passes; ``["<s>", "<s>"]`` raises."""
+    texts = list(texts)
+    if len(set(texts)) != len(texts):
+        raise ModelError("two pieces map to the same token string (a control token spells a learned piece): "
+                         "rename the control token when training (--special-tokens)")

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from tokenizer.errors import ModelError
-from tokenizer.interop.huggingface_common import added_token_entries, control_text, encode_piece, post_processor
+from tokenizer.interop.huggingface_common import (added_token_entries, control_text, encode_piece, post_processor,
+                                                  require_distinct_texts)
 from tokenizer.model import Model, PieceType
 
 #: Score of the pieces SentencePiece never matches (unknown, control, byte, unused) in an exported Unigram vocab:
@@ -78,8 +79,8 @@ def _decoder(model: Model, byte_level: bool) -> dict:
     return {"type": "Sequence", "decoders": steps}
 
 
-def _unigram(model: Model) -> dict:
-    listed = {entry["id"] for entry in added_token_entries(model)}
+def _unigram(model: Model, listed: set[int]) -> dict:
+    """The Unigram body; ``listed``: ids of the model's own added tokens (they may be USER_DEFINED)."""
     vocab = []
     for i, (piece, kind) in enumerate(zip(model.pieces, model.types.tolist())):
         if kind == PieceType.USER_DEFINED and i not in listed:
@@ -87,8 +88,7 @@ def _unigram(model: Model) -> dict:
                              "SentencePiece")
         text = control_text(model, i)
         vocab.append([text, float(model.scores[i]) if kind == PieceType.NORMAL else SP_HIDDEN_SCORE])
-    if len({text for text, _ in vocab}) != len(vocab):
-        raise ModelError("two pieces have the same text: the model cannot be exported")
+    require_distinct_texts(text for text, _ in vocab)
     return {"type": "Unigram", "unk_id": model.unk_id if model.unk_id >= 0 else None, "vocab": vocab,
             "byte_fallback": bool(model.byte_fallback)}
 
@@ -115,14 +115,13 @@ def _bpe(model: Model) -> dict:
         raise ModelError("only the byte-based SentencePiece-style BPE models trained here (all 256 bytes are pieces) "
                          "export to tokenizer.json; export this one to SentencePiece")
     kinds = model.types.tolist()
-    vocab = {}
+    texts = []
     for i, (piece, kind) in enumerate(zip(model.pieces, kinds)):
         if kind not in (PieceType.NORMAL, PieceType.CONTROL):
             raise ModelError(f"piece {i} has type {PieceType(kind).name}: only NORMAL and CONTROL pieces export")
-        vocab[encode_piece(piece) if kind == PieceType.NORMAL else control_text(model, i)] = i
-    if len(vocab) != model.vocab_size:
-        raise ModelError("two pieces map to the same token string (a control token spells a learned piece): "
-                         "rename the control token when training (--special-tokens)")
+        texts.append(encode_piece(piece) if kind == PieceType.NORMAL else control_text(model, i))
+    require_distinct_texts(texts)
+    vocab = {text: i for i, text in enumerate(texts)}
     merges = [[encode_piece(model.pieces[a]), encode_piece(model.pieces[b])] for a, b in merges_by_score(model)]
     return {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
             "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
@@ -132,10 +131,10 @@ def _bpe(model: Model) -> dict:
 def sentencepiece_tokenizer_json(model: Model) -> dict[str, Any]:
     """The ``tokenizer.json`` object of a SentencePiece-style model (see the module docstring); raises
     :class:`ModelError` saying why a model cannot be exported."""
-    byte_level = model.algorithm == "bpe"
-    body = _bpe(model) if byte_level else _unigram(model)
     added = added_token_entries(model)
     listed = {entry["id"] for entry in added}
+    byte_level = model.algorithm == "bpe"
+    body = _bpe(model) if byte_level else _unigram(model, listed)
     controls = {i: control_text(model, i) for i, kind in enumerate(model.types.tolist())
                 if kind == PieceType.CONTROL and i not in listed}
     pre = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
