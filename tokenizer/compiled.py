@@ -125,18 +125,21 @@ class CompiledModel:
             self.byte_level = ByteLevelEncoder(model, self)
 
         from tokenizer.kernels.batch import bpe_batch, unigram_batch
-        from tokenizer.kernels.random import new_state
 
-        self._rng_state = new_state(0)  # unused without dropout; the batch kernels never draw from it
         # The batch kernel with its model arguments bound once: kernel(*head, data, offsets, valid, doc_begin,
         # doc_end, bos, eos, *middle, *work_buffers(longest), out_ids, out_offsets) -> (total, failed)
         if self.byte_level is not None:
             self._kernel, self._head, self._middle_and_buffers = self.byte_level.kernel_parts()
         elif self.is_bpe:
+            from tokenizer.kernels.bpe_pairs import build_piece_pairs, piece_pair_buffers
+
+            pair_keys, pair_merged, pair_rank, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo = \
+                build_piece_pairs(keys, ids, self.merge_score, model.vocab_size, self.byte_mode)
             self._kernel, self._head = bpe_batch, (
-                self.units, self.merge_score, self.is_user_defined, self.byte_to_id, self.byte_mode, self.unk_id,
-                self.byte_fallback, self.has_user_defined)
-            self._middle_and_buffers = lambda longest: (self._rng_state, *self.work_buffers(longest))
+                self.units, self.is_user_defined, self.has_user_defined, byte_piece, bmp_symbol, self.byte_mode,
+                pseudo_units, has_pseudo, model.vocab_size, pair_keys, pair_merged, pair_rank, bits, self.unk_id,
+                self.byte_fallback, self.byte_to_id)
+            self._middle_and_buffers = piece_pair_buffers
         else:
             self._kernel, self._head = unigram_batch, (
                 self.units, self.piece_score, self.byte_to_id, self.byte_mode, self.split_after_newlines,
@@ -146,16 +149,12 @@ class CompiledModel:
 
     # ------------------------------------------------------------------ one document range
     def work_buffers(self, longest: int) -> tuple:
-        """The kernels' buffers for documents of up to ``longest`` bytes (BPE: 65 bytes per byte; unigram: 16 or
-        20); refused when the system lacks the memory (:func:`tokenizer.memory.check_work_memory`)."""
+        """The Viterbi kernels' buffers for documents of up to ``longest`` bytes (16 or 20 bytes per byte); refused
+        when the system lacks the memory (:func:`tokenizer.memory.check_work_memory`)."""
         from tokenizer.memory import check_work_memory
 
         n = longest + 1
-        check_work_memory(n * (65 if self.is_bpe else 12 + np.dtype(self.score_dtype).itemsize), longest)
-        if self.is_bpe:
-            return (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32),
-                    np.empty(n, np.uint8), np.empty(3 * n, np.float32), np.empty(3 * n, np.int32),
-                    np.empty(3 * n, np.int32), np.empty(3 * n, np.int32))
+        check_work_memory(n * (12 + np.dtype(self.score_dtype).itemsize), longest)
         return (np.empty(n, self.score_dtype), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32))
 
     def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets):

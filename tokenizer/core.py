@@ -278,12 +278,12 @@ class Tokenizer:
             p = float(dropout)
             if not 0.0 <= p <= 1.0 or math.isnan(p):
                 raise InputError(f"dropout={dropout!r} must be a probability in [0, 1]")
-            from tokenizer.kernels.bpe import bpe_into
+            from tokenizer.kernels.bpe import bpe_into, dropout_buffers
 
             def sample(array, n, rng, out):
                 return bpe_into(compiled.units, compiled.merge_score, compiled.is_user_defined, compiled.byte_to_id,
                                 compiled.byte_mode, compiled.unk_id, compiled.byte_fallback,
-                                compiled.has_user_defined, p, rng, array, 0, n, *compiled.work_buffers(n), out, 0)
+                                compiled.has_user_defined, p, rng, array, 0, n, *dropout_buffers(n), out, 0)
         else:
             if dropout is not None:
                 raise InputError("dropout= applies to BPE models; this is a unigram model: use alpha=")

@@ -17,7 +17,7 @@ Example (hand-checkable): data ``b"abab"``, offsets ``[0, 2, 4]``, pieces ``a``=
 from __future__ import annotations
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.bpe import bpe_into
+from tokenizer.kernels.bpe_pairs import piece_bpe_into
 from tokenizer.kernels.unigram import viterbi_into
 
 
@@ -49,11 +49,11 @@ def unigram_batch(units, piece_score, byte_to_id, byte_mode, split_after_newline
 
 
 @kernel
-def bpe_batch(units, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id, byte_fallback,
-              has_user_defined, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, rng_state, sym_start,
-              sym_len, sym_prev, sym_next, sym_frozen, heap_score, heap_left, heap_right, heap_size, out_ids,
-              out_offsets):
-    """BPE-encode documents ``doc_begin .. doc_end - 1`` (no dropout); buffers as :func:`bpe_into` wants."""
+def bpe_batch(units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, byte_mode, pseudo_units, has_pseudo,
+              vocab_size, pair_keys, pair_merged, pair_rank, bits, unk_id, byte_fallback, byte_to_id, data, offsets,
+              valid, doc_begin, doc_end, bos_id, eos_id, sym, nxt, prv, cand, heap, steps, out_ids, out_offsets):
+    """SentencePiece-style BPE for documents ``doc_begin .. doc_end - 1`` (no dropout); tables and buffers as
+    :func:`tokenizer.kernels.bpe_pairs.piece_bpe_into` wants."""
     pos = 0
     out_offsets[0] = 0
     check_valid = valid.shape[0] > 0
@@ -64,10 +64,10 @@ def bpe_batch(units, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id
         if bos_id >= 0:
             out_ids[pos] = bos_id
             pos += 1
-        pos = bpe_into(units, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id,
-                       byte_fallback, has_user_defined, 0.0, rng_state, data, offsets[i], offsets[i + 1],
-                       sym_start, sym_len, sym_prev, sym_next, sym_frozen, heap_score, heap_left, heap_right,
-                       heap_size, out_ids, pos)
+        pos = piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, byte_mode,
+                             pseudo_units, has_pseudo, vocab_size, pair_keys, pair_merged, pair_rank, bits, unk_id,
+                             byte_fallback, byte_to_id, data, offsets[i], offsets[i + 1], sym, nxt, prv, cand, heap,
+                             steps, out_ids, pos)
         if pos < 0:
             return -1, i
         if eos_id >= 0:

@@ -1,4 +1,5 @@
-"""SentencePiece-style BPE segmentation kernel (with BPE-dropout), over the bytes of one text.
+"""SentencePiece-style BPE segmentation kernel with BPE-dropout, over the bytes of one text (the deterministic
+encoder is :mod:`tokenizer.kernels.bpe_pairs`, the same rule by integer tables).
 
 Algorithm (SentencePiece's ``bpe::Model::SampleEncode``):
 
@@ -21,6 +22,8 @@ Work buffers (int32 unless noted; ``n = end - start``): ``sym_start``, ``sym_len
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from tokenizer.kernels import kernel
 from tokenizer.kernels.double_array import exact_match, step, unit_value
@@ -170,3 +173,15 @@ def bpe_into(units, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id,
             return pos
         i = sym_next[i]
     return pos
+
+
+def dropout_buffers(longest: int) -> tuple:
+    """Work buffers of :func:`bpe_into` for texts of up to ``longest`` bytes, 65 bytes per byte (refused when the
+    system lacks the memory: :func:`tokenizer.memory.check_work_memory`)."""
+    from tokenizer.memory import check_work_memory
+
+    n = longest + 1
+    check_work_memory(65 * n, longest)
+    return (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32),
+            np.empty(n, np.uint8), np.empty(3 * n, np.float32), np.empty(3 * n, np.int32),
+            np.empty(3 * n, np.int32), np.empty(3 * n, np.int32))

@@ -1,0 +1,247 @@
+"""SentencePiece-style BPE by a pair table: the deterministic encoder of SentencePiece-style BPE models.
+
+The rule is SentencePiece's (:mod:`tokenizer.kernels.bpe`): start from characters (or bytes in ``byte_mode``, or
+frozen USER_DEFINED prefixes), and repeatedly merge the adjacent pair whose concatenation is the best-scoring
+matchable piece, the leftmost among equal scores. This kernel gets the same ids from integer tables built once per
+model (:func:`build_piece_pairs`) instead of looking each concatenation up in the double array:
+
+* every split ``z = x + y`` of a matchable piece ``z`` into two *symbols* is a pair ``(x, y) -> z`` in the open
+  addressing table of :mod:`tokenizer.kernels.bpe_ranked`, ranked by ``z``'s score (dense rank: equal scores, equal
+  rank). A symbol is a matchable piece, or a single character that occurs inside some piece without being one (a
+  *pseudo* symbol, id ``vocab_size + k``: it can merge, as SentencePiece merges any concatenation, but is emitted
+  as unknown when it stays alone);
+* the heap holds ``rank << 32 | byte position`` (lowest rank first, then leftmost), as in merge replay.
+
+Symbol values in ``sym``: a piece or pseudo id (>= 0); -1 an unknown character that no piece contains (it never
+merges); ``-2 - id`` a frozen USER_DEFINED piece. Every adjacent pair of non-negative symbols whose table entry
+exists is a candidate; each merge pushes at most two entries, so the work is O(n log n) whatever the text.
+BPE-dropout keeps using :func:`tokenizer.kernels.bpe.bpe_into`, whose twin is the same
+:func:`tokenizer.kernels.reference.ref_bpe` this kernel is tested against.
+
+Example (hand-checkable): pieces ``a``=0, ``b``=1, ``c``=2, ``ab``=3 (score -1), ``bc``=4 (score -1): the pairs
+``(0, 1) -> 3`` and ``(1, 2) -> 4`` have the same rank, so ``"abc"`` merges the leftmost and gives ``[3, 2]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tokenizer.kernels import kernel
+from tokenizer.kernels.bpe_ranked import _heap_pop, _heap_push, build_pair_table, pair_lookup
+from tokenizer.kernels.double_array import exact_match, step, unit_value
+from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node, utf8_char_length
+
+FROZEN_BASE = -2  # sym value of a frozen USER_DEFINED piece ``id``: FROZEN_BASE - id
+
+
+@kernel
+def symbol_starts(data, offsets, byte_mode, out, out_ends):
+    """Start offsets of the symbols (UTF-8 characters, or bytes in ``byte_mode``) of each text
+    ``data[offsets[i]:offsets[i + 1]]``, relative to the text, written one text after the other to ``out``;
+    ``out_counts[i]`` = how many text ``i`` has. ``b"a\xe4\xb8\xad"`` -> starts ``[0, 1]``, count 2."""
+    count = 0
+    for i in range(offsets.shape[0] - 1):
+        q = offsets[i]
+        end = offsets[i + 1]
+        while q < end:
+            out[count] = q - offsets[i]
+            count += 1
+            q += 1 if byte_mode else utf8_char_length(data, q, end)
+        out_ends[i] = count
+    return count
+
+
+def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndarray, vocab_size: int,
+                      byte_mode: bool) -> tuple:
+    """The tables of :func:`piece_bpe_into` for the matchable ``pieces`` (their ``ids``; ``merge_score`` float32
+    per vocabulary id): ``(pair_keys, pair_merged, pair_rank, bits, byte_piece, bmp_symbol, pseudo_units,
+    has_pseudo)``.
+
+    ``pseudo_units`` is a double array from each pseudo character to its id (``vocab_size + k``). Example:
+    pieces ``[b"a", b"ab"]`` miss ``b``: pseudo ``b`` = vocab_size, pair ``(0, vocab_size) -> 1``.
+    """
+    from tokenizer.kernels.double_array import DoubleArray
+
+    symbol_of = {piece: int(i) for piece, i in zip(pieces, ids.tolist())}
+    data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+    offsets = np.zeros(len(pieces) + 1, np.int64)
+    np.cumsum([len(p) for p in pieces], out=offsets[1:])
+    starts = np.empty(max(len(data), 1), np.int64)
+    ends = np.empty(len(pieces), np.int64)
+    symbol_starts(data, offsets, byte_mode, starts, ends)
+    pseudo: dict[bytes, int] = {}
+    left, right, merged = [], [], []
+    k = 0
+    for piece, z, stop in zip(pieces, ids.tolist(), ends.tolist()):
+        bounds = starts[k:stop].tolist() + [len(piece)]
+        k = stop
+        if len(bounds) < 3:
+            continue
+        for a, b in zip(bounds, bounds[1:]):
+            char = piece[a:b]
+            if char not in symbol_of and char not in pseudo:
+                pseudo[char] = vocab_size + len(pseudo)
+        for b in bounds[1:-1]:
+            x, y = piece[:b], piece[b:]
+            ix = symbol_of.get(x, pseudo.get(x, -1))
+            iy = symbol_of.get(y, pseudo.get(y, -1))
+            if ix >= 0 and iy >= 0:
+                left.append(ix)
+                right.append(iy)
+                merged.append(z)
+    merged_ids = np.array(merged, np.int64)
+    distinct = np.unique(merge_score[merged_ids])[::-1] if len(merged_ids) else np.zeros(0, np.float32)
+    rank = np.searchsorted(-distinct, -merge_score[merged_ids]).astype(np.int64) if len(merged_ids) else merged_ids
+    order = np.argsort(rank, kind="stable")
+    keys, pair_merged, pair_rank, bits = build_pair_table(np.array(left, np.int64)[order],
+                                                          np.array(right, np.int64)[order], merged_ids[order])
+    # build_pair_table ranks by position in its input: put back the dense ranks (equal scores, equal rank)
+    filled = keys >= 0
+    slot_rank = np.zeros_like(pair_rank)
+    slot_rank[filled] = rank[order][pair_rank[filled]]
+    pseudo_units = DoubleArray.build(list(pseudo), list(pseudo.values())).units if pseudo else np.zeros(1, np.int32)
+    byte_piece = np.full(256, -1, np.int32)
+    bmp_symbol = np.full(1 << 16, -1, np.int32)
+    for table in (symbol_of, pseudo):
+        for char, i in table.items():
+            if len(char) == 1:
+                byte_piece[char[0]] = i
+            elif not byte_mode and len(char) <= 3:
+                text = char.decode("utf-8", "replace")
+                if len(text) == 1 and text.encode("utf-8") == char:
+                    bmp_symbol[ord(text)] = i
+    return keys, pair_merged, slot_rank, bits, byte_piece, bmp_symbol, pseudo_units, bool(pseudo)
+
+
+@kernel
+def _pair_at(pair_keys, pair_merged, pair_rank, bits, sym, cand, heap, size, left, right):
+    """Record in ``cand[left]`` the merge of node ``left`` with node ``right`` (``rank << 32 | merged``, or -1 when
+    none) and push its heap entry; returns the heap size."""
+    a = sym[left]
+    b = sym[right]
+    cand[left] = -1
+    if a < 0 or b < 0:
+        return size
+    slot = pair_lookup(pair_keys, bits, a, b)
+    if slot < 0:
+        return size
+    rank = np.int64(pair_rank[slot])
+    cand[left] = (rank << 32) | np.int64(pair_merged[slot])
+    return _heap_push(heap, size, (rank << 32) | np.int64(left))
+
+
+@kernel
+def _initial_symbol(units, byte_piece, bmp_symbol, pseudo_units, has_pseudo, data, q, length):
+    """The symbol of the character ``data[q:q + length]``: its piece, else its pseudo id, else -1."""
+    if length == 1:
+        return np.int64(byte_piece[data[q]])
+    if length == 2:
+        return np.int64(bmp_symbol[((np.int64(data[q]) & 0x1F) << 6) | (np.int64(data[q + 1]) & 0x3F)])
+    if length == 3:
+        return np.int64(bmp_symbol[((np.int64(data[q]) & 0x0F) << 12) | ((np.int64(data[q + 1]) & 0x3F) << 6)
+                                   | (np.int64(data[q + 2]) & 0x3F)])
+    symbol = np.int64(exact_match(units, data, q, q + length))
+    if symbol < 0 and has_pseudo:
+        symbol = np.int64(exact_match(pseudo_units, data, q, q + length))
+    return symbol
+
+
+@kernel
+def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, byte_mode, pseudo_units,
+                   has_pseudo, vocab_size, pair_keys, pair_merged, pair_rank, bits, unk_id, byte_fallback, byte_to_id,
+                   data, start, end, sym, nxt, prv, cand, heap, steps, out, pos):
+    """Encode ``data[start:end]``; ids to ``out[pos:]``; returns the new ``pos``, or -1 when unknown text has
+    neither an unk piece nor byte fallback.
+
+    ``byte_piece`` int32[256]: the symbol of each one-byte character (or byte in ``byte_mode``); ``bmp_symbol``
+    int32[65536]: the symbol of each two- and three-byte character by code point (-1: none). Work buffers of
+    length >= ``end - start``: ``sym``, ``nxt``, ``prv`` (int32), ``cand`` (int64: the pending merge of each
+    node, ``rank << 32 | merged`` or -1), ``heap`` (int64, twice the length). Nodes are byte positions; node ``i``
+    spans ``[i, nxt[i])``. ``steps[0]`` (int64) grows by the heap entries popped (tests bound it).
+    """
+    n = end - start
+    if n == 0:
+        return pos
+    last = -1
+    q = 0
+    while q < n:
+        length = 0
+        if has_user_defined:
+            node = units[0]
+            k = start + q
+            while k < end:
+                node = step(units, node, data[k])
+                if node < 0:
+                    break
+                k += 1
+                piece = unit_value(units, node)
+                if piece >= 0 and is_user_defined[piece]:
+                    length = k - start - q
+                    symbol = FROZEN_BASE - np.int64(piece)
+        if length == 0:
+            length = 1 if byte_mode else utf8_char_length(data, start + q, end)
+            symbol = _initial_symbol(units, byte_piece, bmp_symbol, pseudo_units, has_pseudo, data, start + q,
+                                     length)
+        sym[q] = symbol
+        prv[q] = last
+        if last >= 0:
+            nxt[last] = q
+        last = q
+        q += length
+    nxt[last] = n
+    cand[last] = -1
+    size = 0
+    node = 0
+    while nxt[node] < n:
+        size = _pair_at(pair_keys, pair_merged, pair_rank, bits, sym, cand, heap, size, node, nxt[node])
+        node = nxt[node]
+    popped = 0
+    while size > 0:
+        key = heap[0]
+        size = _heap_pop(heap, size)
+        popped += 1
+        left = np.int64(key & 0xFFFFFFFF)
+        pending = cand[left]
+        if pending < 0 or (pending >> 32) != (key >> 32):
+            continue  # the pair at this node changed since the entry was pushed (or the node is gone)
+        right = nxt[left]
+        sym[left] = np.int32(pending & 0xFFFFFFFF)
+        cand[right] = -1
+        after = nxt[right]
+        nxt[left] = after
+        if after < n:
+            prv[after] = left
+            size = _pair_at(pair_keys, pair_merged, pair_rank, bits, sym, cand, heap, size, left, after)
+        else:
+            cand[left] = -1
+        before = prv[left]
+        if before >= 0:
+            size = _pair_at(pair_keys, pair_merged, pair_rank, bits, sym, cand, heap, size, before, left)
+    steps[0] += popped
+    prev_unknown = False
+    node = 0
+    while node < n:
+        symbol = np.int64(sym[node])
+        if symbol <= FROZEN_BASE:
+            piece = FROZEN_BASE - symbol
+        elif 0 <= symbol < vocab_size:
+            piece = symbol
+        else:
+            piece = UNKNOWN_NODE
+        pos, prev_unknown = emit_node(piece, data, start + node, start + nxt[node], unk_id, byte_fallback,
+                                      byte_to_id, out, pos, prev_unknown)
+        if pos < 0:
+            return pos
+        node = nxt[node]
+    return pos
+
+
+def piece_pair_buffers(longest: int) -> tuple:
+    """Work buffers of :func:`piece_bpe_into` for texts of up to ``longest`` bytes: ``(sym, nxt, prv, cand, heap,
+    steps)``, 36 bytes per byte (refused when the system lacks the memory: :func:`tokenizer.memory.check_work_memory`)."""
+    from tokenizer.memory import check_work_memory
+
+    n = longest + 1
+    check_work_memory(36 * n, longest)
+    return (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int64),
+            np.empty(2 * n, np.int64), np.zeros(1, np.int64))
