@@ -29,7 +29,8 @@ Hugging Face tokenizers on the same merges).
    shardpiece loading that same tokenizer.json, and tokenizers' ``encode_batch``; shardpiece's ids on the
    tokenizer.json must equal tokenizers' on every line.
 
-Prints tables and writes ``benchmarks/results/bpe-NAME.json``.
+Prints tables and writes the run into ``benchmarks/results/bpe.json``, keyed by its arguments (``--work`` left
+out): another run with the same arguments replaces it, the others stay.
 """
 
 from __future__ import annotations
@@ -184,7 +185,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="which trainers to run (default: all but the Parquet-input and Spark-reader ones)")
     parser.add_argument("--no-encode", dest="encode", action="store_false", help="skip the encoding comparison")
     parser.add_argument("--repeats", type=int, default=5, help="encode timings per system; the best counts")
-    parser.add_argument("--output", help="results/NAME.json (default bpe-CORPUS)")
     args = parser.parse_args(argv)
 
     import pyarrow as pa
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(common.markdown_table(["target", "value", "met"],
                                 [(x["target"], x["value"], "yes" if x["met"] else "NO") for x in targets]))
-    path = common.write_results(args.output or f"bpe-{args.corpus}", results)
+    path = common.write_results("bpe", results, key=common.run_key(argv))
     print(f"\nwrote {path}")
     return 0
 

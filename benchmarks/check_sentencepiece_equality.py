@@ -15,8 +15,9 @@ Usage::
     python benchmarks/check_sentencepiece_equality.py \\
         --pair en /work/corpora/en.train.txt /work/corpora/en.test.txt \\
         --pair zh /work/corpora/zh.train.txt /work/corpora/zh.test.txt \\
-        [--vocab-sizes 8000 32000] [--input-sentence-size 300000] [--json out.json] [--speed FILE]
+        [--vocab-sizes 8000 32000] [--input-sentence-size 300000] [--speed FILE] [--no-results]
 
+Writes one entry per model to ``benchmarks/results/check-sentencepiece-equality.json`` (``--no-results``: not).
 ``--speed FILE`` also reports normalize throughput (MB/s, one thread) of the nmt_nfkc normalizer on FILE's lines,
 next to sentencepiece's own ``normalize``.
 """
@@ -33,7 +34,6 @@ sys.path.insert(0, os.path.dirname(_HERE))
 import argparse  # noqa: E402
 import io  # noqa: E402
 import itertools  # noqa: E402
-import json  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rules", nargs="+", default=["nmt_nfkc", "identity"])
     parser.add_argument("--byte-fallback", nargs="+", default=["on", "off"], choices=["on", "off"])
     parser.add_argument("--input-sentence-size", type=int, default=300000)
-    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--no-results", dest="results", action="store_false",
+                        help="do not write benchmarks/results/check-sentencepiece-equality.json")
     parser.add_argument("--speed", help="a text file for the normalize throughput measurement")
     args = parser.parse_args(argv)
 
@@ -184,9 +185,11 @@ def main(argv: list[str] | None = None) -> int:
                 row["speed"] = speed(model_bytes, args.speed)
                 print("    speed:", row["speed"], flush=True)
     print(f"total mismatching (line, check) pairs: {total_mismatches}")
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(results, handle, indent=1)
+    if args.results:
+        from benchmarks import common
+
+        print("wrote", common.write_results("check-sentencepiece-equality",
+                                            {"mismatching_pairs": total_mismatches, "models": results}))
     return 1 if total_mismatches else 0
 
 

@@ -428,12 +428,72 @@ def machine_info() -> dict[str, Any]:
     return info
 
 
-def write_results(name: str, payload: dict[str, Any], results_dir: str = RESULTS_DIR) -> str:
-    """Write ``payload`` (plus machine info) to ``results_dir/NAME.json``; returns the path."""
+def results_name(script: str) -> str:
+    """The results file stem of a benchmark script: its file name without ``.py``, ``_`` as ``-``
+    (``benchmarks/tokenize_job.py`` -> ``tokenize-job``, written to ``benchmarks/results/tokenize-job.json``)."""
+    return os.path.splitext(os.path.basename(script))[0].replace("_", "-")
+
+
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The running script's command line, the script's path relative to the repository."""
+    argv = list(sys.argv if argv is None else argv)
+    script = os.path.relpath(os.path.abspath(argv[0]), REPO) if argv and argv[0].endswith(".py") else argv[0]
+    return " ".join([script, *argv[1:]])
+
+
+def run_key(argv: Sequence[str] | None = None, drop: Sequence[str] = ("--work",)) -> str:
+    """A key naming a run by its arguments: the command-line arguments (``sys.argv[1:]`` by default) without the
+    options in ``drop`` and their values (where a run keeps its scratch files, not what it measures);
+    ``"defaults"`` when nothing is left."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    kept: list[str] = []
+    skipping = False
+    for arg in args:
+        option = arg.split("=", 1)[0]
+        if arg.startswith("--"):
+            skipping = option in drop
+            if skipping:
+                continue
+        elif skipping:
+            continue
+        kept.append(arg)
+    return " ".join(kept) or "defaults"
+
+
+def write_results(name: str, payload: dict[str, Any], results_dir: str = RESULTS_DIR, *,
+                  key: str | None = None) -> str:
+    """Write one run's ``payload`` (plus ``machine`` info and, unless the payload has one, the ``command``) to
+    ``results_dir/NAME.json``, the benchmark's one results file; returns the path.
+
+    Without ``key`` the run is the whole file (``machine`` at its top). With ``key`` (a run per corpus or variant: :func:`run_key`, or a
+    corpus name) the file is ``{"runs": {KEY: run, ...}}``: the run replaces that key's entry and keeps the
+    others, read and written under an exclusive lock on ``results_dir`` and replaced atomically, so runs of the
+    same benchmark finishing together both land. A file in the other form is replaced (git keeps it)."""
+    import fcntl
+
     os.makedirs(results_dir, exist_ok=True)
     path = os.path.join(results_dir, f"{name}.json")
-    body = {"machine": machine_info(), **payload}
-    write_atomic(path, (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode())
+    run = {"machine": machine_info(), **payload}
+    run.setdefault("command", command_line())
+    lock = os.open(results_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if key is None:
+            body: dict[str, Any] = run
+        else:
+            body = {}
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8") as handle:
+                    body = json.load(handle)
+                if not isinstance(body, dict) or "machine" in body or not isinstance(body.get("runs"), dict):
+                    print(f"{path} holds no keyed runs: replacing it", file=sys.stderr)
+                    body = {}
+            runs = body.setdefault("runs", {})
+            runs[key] = run
+            body["runs"] = dict(sorted(runs.items()))
+        write_atomic(path, (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode())
+    finally:
+        os.close(lock)  # releases the lock
     return path
 
 

@@ -9,14 +9,14 @@ current code is timed. For each SentencePiece model given (default: the 32k unig
 ``encode_batch(pyarrow array)`` with 1 and 2 threads, ``encode_batch(list)`` with 1 thread (split into pack /
 kernel / unpack), and sentencepiece's ``encode(list, num_threads=1)`` and ``=2``. It checks the ids agree,
 prints a table (wall MB/s, and MB per CPU-second of the whole process, which a loaded machine disturbs less)
-with the machine's load average, and writes ``benchmarks/results/encode-scaling-CORPUS.json``.
+with the machine's load average, and writes the run into ``benchmarks/results/encode-scaling.json`` under the
+corpus's name (a later run on that corpus replaces it).
 MB/s = UTF-8 bytes / seconds (1 MB = 10**6 bytes).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -80,7 +80,6 @@ def main(argv=None):
                         "nmt_nfkc 32k unigram models of the corpus)")
     parser.add_argument("--old", help="directory with an older copy of the package named tokenizer_old")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--output", help="JSON path (default benchmarks/results/encode-scaling-CORPUS.json)")
     args = parser.parse_args(argv)
 
     import glob
@@ -149,11 +148,11 @@ def main(argv=None):
                 print(f"  {key:<28} {value:8.2f}x")
         for name, parts in breakdown.items():
             print(f"  {name} list path, 1 thread:  " + "  ".join(f"{k} {v * 1e3:7.1f} ms" for k, v in parts.items()))
-    output = args.output or os.path.join(_HERE, "results", f"encode-scaling-{args.corpus}.json")
-    os.makedirs(os.path.dirname(output), exist_ok=True)
-    with open(output, "w") as handle:
-        json.dump(dict(corpus=args.corpus, repeats=args.repeats, cpu_count=os.cpu_count(), rows=rows), handle,
-                  indent=1)
+    from benchmarks import common
+
+    output = common.write_results("encode-scaling", dict(corpus=args.corpus, repeats=args.repeats,
+                                                         cpu_count=os.cpu_count(), old=args.old, rows=rows),
+                                  key=args.corpus)
     print(f"\nwrote {output}")
 
 

@@ -46,7 +46,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sp-train-bytes", type=int, default=common.DEFAULT_TRAIN_BYTES)
     parser.add_argument("--rows", type=int, default=0, help="use only the first N lines (default: all)")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--output", default="parquet-write", help="results/NAME.json")
     args = parser.parse_args(argv)
 
     import numpy as np
@@ -112,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table)
     print(common.load_text())
-    path = common.write_results(args.output, {
+    path = common.write_results("parquet-write", {
         "corpus": args.corpus, "documents": documents, "ids": tokens, "batch_rows": BATCH_ROWS,
         "cpu_seconds": cpu, "file_bytes": sizes, "table": table,
     })

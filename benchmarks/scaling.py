@@ -370,7 +370,7 @@ def report(rows: list[dict], args) -> dict:
                             "limit_gib": args.limit_gib, "max_table_entries": args.max_table_entries,
                             "corpora": args.corpora},
                "runs": rows, "growth_per_doubling": by_system}
-    path = common.write_results(args.name, payload)
+    path = common.write_results("scaling", payload)
     plot(rows, path[:-len(".json")] + ".png")
     print(f"\nwrote {path}")
     return payload
@@ -418,7 +418,6 @@ def main() -> int:
     parser.add_argument("--limit-minutes", type=float, default=30.0)
     parser.add_argument("--limit-gib", type=float, default=16.0)
     parser.add_argument("--work", default=os.path.join(common.DEFAULT_WORK, "scaling"))
-    parser.add_argument("--name", default="scaling", help="results/NAME.json (default %(default)s)")
     parser.add_argument("--rerun", action="store_true", help="run again even where --work holds a result")
     parser.add_argument("--project-gib", type=float, default=1024.0, help="projection target (default 1 TiB)")
     parser.add_argument("--project-cores", type=int, default=64, help="executor cores of the projection")

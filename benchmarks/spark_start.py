@@ -14,7 +14,7 @@ and the driver JVM's CPU seconds until then. Systems, in turn (``a, b, a, b, ...
 * ``writing the archive`` (once, before the others): the first run into an empty folder, which starts the JVM in
   its dumping mode.
 
-Prints a table (best and median of each) and writes ``benchmarks/results/NAME.json``.
+Prints a table (best and median of each) and writes ``benchmarks/results/spark-start.json``.
 """
 
 from __future__ import annotations
@@ -70,7 +70,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--work", default=common.DEFAULT_WORK)
-    parser.add_argument("--output", default="spark-start")
     args = parser.parse_args(argv)
 
     print(f"# Spark session start; {common.load_text()}", flush=True)
@@ -102,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     best = {name: min(r["session_s"] for r in results) for name, results in runs.items()}
     print(f"\nsession start with / without the archive (best): {best['with archive'] / best['without archive']:.2f}")
     print(common.load_text())
-    path = common.write_results(args.output, {"runs": runs, "writing_run": writing, "table": table,
+    path = common.write_results("spark-start", {"runs": runs, "writing_run": writing, "table": table,
                                               "archive_bytes": os.path.getsize(os.path.join(archive_dir, archives[0])),
                                               "load_after": common.load_average()})
     print(f"wrote {path}")

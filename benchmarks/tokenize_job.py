@@ -40,7 +40,7 @@ one-thread encoder's reaches 70% of twice its throughput.
 The model is a SentencePiece unigram model trained with the lossless settings (identity normalizer, byte fallback,
 no whitespace changes) on the first 14 MB of en.train, loaded by both sides. Targets: Parquet->Parquet on local[2]
 at least 70% of twice the one-thread encoder, and at least 3x the sentencepiece loop. Results go to
-``benchmarks/results/tokenize.json``.
+``benchmarks/results/tokenize-job.json``.
 """
 
 from __future__ import annotations
@@ -195,7 +195,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=0, help="use only the first N lines (default: all)")
     parser.add_argument("--files", type=int, default=8, help="Parquet files the rows are written to")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--output", default="tokenize", help="results/NAME.json")
     parser.add_argument("--codecs", nargs="*", default=["snappy", "lz4", "none"],
                         help="other Parquet codecs to time the Parquet->Parquet job with (context rows)")
     parser.add_argument("--no-command-line", dest="command_line", action="store_false",
@@ -363,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"- {target['target']}: {target['value']:.2f} (needed {target['needed']}) "
               f"{'met' if target['met'] else 'NOT met'}")
     print(common.load_text())
-    path = common.write_results(args.output, {
+    path = common.write_results("tokenize-job", {
         "corpus": args.corpus, "rows": len(lines), "bytes": total_bytes, "tokens": tokens,
         "model": os.path.basename(model_path), "identical_ids_sample": [same_ids, len(sample)],
         "one_thread_s": one_thread_s, "two_threads_s": two_threads_s, "sentencepiece_loop_s": spm_s, "cpu_seconds": cpu, "spark": spark_runs,

@@ -15,7 +15,8 @@ Then: bytes per token on NAME.test.txt (lines without their newline, each system
 shardpiece's ``Tokenizer``, bytepiece's ``Tokenizer``), the share of lines that survive a round trip (compared
 with the NFC form of the line), and the overlap of the two vocabularies (multi-byte pieces). ``--scaling`` writes
 1x, 2x, 4x copies of zh.train (capped) into ``--work`` and trains shardpiece on each.
-Results: tables on stdout and ``benchmarks/results/train.json`` (or ``--output``).
+Results: tables on stdout and the run in ``benchmarks/results/train.json``, keyed by its arguments (``--work`` left
+out): another run with the same arguments replaces it, the others stay.
 """
 
 from __future__ import annotations
@@ -293,7 +294,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-shardpiece", action="store_true")
     parser.add_argument("--scaling", action="store_true", help="also train shardpiece on 1x, 2x, 4x zh.train")
     parser.add_argument("--scaling-copies", type=int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--output", default="train", help="results/NAME.json (default %(default)s)")
     args = parser.parse_args(argv)
 
     results: dict = {"command": " ".join([os.path.relpath(sys.argv[0], common.REPO)] + sys.argv[1:]),
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         results["scaling"] = run_scaling(args, zh[0] if zh else None)
     results["targets"] = targets(results)
     report(results)
-    path = common.write_results(args.output, results)
+    path = common.write_results("train", results, key=common.run_key(argv))
     print(f"\nwrote {path}")
     return 0
 

@@ -9,7 +9,8 @@ The old revision is exported with ``git archive`` into ``--work`` and run with t
 and bpe with ``--reader auto`` (pyarrow in the tasks) and ``--reader spark`` (Spark's reader and the job's reduce),
 all at ``--vocab-size`` on ``local[2]``. Old revisions took ``--max-piece-length`` and ran unigram and BPE without a
 work directory; the commands here use only options both understand. Prints a table (best wall and CPU seconds of
-``--repeats``, new / old) and writes ``benchmarks/results/train-versions-CORPUS.json``.
+``--repeats``, new / old) and writes the run into
+``benchmarks/results/train-versions.json`` under the corpus's name (a later run on that corpus replaces it).
 """
 
 from __future__ import annotations
@@ -89,10 +90,10 @@ def main() -> None:
         print(rows[-1], flush=True)
     print(common.markdown_table(["run", "old wall s", "new wall s", "new/old", "old CPU s", "new CPU s", "new/old",
                                  "same model bytes"], rows))
-    path = common.write_results(f"train-versions-{args.corpus}", {
+    path = common.write_results("train-versions", {
         "command": " ".join(["benchmarks/train_versions.py"] + sys.argv[1:]), "old": args.old,
         "corpus": args.corpus, "vocab_size": args.vocab_size, "repeats": args.repeats,
-        "load_average": common.load_average(), "results": results})
+        "load_average": common.load_average(), "results": results}, key=args.corpus)
     print(f"wrote {path}")
 
 

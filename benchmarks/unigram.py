@@ -5,8 +5,8 @@ the test split, and whether sentencepiece, loading shardpiece's exported .model,
     .venv/bin/python benchmarks/unigram.py --corpus en --vocab-size 32000 [--master local[2]] [--test-lines N]
         [--reuse-models]
 
-Prints one table row per corpus and writes ``benchmarks/results/unigram-CORPUS.json`` (with the load average at
-the start and the end). ``--reuse-models`` evaluates the models a previous run left in ``--work`` instead of training
+Prints one table row per corpus and writes each into ``benchmarks/results/unigram.json`` under the corpus's name
+(with the load average at the start and the end; a later run on that corpus replaces it). ``--reuse-models`` evaluates the models a previous run left in ``--work`` instead of training
 again (their training times are then not measured: ``null``).
 """
 
@@ -23,6 +23,8 @@ import time  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
+
+from benchmarks import common
 
 
 def main() -> int:
@@ -83,9 +85,7 @@ def main() -> int:
                                 "end": [round(x, 2) for x in os.getloadavg()]}}
         rows.append(row)
         print(json.dumps(row), flush=True)
-        os.makedirs(os.path.join(REPO, "benchmarks", "results"), exist_ok=True)
-        with open(os.path.join(REPO, "benchmarks", "results", f"unigram-{corpus}.json"), "w") as handle:
-            json.dump(row, handle, indent=2)
+        common.write_results("unigram", row, key=corpus)
     return 0
 
 

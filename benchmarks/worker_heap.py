@@ -7,7 +7,7 @@ like a tokenize worker (imports pyspark's worker, pyarrow, numpy, the pipelines;
 batch, which fetches the kernels from the Numba cache), then times ``gc.collect()`` ``--repeats`` times, freezes
 the heap as :func:`pipelines.worker_heap.freeze_worker_heap` does in a Spark task (``gc.freeze()``), and times it
 again. The model is the tokenize benchmark's sentencepiece model when it exists, else a small byte-level one.
-Results go to ``benchmarks/results/worker_heap.json``.
+Results go to ``benchmarks/results/worker-heap.json``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", default=common.DEFAULT_WORK)
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--output", default="worker_heap", help="results/NAME.json")
     args = parser.parse_args(argv)
 
     import pyarrow as pa
@@ -63,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                                    "gc.collect() us (median)"], rows)
     print(f"model: {model_name}; {common.load_text()}")
     print(table)
-    path = common.write_results(args.output, {"model": model_name, "repeats": args.repeats, "table": table,
+    path = common.write_results("worker-heap", {"model": model_name, "repeats": args.repeats, "table": table,
                                               "objects": [tracked_before, len(gc.get_objects())],
                                               "frozen_objects": gc.get_freeze_count(),
                                               "seconds_not_frozen": before, "seconds_frozen": after})

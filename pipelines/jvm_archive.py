@@ -2,9 +2,9 @@
 
 Starting a local Spark session spends most of its time loading, verifying and interpreting a few thousand
 classes from Spark's jars, on one core. The JVM can save those classes, already parsed and verified, to an archive
-file and map it at the next start (Java's dynamic CDS archive, JDK 13+). ``benchmarks/spark_start.py`` measured
-a ``local[2]`` small-driver session here starting in 3.2 s with the archive against 6.0 s without (best of 5), with
-about half the JVM's CPU (BENCHMARKS.md).
+file and map it at the next start (Java's dynamic CDS archive, JDK 13+). ``benchmarks/spark_start.py`` times a
+``local[2]`` small-driver session's start with and without the archive (BENCHMARKS.md, spark_start.py): about half
+the time and half the JVM's CPU.
 
 How it is used (only for the lean local driver, ``build_session(small_driver=True)`` on a ``local`` master, whose
 JVM options are fixed, and only on Linux):
@@ -21,8 +21,8 @@ JVM options are fixed, and only on Linux):
 
 Archives live in ``$SHARDPIECE_JVM_ARCHIVE_DIR`` (default ``$XDG_CACHE_HOME/shardpiece/jvm``, i.e.
 ``~/.cache/shardpiece/jvm``), one per Java installation, Spark installation and option set (the name holds a
-hash of them), ~150 MB each; one that no session used for 30 days is deleted, and the folder may be deleted any
-time. ``SHARDPIECE_JVM_ARCHIVE_DIR=off`` turns the archive off.
+hash of them; BENCHMARKS.md, spark_start.py, gives an archive's size); one that no session used for 30 days is
+deleted, and the folder may be deleted any time. ``SHARDPIECE_JVM_ARCHIVE_DIR=off`` turns the archive off.
 The archive changes how fast the JVM starts, never what it computes. With it, JVM warnings go to stderr instead
 of stdout, and CDS's own notes are silenced.
 
@@ -170,7 +170,7 @@ def _remove(path: str) -> None:
 
 def remove_unused_archives(directory: str, keep: str, days: float = UNUSED_DAYS) -> None:
     """Delete the archives of other Java, Spark or option sets (``driver-*.jsa`` but ``keep``) unused for ``days``
-    days (a session marks the archive it maps by its mtime): old installations leave no ~150 MB files behind."""
+    days (a session marks the archive it maps by its mtime): old installations leave no large files behind."""
     import time
 
     cutoff = time.time() - days * 86400

@@ -164,7 +164,7 @@ def session_config(
         # Arrow batches of large binary rows (the n-gram tables) stay a bounded size in the JVM.
         conf["spark.sql.execution.arrow.maxBytesPerBatch"] = str(SMALL_DRIVER_ARROW_BATCH_BYTES)
         # A Python worker exits after its task instead of idling with its arrays and kernels in memory while the
-        # driver works (pruning, building models); a new task pays one fork and the imports (~1 s).
+        # driver works (pruning, building models); a new task pays one fork and the imports.
         conf["spark.python.worker.reuse"] = "false"
         # Smaller tasks, so the Python worker holds less at once: input splits of at most 4 MB (files are read
         # as several partitions) and reduce partitions of about 16 MB after adaptive merging.

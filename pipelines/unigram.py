@@ -44,9 +44,9 @@ def counting_session_options(master: str | None) -> dict[str, str]:
 
     Every master: adaptive execution may coalesce the reduce partitions of a persisted (cached) query
     (``spark.sql.optimizer.canChangeCachedPlanOutputPartitioning``; Spark's default keeps the 200 shuffle
-    partitions of the cached chunk table, 200 tiny tasks that took ~5 s more on en here). A local master (the
+    partitions of the cached chunk table, 200 tiny tasks that took seconds more on en here). A local master (the
     lean ``small_driver`` + ``single_worker`` session) also keeps one Python worker for every task
-    (``spark.python.worker.reuse``: a new worker per task costs ~1 s of imports and kernel loading, serially) and
+    (``spark.python.worker.reuse``: a new worker per task pays the imports and kernel loading again, serially) and
     reads input splits of up to 32 MB (counting chunks holds a few bytes per text byte, not BytePiece's ~30, so
     fewer, larger tasks are safe). Example: ``counting_session_options("local[2]")["spark.python.worker.reuse"]``
     -> ``"true"``."""

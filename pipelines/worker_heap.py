@@ -3,8 +3,8 @@
 PySpark's daemon runs a full ``gc.collect()`` in a reused Python worker after every task, before the worker can
 take the next one. A worker that has imported numpy, pyarrow, numba and pyspark and loaded a model tracks about
 150,000 container objects (modules, functions, types, Numba dispatchers), and that collection walks all of them
-(``benchmarks/worker_heap.py``: 71-77 ms, against under a microsecond once frozen), once per task, between a
-worker's tasks: the tokenize job over en.train runs 4 tasks of about half a second each on ``local[2]``.
+(tens of milliseconds, against under a microsecond once frozen: BENCHMARKS.md, worker_heap.py), once per task,
+between a worker's tasks: the tokenize job over en.train runs 4 tasks of about half a second each on ``local[2]``.
 
 Those objects live as long as the worker. :func:`freeze_worker_heap`, called by a task once its set-up is done
 (imports, model loaded, kernels fetched from the Numba cache by its first batch), moves everything tracked so far

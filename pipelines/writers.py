@@ -48,10 +48,9 @@ from tokenizer.errors import ConfigError, InputError
 from tokenizer.interop.megatron import MegatronDataset, MegatronWriter
 
 OUTPUT_FORMATS = ("parquet", "megatron", "npy")
-#: Codecs of Parquet output (``none``: uncompressed), each one Spark's own reader takes. Writing en.train's 9.3
-#: million ids as the job does (``benchmarks/parquet_write.py``, ``BENCHMARKS.md``): zstd 0.19 CPU s and 13.5 MB,
-#: snappy 0.16 s and 21.6 MB, lz4 0.16 s and 20.8 MB, none 0.10 s and 47.0 MB, against ~0.85 s to encode them.
-#: Left out: gzip (17.5 s for 12.3 MB at pyarrow's default level) and brotli (Spark ships no codec for it).
+#: Codecs of Parquet output (``none``: uncompressed), each one Spark's own reader takes. Their CPU and file size
+#: when writing the job's ids, against the time to encode them: see BENCHMARKS.md, parquet_write.py. Left out: gzip
+#: (many times the others' CPU for slightly smaller files, same table) and brotli (Spark ships no codec for it).
 PARQUET_CODECS = ("zstd", "snappy", "lz4", "none")
 IDS_COLUMN = "input_ids"
 NUM_TOKENS_COLUMN = "num_tokens"
@@ -145,10 +144,9 @@ class ParquetShardWriter(ShardWriter):
 
     def _open(self, schema: pa.Schema) -> pq.ParquetWriter:
         # No dictionary pages: token ids have too many distinct values to gain from them, and kept columns are
-        # mostly unique keys (ids, URLs). Measured on 200,000 en rows (id + ids + num_tokens): 0.106 CPU s and
-        # 3.8 MB without, 0.122 s and 4.1 MB with a dictionary for the id column. zstd costs 0.106 s for 3.8 MB,
-        # snappy 0.107 s for 6.0 MB, lz4 0.092 s for 5.9 MB, none 0.069 s for 12.5 MB, against ~0.8 s of encoding:
-        # no codec saves enough CPU to pay for the larger files.
+        # mostly unique keys (ids, URLs): a dictionary for the id column made the file larger and slower to write.
+        # The default codec, zstd: no other saves enough CPU to pay for its larger files (BENCHMARKS.md,
+        # parquet_write.py).
         return pq.ParquetWriter(self.stem + ".parquet", schema, compression=self.compression, use_dictionary=False)
 
     def set_empty_schema(self, columns_schema: pa.Schema) -> None:

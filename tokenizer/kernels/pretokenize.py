@@ -47,8 +47,8 @@ WHITE_SPACE = (list(range(0x09, 0x0E)) + [0x20, 0x85, 0xA0, 0x1680] + list(range
 def char_class_table() -> np.ndarray:
     """uint8 array of shape ``(0x110000,)``: the class of every code point (see the module docstring).
 
-    Built once per process from :mod:`unicodedata` (about 0.2 s): planes 0-3 and 14 are classified, the rest hold
-    no letters or numbers. ``char_class_table()[ord("a")] == LETTER``.
+    Built once per process from :mod:`unicodedata` (well under a second): planes 0-3 and 14 are classified, the rest
+    hold no letters or numbers. ``char_class_table()[ord("a")] == LETTER``.
     """
     table = np.zeros(0x110000, dtype=np.uint8)
     category = unicodedata.category

@@ -561,7 +561,7 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
 
 def suffix_array_prefix(text: np.ndarray, depth: int) -> np.ndarray:
     """Suffix start positions of ``text`` (int32) sorted by their first ``depth`` symbols (prefix doubling with
-    numpy's unstable sort, ~2x faster than a stable one here: suffixes whose first ``depth`` symbols are equal may
+    numpy's unstable sort, faster than a stable one here: suffixes whose first ``depth`` symbols are equal may
     come in any order, which the seed step never looks at: it uses whole groups of equal prefixes, their summed
     weights and any member's string). Symbols past the end count as smaller than all."""
     n = len(text)
