@@ -14,6 +14,8 @@ import threading
 import numpy as np
 
 from tokenizer.errors import InputError, ModelError
+from tokenizer.kernels.batch import ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, flags, work_sizes
+from tokenizer.kernels.tables import pack_record
 from tokenizer.model import LATTICE_SUMS, Model, PieceType
 
 MATCHABLE_TYPES = (PieceType.NORMAL, PieceType.USER_DEFINED)
@@ -122,47 +124,63 @@ class CompiledModel:
         if model.pretokenizer.get("name") == "byte_level":
             from tokenizer.kernels.bpe_ranked import ByteLevelEncoder
 
-            self.byte_level = ByteLevelEncoder(model, self)
+            self.byte_level = ByteLevelEncoder(model)
 
-        from tokenizer.kernels.batch import bpe_batch, unigram_batch
-
-        # The batch kernel with its model arguments bound once: kernel(*head, data, offsets, valid, doc_begin,
-        # doc_end, bos, eos, *middle, *work_buffers(longest), out_ids, out_offsets) -> (total, failed)
-        if self.byte_level is not None:
-            self._kernel, self._head, self._middle_and_buffers = self.byte_level.kernel_parts()
+        # The entry point and its record (tokenizer.kernels.batch): kernel(*record, data, offsets, valid, doc_begin,
+        # doc_end, bos, eos, *work_arrays(longest), out_ids, out_offsets) -> (total, failed)
+        if self.byte_level is not None and self.is_bpe:
+            encoder = self.byte_level
+            self.rule, self.record = RANKED_BPE, pack_record(
+                units=[self.units], ints=[encoder.pair_merged, encoder.pair_rank, encoder.byte_to_id],
+                small=[encoder.char_class],
+                longs=[encoder.pair_keys, flags(encoder.pattern, encoder.bits, encoder.ignore_merges)])
+        elif self.byte_level is not None:
+            self.rule, self.record = VITERBI, self.viterbi_record(max(self.byte_level.pattern, 0),
+                                                                  self.byte_level.char_class)
         elif self.is_bpe:
-            from tokenizer.kernels.bpe_pairs import build_piece_pairs, piece_pair_buffers
-
-            pair_keys, pair_merged, pair_rank, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo = \
-                build_piece_pairs(keys, ids, self.merge_score, model.vocab_size, self.byte_mode)
-            self._kernel, self._head = bpe_batch, (
-                self.units, self.is_user_defined, self.has_user_defined, byte_piece, bmp_symbol, self.byte_mode,
-                pseudo_units, has_pseudo, model.vocab_size, pair_keys, pair_merged, pair_rank, bits, self.unk_id,
-                self.byte_fallback, self.byte_to_id)
-            self._middle_and_buffers = piece_pair_buffers
+            self.rule, self.record = PIECE_BPE, self.piece_bpe_record(keys, ids, model.vocab_size)
         else:
-            self._kernel, self._head = unigram_batch, (
-                self.units, self.piece_score, self.byte_to_id, self.byte_mode, self.split_after_newlines,
-                self.unk_id, self.byte_fallback, self.unk_score)
-            self._middle_and_buffers = self.work_buffers
+            self.rule, self.record = VITERBI, self.viterbi_record(0, np.zeros(0, np.uint8))
+        self.kernel = ENTRIES[self.rule]
         self.encode_array = self.single_text_encoder()
 
+    def viterbi_record(self, pattern: int, char_class: np.ndarray) -> tuple:
+        """The record of :func:`tokenizer.kernels.batch.viterbi_entry` (``pattern`` 0: no pre-split)."""
+        return pack_record(units=[self.units], scores=[self.piece_score, np.array([self.unk_score], self.score_dtype)],
+                           ints=[self.byte_to_id], small=[char_class],
+                           longs=[flags(self.byte_mode, self.split_after_newlines, self.unk_id, self.byte_fallback,
+                                        pattern)])
+
+    def piece_bpe_record(self, keys: list[bytes], ids: np.ndarray, vocab_size: int) -> tuple:
+        """The record of :func:`tokenizer.kernels.batch.piece_bpe_entry` for the matchable ``keys``."""
+        from tokenizer.kernels.bpe_pairs import build_piece_pairs
+
+        pair_keys, pair_merged, pair_rank, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo = \
+            build_piece_pairs(keys, ids, self.merge_score, vocab_size, self.byte_mode)
+        return pack_record(units=[self.units, pseudo_units],
+                           ints=[byte_piece, bmp_symbol, pair_merged, pair_rank, self.byte_to_id],
+                           small=[self.is_user_defined],
+                           longs=[pair_keys, flags(self.has_user_defined, self.byte_mode, has_pseudo, vocab_size, bits,
+                                                   self.unk_id, self.byte_fallback)])
+
     # ------------------------------------------------------------------ one document range
-    def work_buffers(self, longest: int) -> tuple:
-        """The Viterbi kernels' buffers for documents of up to ``longest`` bytes (16 or 20 bytes per byte); refused
-        when the system lacks the memory (:func:`tokenizer.memory.check_work_memory`)."""
+    def work_arrays(self, longest: int) -> tuple[np.ndarray, np.ndarray]:
+        """The entry point's work arrays ``(wide, narrow)`` for documents of up to ``longest`` bytes
+        (:func:`tokenizer.kernels.batch.work_sizes`); refused when the system lacks the memory
+        (:func:`tokenizer.memory.check_work_memory`)."""
         from tokenizer.memory import check_work_memory
 
-        n = longest + 1
-        check_work_memory(n * (12 + np.dtype(self.score_dtype).itemsize), longest)
-        return (np.empty(n, self.score_dtype), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32))
+        wide, narrow = work_sizes(self.rule, longest)
+        wide_dtype = self.score_dtype if self.rule == VITERBI else np.int64
+        check_work_memory(wide * np.dtype(wide_dtype).itemsize + 4 * narrow, longest)
+        return np.empty(wide, wide_dtype), np.empty(narrow, np.int32)
 
     def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets):
         """Run the batch kernel on documents ``doc_begin .. doc_end - 1``; returns the id count (raises on error)."""
         lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
         longest = int(lengths.max()) if len(lengths) else 0
-        total, failed = self._kernel(*self._head, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
-                                     *self._middle_and_buffers(longest), out_ids, out_offsets)
+        total, failed = self.kernel(*self.record, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
+                                    *self.work_arrays(longest), out_ids, out_offsets)
         if total < 0:
             raise unrepresentable_error(failed)
         return int(total)
@@ -182,7 +200,7 @@ class CompiledModel:
         ``normalize_bytes`` (bytes -> bytes) instead."""
         from tokenizer.kernels import direct_entry
 
-        kernel, head, middle_and_buffers, valid = self._kernel, self._head, self._middle_and_buffers, ALL_VALID
+        kernel, (units, scores, ints, small, longs), valid = self.kernel, self.record, ALL_VALID
         local = threading.local()
 
         def grow(n):
@@ -194,8 +212,8 @@ class CompiledModel:
                 normalized, normalized_offsets = np.empty(4 * capacity + 144, np.uint8), np.zeros(2, np.int64)
                 longest = normalized.shape[0]
             out_ids = np.empty(longest + 2, np.int32)
-            state = (capacity, in_offsets, normalized, normalized_offsets, out_ids,
-                     (*middle_and_buffers(longest), out_ids, np.empty(2, np.int64)))
+            state = (capacity, in_offsets, normalized, normalized_offsets, out_ids, *self.work_arrays(longest),
+                     np.empty(2, np.int64))
             if capacity <= _MAX_CACHED_BUFFER:  # a huge text: don't keep its buffers alive
                 local.state = state
             return state
@@ -210,9 +228,10 @@ class CompiledModel:
                 state = getattr(local, "state", None)
                 if state is None or state[0] < n:
                     state = grow(n)
-                _, offsets, _, _, out_ids, tail = state
+                _, offsets, _, _, out_ids, wide, narrow, out_offsets = state
                 offsets[1] = n
-                args = (*head, data, offsets, valid, 0, 1, bos_id, eos_id, *tail)
+                args = (units, scores, ints, small, longs, data, offsets, valid, 0, 1, bos_id, eos_id, wide, narrow,
+                        out_ids, out_offsets)
                 total, failed = encode_call(*args)
                 if encode_call is kernel:
                     encode_call = direct_entry(kernel, args) or kernel
@@ -231,14 +250,15 @@ class CompiledModel:
             state = getattr(local, "state", None)
             if state is None or state[0] < n:
                 state = grow(n)
-            _, in_offsets, normalized, offsets, out_ids, tail = state
+            _, in_offsets, normalized, offsets, out_ids, wide, narrow, out_offsets = state
             in_offsets[1] = n
             normalize_args = (data, in_offsets, 0, normalized, offsets, *tables)
             if normalize_call(*normalize_args) < 1:  # did not fit: the bytes path
                 normalized_bytes = normalize_bytes(data.tobytes())
                 return encode_normalized(np.frombuffer(normalized_bytes, np.uint8), len(normalized_bytes), bos_id,
                                          eos_id)
-            args = (*head, normalized, offsets, valid, 0, 1, bos_id, eos_id, *tail)
+            args = (units, scores, ints, small, longs, normalized, offsets, valid, 0, 1, bos_id, eos_id, wide, narrow,
+                    out_ids, out_offsets)
             total, failed = encode_call(*args)
             if encode_call is kernel:
                 normalize_call = direct_entry(normalize, normalize_args) or normalize

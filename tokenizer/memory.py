@@ -2,8 +2,7 @@
 error that says so, instead of being killed by the operating system halfway through.
 
 The encoder's buffers are sized by the longest document of a call (a few to a few dozen bytes per byte, by model
-type: :meth:`tokenizer.compiled.CompiledModel.work_buffers`, :func:`tokenizer.kernels.bpe_ranked.merge_buffers`,
-:func:`tokenizer.kernels.bpe_pairs.piece_pair_buffers`).
+type: :func:`tokenizer.kernels.batch.work_sizes`, allocated by :meth:`tokenizer.compiled.CompiledModel.work_arrays`).
 Before allocating more than :data:`CHECK_ABOVE` bytes they ask :func:`check_work_memory`, which compares the size
 with the memory the system has available (``MemAvailable`` of ``/proc/meminfo``; no check where it cannot be
 read).

@@ -1,31 +1,70 @@
-"""Batch encoders: many texts packed Arrow-style (one uint8 data buffer plus offsets) -> flat ids plus offsets.
+"""The encoder's entry points: many texts packed Arrow-style (one uint8 data buffer plus offsets) -> flat ids plus
+offsets, one entry per segmentation rule, all with one signature::
 
-Each kernel encodes documents ``doc_begin .. doc_end - 1`` (``data[offsets[i]:offsets[i + 1]]``; offsets int32 or
+    entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, wide, narrow,
+          out_ids, out_offsets) -> (total_ids, failed_document)
+
+``units .. longs`` is the model's record (:func:`tokenizer.kernels.tables.pack_record`; each entry lists its
+tables), ``wide`` and ``narrow`` the work arrays (:func:`work_sizes`: ``wide`` of the score dtype for Viterbi,
+int64 for BPE; ``narrow`` int32), sized for the longest document. Few array arguments keep a call's fixed cost
+small (:mod:`tokenizer.kernels.tables`).
+
+Each entry encodes documents ``doc_begin .. doc_end - 1`` (``data[offsets[i]:offsets[i + 1]]``; offsets int32 or
 int64, absolute into ``data``, so a sliced Arrow array passes its offsets buffer from ``array.offset`` on) and
 writes every id into ``out_ids`` (int32, room for the range's byte count plus two per document) and
 ``out_offsets[j]`` (int64, ``doc_end - doc_begin + 1``) = where document ``doc_begin + j`` starts in ``out_ids``.
 ``valid`` (uint8, one per document, or empty for "all valid") marks nulls: a null document gets no ids, not even
-bos/eos. ``bos_id``/``eos_id`` >= 0 are added around every valid document.
+bos/eos. ``bos_id``/``eos_id`` >= 0 are added around every valid document. Returns ``(total_ids, -1)``, or
+``(-1, failing_document)`` when a document holds unknown text that the model can represent neither by an unk
+piece nor by byte fallback.
 
-Returns ``(total_ids, -1)``, or ``(-1, failing_document)`` when a document holds unknown text that the model can
-represent neither by an unk piece nor by byte fallback.
-
-Example (hand-checkable): data ``b"abab"``, offsets ``[0, 2, 4]``, pieces ``a``=0, ``b``=1, ``ab``=2 (higher score)
--> out_ids ``[2, 2]``, out_offsets ``[0, 1, 2]``.
+Example (hand-checkable): data ``b"abab"``, offsets ``[0, 2, 4]``, pieces ``a``=0, ``b``=1, ``ab``=2 (higher
+score) -> out_ids ``[2, 2]``, out_offsets ``[0, 1, 2]``.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from tokenizer.kernels import kernel
 from tokenizer.kernels.bpe_pairs import piece_bpe_into
+from tokenizer.kernels.bpe_ranked import ranked_bpe_into
+from tokenizer.kernels.double_array import exact_match
+from tokenizer.kernels.pretokenize import next_pretoken_end
+from tokenizer.kernels.tables import part
 from tokenizer.kernels.unigram import viterbi_into
+
+VITERBI, PIECE_BPE, RANKED_BPE = 0, 1, 2
+
+
+def work_sizes(rule: int, longest: int) -> tuple[int, int]:
+    """``(wide, narrow)`` item counts of the work arrays for documents of up to ``longest`` bytes (``n = longest +
+    1`` positions): Viterbi one score and three int32 per position; pair-table BPE three int64 (pending merge, two
+    heap slots) and three int32; merge replay two int64 and three int32; the BPE rules one more int64 (a step
+    counter)."""
+    n = longest + 1
+    if rule == VITERBI:
+        return n, 3 * n
+    return (3 * n if rule == PIECE_BPE else 2 * n) + 1, 3 * n
 
 
 @kernel
-def unigram_batch(units, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
-                  byte_fallback, unk_score, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
-                  best_score, best_start, best_id, path, out_ids, out_offsets):
-    """Viterbi-encode documents ``doc_begin .. doc_end - 1``; work buffers sized for the longest document + 1."""
+def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, wide,
+                  narrow, out_ids, out_offsets):
+    """Best unigram segmentation (:func:`tokenizer.kernels.unigram.viterbi_into`), inside each regex pre-token when
+    the pattern is not 0. Tables: 0 units; 1 piece_score, 2 unk_score (one score); 3 byte_to_id (int32[256]);
+    4 char_class (uint8); 5 flags (int64: byte_mode, split_after_newlines, unk_id, byte_fallback, pattern)."""
+    piece_units = part(units, longs, 0)
+    piece_score = part(scores, longs, 1)
+    unk_score = part(scores, longs, 2)[0]
+    byte_to_id = part(ints, longs, 3)
+    char_class = part(small, longs, 4)
+    flags = part(longs, longs, 5)
+    byte_mode, split_after_newlines, unk_id = flags[0] != 0, flags[1] != 0, flags[2]
+    byte_fallback, pattern = flags[3] != 0, flags[4]
+    n = wide.shape[0]
+    best_score = wide
+    best_start, best_id, path = narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n]
     pos = 0
     out_offsets[0] = 0
     check_valid = valid.shape[0] > 0
@@ -36,11 +75,16 @@ def unigram_batch(units, piece_score, byte_to_id, byte_mode, split_after_newline
         if bos_id >= 0:
             out_ids[pos] = bos_id
             pos += 1
-        pos = viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
-                           byte_fallback, unk_score, data, offsets[i], offsets[i + 1], best_score, best_start,
-                           best_id, path, out_ids, pos)
-        if pos < 0:
-            return -1, i
+        p = offsets[i]
+        stop = offsets[i + 1]
+        while p < stop:
+            q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
+            pos = viterbi_into(piece_units, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
+                               byte_fallback, unk_score, data, p, q, best_score, best_start, best_id, path, out_ids,
+                               pos)
+            if pos < 0:
+                return -1, i
+            p = q
         if eos_id >= 0:
             out_ids[pos] = eos_id
             pos += 1
@@ -49,11 +93,27 @@ def unigram_batch(units, piece_score, byte_to_id, byte_mode, split_after_newline
 
 
 @kernel
-def bpe_batch(units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, byte_mode, pseudo_units, has_pseudo,
-              vocab_size, pair_keys, pair_merged, pair_rank, bits, unk_id, byte_fallback, byte_to_id, data, offsets,
-              valid, doc_begin, doc_end, bos_id, eos_id, sym, nxt, prv, cand, heap, steps, out_ids, out_offsets):
-    """SentencePiece-style BPE for documents ``doc_begin .. doc_end - 1`` (no dropout); tables and buffers as
-    :func:`tokenizer.kernels.bpe_pairs.piece_bpe_into` wants."""
+def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
+                    wide, narrow, out_ids, out_offsets):
+    """SentencePiece-style BPE (:func:`tokenizer.kernels.bpe_pairs.piece_bpe_into`, no dropout). Tables: 0 units,
+    1 pseudo_units; 2 byte_piece, 3 bmp_symbol, 4 pair_merged, 5 pair_rank, 6 byte_to_id (int32);
+    7 is_user_defined (uint8); 8 pair_keys, 9 flags (int64: has_user_defined, byte_mode, has_pseudo, vocab_size,
+    bits, unk_id, byte_fallback)."""
+    piece_units = part(units, longs, 0)
+    pseudo_units = part(units, longs, 1)
+    byte_piece = part(ints, longs, 2)
+    bmp_symbol = part(ints, longs, 3)
+    pair_merged = part(ints, longs, 4)
+    pair_rank = part(ints, longs, 5)
+    byte_to_id = part(ints, longs, 6)
+    is_user_defined = part(small, longs, 7)
+    pair_keys = part(longs, longs, 8)
+    flags = part(longs, longs, 9)
+    has_user_defined, byte_mode, has_pseudo = flags[0] != 0, flags[1] != 0, flags[2] != 0
+    vocab_size, bits, unk_id, byte_fallback = flags[3], flags[4], flags[5], flags[6] != 0
+    n = narrow.shape[0] // 3
+    cand, heap, steps = wide[:n], wide[n:3 * n], wide[3 * n:3 * n + 1]
+    sym, nxt, prv = narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n]
     pos = 0
     out_offsets[0] = 0
     check_valid = valid.shape[0] > 0
@@ -64,7 +124,7 @@ def bpe_batch(units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, 
         if bos_id >= 0:
             out_ids[pos] = bos_id
             pos += 1
-        pos = piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, byte_mode,
+        pos = piece_bpe_into(piece_units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, byte_mode,
                              pseudo_units, has_pseudo, vocab_size, pair_keys, pair_merged, pair_rank, bits, unk_id,
                              byte_fallback, byte_to_id, data, offsets[i], offsets[i + 1], sym, nxt, prv, cand, heap,
                              steps, out_ids, pos)
@@ -75,3 +135,60 @@ def bpe_batch(units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, 
             pos += 1
         out_offsets[i - doc_begin + 1] = pos
     return pos, -1
+
+
+@kernel
+def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
+                     wide, narrow, out_ids, out_offsets):
+    """Regex pre-split (pattern 0: none) plus merge replay (:func:`tokenizer.kernels.bpe_ranked.ranked_bpe_into`);
+    with ``ignore_merges`` a pre-token that is itself a piece is emitted whole, as ``tokenizers`` does. Tables:
+    0 units; 1 pair_merged, 2 pair_rank, 3 byte_to_id (int32); 4 char_class (uint8); 5 pair_keys, 6 flags (int64:
+    pattern, bits, ignore_merges)."""
+    piece_units = part(units, longs, 0)
+    pair_merged = part(ints, longs, 1)
+    pair_rank = part(ints, longs, 2)
+    byte_to_id = part(ints, longs, 3)
+    char_class = part(small, longs, 4)
+    pair_keys = part(longs, longs, 5)
+    flags = part(longs, longs, 6)
+    pattern, bits, ignore_merges = flags[0], flags[1], flags[2] != 0
+    n = narrow.shape[0] // 3
+    heap, steps = wide[:2 * n], wide[2 * n:2 * n + 1]
+    sym, nxt, prv = narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n]
+    pos = 0
+    out_offsets[0] = 0
+    check_valid = valid.shape[0] > 0
+    for i in range(doc_begin, doc_end):
+        if check_valid and valid[i] == 0:
+            out_offsets[i - doc_begin + 1] = pos
+            continue
+        if bos_id >= 0:
+            out_ids[pos] = bos_id
+            pos += 1
+        p = offsets[i]
+        stop = offsets[i + 1]
+        while p < stop:
+            q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
+            if ignore_merges:
+                whole = exact_match(piece_units, data, p, q)
+                if whole >= 0:
+                    out_ids[pos] = whole
+                    pos += 1
+                    p = q
+                    continue
+            pos = ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, p, q, sym, nxt, prv,
+                                  heap, steps, out_ids, pos)
+            p = q
+        if eos_id >= 0:
+            out_ids[pos] = eos_id
+            pos += 1
+        out_offsets[i - doc_begin + 1] = pos
+    return pos, -1
+
+
+ENTRIES = {VITERBI: viterbi_entry, PIECE_BPE: piece_bpe_entry, RANKED_BPE: ranked_bpe_entry}
+
+
+def flags(*values) -> np.ndarray:
+    """The int64 flags table of a record: ``flags(True, 3)`` -> ``array([1, 3])``."""
+    return np.array([int(v) for v in values], np.int64)

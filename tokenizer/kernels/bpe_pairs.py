@@ -234,14 +234,3 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
             return pos
         node = nxt[node]
     return pos
-
-
-def piece_pair_buffers(longest: int) -> tuple:
-    """Work buffers of :func:`piece_bpe_into` for texts of up to ``longest`` bytes: ``(sym, nxt, prv, cand, heap,
-    steps)``, 36 bytes per byte (refused when the system lacks the memory: :func:`tokenizer.memory.check_work_memory`)."""
-    from tokenizer.memory import check_work_memory
-
-    n = longest + 1
-    check_work_memory(36 * n, longest)
-    return (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int64),
-            np.empty(2 * n, np.int64), np.zeros(1, np.int64))

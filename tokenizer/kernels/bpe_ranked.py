@@ -24,9 +24,6 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.double_array import exact_match
-from tokenizer.kernels.pretokenize import next_pretoken_end
-from tokenizer.kernels.unigram import viterbi_into
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 NO_RANK = np.int32(2**31 - 1)
@@ -170,91 +167,6 @@ def ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, s
     return pos
 
 
-def merge_buffers(longest: int) -> tuple:
-    """Work buffers of :func:`ranked_bpe_into` for pre-tokens of up to ``longest`` bytes: ``(sym, nxt, prv,
-    heap, steps)``, 28 bytes per byte of the longest text (refused when the system lacks the memory:
-    :func:`tokenizer.memory.check_work_memory`)."""
-    from tokenizer.memory import check_work_memory
-
-    n = longest + 1
-    check_work_memory(28 * n, longest)
-    return (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(2 * n, np.int64),
-            np.zeros(1, np.int64))
-
-
-@kernel
-def ranked_bpe_batch(char_class, pattern, pair_keys, pair_merged, pair_rank, bits, byte_to_id, ignore_merges, units,
-                     data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, sym, nxt, prv, heap, steps, out_ids,
-                     out_offsets):
-    """Regex pre-split plus merge replay for documents ``doc_begin .. doc_end - 1`` (same contract as
-    :func:`tokenizer.kernels.batch.bpe_batch`; ``pattern`` 0 = no pre-split). With ``ignore_merges`` a pre-token
-    that is itself a piece (double array ``units``) is emitted whole, as ``tokenizers`` does.
-    Returns ``(total ids, -1)``."""
-    pos = 0
-    out_offsets[0] = 0
-    check_valid = valid.shape[0] > 0
-    for i in range(doc_begin, doc_end):
-        if check_valid and valid[i] == 0:
-            out_offsets[i - doc_begin + 1] = pos
-            continue
-        if bos_id >= 0:
-            out_ids[pos] = bos_id
-            pos += 1
-        p = offsets[i]
-        stop = offsets[i + 1]
-        while p < stop:
-            q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
-            if ignore_merges:
-                whole = exact_match(units, data, p, q)
-                if whole >= 0:
-                    out_ids[pos] = whole
-                    pos += 1
-                    p = q
-                    continue
-            pos = ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, p, q, sym, nxt, prv,
-                                  heap, steps, out_ids, pos)
-            p = q
-        if eos_id >= 0:
-            out_ids[pos] = eos_id
-            pos += 1
-        out_offsets[i - doc_begin + 1] = pos
-    return pos, -1
-
-
-@kernel
-def pretokenized_unigram_batch(char_class, pattern, units, piece_score, byte_to_id, byte_mode,
-                               split_after_newlines, unk_id, byte_fallback, unk_score, data, offsets, valid,
-                               doc_begin, doc_end, bos_id, eos_id, best_score, best_start, best_id, path, out_ids,
-                               out_offsets):
-    """Regex pre-split, then :func:`tokenizer.kernels.unigram.viterbi_into` inside each pre-token (same contract
-    as :func:`tokenizer.kernels.batch.unigram_batch`)."""
-    pos = 0
-    out_offsets[0] = 0
-    check_valid = valid.shape[0] > 0
-    for i in range(doc_begin, doc_end):
-        if check_valid and valid[i] == 0:
-            out_offsets[i - doc_begin + 1] = pos
-            continue
-        if bos_id >= 0:
-            out_ids[pos] = bos_id
-            pos += 1
-        p = offsets[i]
-        stop = offsets[i + 1]
-        while p < stop:
-            q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
-            pos = viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines,
-                               unk_id, byte_fallback, unk_score, data, p, q, best_score, best_start, best_id,
-                               path, out_ids, pos)
-            if pos < 0:
-                return -1, i
-            p = q
-        if eos_id >= 0:
-            out_ids[pos] = eos_id
-            pos += 1
-        out_offsets[i - doc_begin + 1] = pos
-    return pos, -1
-
-
 class ByteLevelEncoder:
     """The encoder of a model whose ``pretokenizer`` is ``{"name": "byte_level", "pattern": "gpt2" | "llama3" |
     None}``: regex pre-split, then merge replay (``bpe`` models; the merges come from
@@ -262,7 +174,7 @@ class ByteLevelEncoder:
     by decreasing score then id, the byte length of each one's left part) or Viterbi (``unigram`` models) inside
     each pre-token. Built by :class:`tokenizer.compiled.CompiledModel`; read-only once built."""
 
-    def __init__(self, model, compiled) -> None:
+    def __init__(self, model) -> None:
         from tokenizer.errors import ModelError
         from tokenizer.kernels.pretokenize import PATTERNS, char_class_table
         from tokenizer.model import PieceType
@@ -272,7 +184,6 @@ class ByteLevelEncoder:
             raise ModelError(f"unknown byte_level pattern {pattern!r}: use one of {sorted(PATTERNS)} or null")
         self.pattern = PATTERNS.get(pattern, 0) if pattern is not None else 0
         self.char_class = char_class_table() if self.pattern else np.zeros(1, np.uint8)
-        self.compiled = compiled
         self.is_bpe = model.algorithm == "bpe"
         self.ignore_merges = bool(model.pretokenizer.get("ignore_merges", False))
         # learned pieces only: an added token (e.g. "\n", CONTROL or USER_DEFINED) must not stand for its bytes
@@ -302,16 +213,3 @@ class ByteLevelEncoder:
                 right.append(b)
             self.pair_keys, self.pair_merged, self.pair_rank, self.bits = build_pair_table(
                 np.array(left, np.int64), np.array(right, np.int64), np.array(normal, np.int64))
-
-    def kernel_parts(self) -> tuple:
-        """``(kernel, head, work_buffers)``: ``kernel(*head, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
-        *work_buffers(longest), out_ids, out_offsets)`` returns ``(total ids, failed text or -1)``; ``longest`` is
-        the byte length of the longest text."""
-        if self.is_bpe:
-            return ranked_bpe_batch, (self.char_class, self.pattern, self.pair_keys, self.pair_merged,
-                                      self.pair_rank, self.bits, self.byte_to_id, self.ignore_merges,
-                                      self.compiled.units), merge_buffers
-        c = self.compiled
-        return pretokenized_unigram_batch, (self.char_class, max(self.pattern, 0), c.units, c.piece_score,
-                                            c.byte_to_id, c.byte_mode, c.split_after_newlines, c.unk_id,
-                                            c.byte_fallback, c.unk_score), c.work_buffers
