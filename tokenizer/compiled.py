@@ -131,9 +131,8 @@ class CompiledModel:
         if self.byte_level is not None and self.is_bpe:
             encoder = self.byte_level
             self.rule, self.record = RANKED_BPE, pack_record(
-                units=[self.units], ints=[encoder.pair_merged, encoder.pair_rank, encoder.byte_to_id],
-                small=[encoder.char_class],
-                longs=[encoder.pair_keys, flags(encoder.pattern, encoder.bits, encoder.ignore_merges)])
+                units=[self.units], ints=[encoder.pair_merged, encoder.rank_of, encoder.byte_to_id],
+                small=[encoder.char_class], longs=[encoder.pair_keys, flags(encoder.pattern, encoder.bits, encoder.ignore_merges)])
         elif self.byte_level is not None:
             self.rule, self.record = VITERBI, self.viterbi_record(max(self.byte_level.pattern, 0),
                                                                   self.byte_level.char_class)
@@ -155,10 +154,10 @@ class CompiledModel:
         """The record of :func:`tokenizer.kernels.batch.piece_bpe_entry` for the matchable ``keys``."""
         from tokenizer.kernels.bpe_pairs import build_piece_pairs
 
-        pair_keys, pair_merged, pair_rank, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo = \
-            build_piece_pairs(keys, ids, self.merge_score, vocab_size, self.byte_mode)
+        pair_keys, pair_merged, rank_of, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo = build_piece_pairs(
+            keys, ids, self.merge_score, vocab_size, self.byte_mode)
         return pack_record(units=[self.units, pseudo_units],
-                           ints=[byte_piece, bmp_symbol, pair_merged, pair_rank, self.byte_to_id],
+                           ints=[byte_piece, bmp_symbol, pair_merged, rank_of, self.byte_to_id],
                            small=[self.is_user_defined],
                            longs=[pair_keys, flags(self.has_user_defined, self.byte_mode, has_pseudo, vocab_size, bits,
                                                    self.unk_id, self.byte_fallback)])

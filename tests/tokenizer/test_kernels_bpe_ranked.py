@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenizer.kernels.bpe_ranked import build_pair_table, ranked_bpe_into
+from tokenizer.kernels.bpe_ranked import build_pair_table, merge_ranks, ranked_bpe_into
 from tokenizer.kernels.reference import ref_ranked_bpe
 
 IDENTITY = np.arange(256, dtype=np.int32)
@@ -24,17 +24,18 @@ def merge_table(pairs: list[tuple[int, int]]):
     twin: dict[tuple[int, int], tuple[int, int]] = {}
     for m, pair in enumerate(pairs):
         twin.setdefault(pair, (256 + m, m))
-    return build_pair_table(left, right, merged), twin
+    keys, pair_merged, bits = build_pair_table(left, right, merged)
+    return (keys, pair_merged, merge_ranks(merged, np.arange(len(pairs)), 256 + len(pairs)), bits), twin
 
 
 def encode(tables, data: bytes) -> tuple[list[int], int]:
     """``(ids, steps)`` of one pre-token through the kernel."""
-    keys, merged, rank, bits = tables
+    keys, pair_merged, rank_of, bits = tables
     n = len(data) + 1
     sym, nxt, prv, heap, steps = (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32),
                                   np.empty(2 * n, np.int64), np.zeros(1, np.int64))
     out = np.empty(len(data) + 1, np.int32)
-    end = ranked_bpe_into(keys, merged, rank, bits, IDENTITY, np.frombuffer(data, np.uint8), 0, len(data), sym, nxt,
+    end = ranked_bpe_into(keys, pair_merged, rank_of, bits, IDENTITY, np.frombuffer(data, np.uint8), 0, len(data), sym, nxt,
                           prv, heap, steps, out, 0)
     return out[:end].tolist(), int(steps[0])
 

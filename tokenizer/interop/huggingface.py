@@ -106,10 +106,9 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
                  or piece.decode("utf-8", "replace") for i, (piece, kind) in enumerate(zip(model.pieces, kinds))]
         require_distinct_texts(texts)
         vocab = {text: i for i, text in enumerate(texts)}
-        order = np.argsort(compiled.pair_rank[compiled.pair_keys >= 0], kind="stable")
-        keys = compiled.pair_keys[compiled.pair_keys >= 0][order]
-        merges = [[encode_piece(model.pieces[int(k >> 32)]), encode_piece(model.pieces[int(k & 0xFFFFFFFF)])]
-                  for k in keys.tolist()]
+        left, right, _ = compiled.merges
+        merges = [[encode_piece(model.pieces[a]), encode_piece(model.pieces[b])]
+                  for a, b in zip(left.tolist(), right.tolist())]
         body = {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
                 "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
                 "vocab": vocab, "merges": merges}

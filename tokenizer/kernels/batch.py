@@ -96,7 +96,7 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
 def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
                     wide, narrow, out_ids, out_offsets):
     """SentencePiece-style BPE (:func:`tokenizer.kernels.bpe_pairs.piece_bpe_into`, no dropout). Tables: 0 units,
-    1 pseudo_units; 2 byte_piece, 3 bmp_symbol, 4 pair_merged, 5 pair_rank, 6 byte_to_id (int32);
+    1 pseudo_units; 2 byte_piece, 3 bmp_symbol, 4 pair_merged, 5 rank_of, 6 byte_to_id (int32);
     7 is_user_defined (uint8); 8 pair_keys, 9 flags (int64: has_user_defined, byte_mode, has_pseudo, vocab_size,
     bits, unk_id, byte_fallback)."""
     piece_units = part(units, longs, 0)
@@ -104,7 +104,7 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
     byte_piece = part(ints, longs, 2)
     bmp_symbol = part(ints, longs, 3)
     pair_merged = part(ints, longs, 4)
-    pair_rank = part(ints, longs, 5)
+    rank_of = part(ints, longs, 5)
     byte_to_id = part(ints, longs, 6)
     is_user_defined = part(small, longs, 7)
     pair_keys = part(longs, longs, 8)
@@ -125,7 +125,7 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
             out_ids[pos] = bos_id
             pos += 1
         pos = piece_bpe_into(piece_units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, byte_mode,
-                             pseudo_units, has_pseudo, vocab_size, pair_keys, pair_merged, pair_rank, bits, unk_id,
+                             pseudo_units, has_pseudo, vocab_size, pair_keys, pair_merged, rank_of, bits, unk_id,
                              byte_fallback, byte_to_id, data, offsets[i], offsets[i + 1], sym, nxt, prv, cand, heap,
                              steps, out_ids, pos)
         if pos < 0:
@@ -142,11 +142,11 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
                      wide, narrow, out_ids, out_offsets):
     """Regex pre-split (pattern 0: none) plus merge replay (:func:`tokenizer.kernels.bpe_ranked.ranked_bpe_into`);
     with ``ignore_merges`` a pre-token that is itself a piece is emitted whole, as ``tokenizers`` does. Tables:
-    0 units; 1 pair_merged, 2 pair_rank, 3 byte_to_id (int32); 4 char_class (uint8); 5 pair_keys, 6 flags (int64:
+    0 units; 1 pair_merged, 2 rank_of, 3 byte_to_id (int32); 4 char_class (uint8); 5 pair_keys, 6 flags (int64:
     pattern, bits, ignore_merges)."""
     piece_units = part(units, longs, 0)
     pair_merged = part(ints, longs, 1)
-    pair_rank = part(ints, longs, 2)
+    rank_of = part(ints, longs, 2)
     byte_to_id = part(ints, longs, 3)
     char_class = part(small, longs, 4)
     pair_keys = part(longs, longs, 5)
@@ -176,8 +176,8 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
                     pos += 1
                     p = q
                     continue
-            pos = ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, p, q, sym, nxt, prv,
-                                  heap, steps, out_ids, pos)
+            pos = ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, p, q, sym, nxt, prv, heap,
+                                  steps, out_ids, pos)
             p = q
         if eos_id >= 0:
             out_ids[pos] = eos_id

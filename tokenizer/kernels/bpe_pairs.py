@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.bpe_ranked import _heap_pop, _heap_push, build_pair_table, pair_lookup
+from tokenizer.kernels.bpe_ranked import _heap_pop, _heap_push, build_pair_table, merge_ranks, pair_lookup
 from tokenizer.kernels.double_array import exact_match, step, unit_value
 from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node, utf8_char_length
 
@@ -54,7 +54,7 @@ def symbol_starts(data, offsets, byte_mode, out, out_ends):
 def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndarray, vocab_size: int,
                       byte_mode: bool) -> tuple:
     """The tables of :func:`piece_bpe_into` for the matchable ``pieces`` (their ``ids``; ``merge_score`` float32
-    per vocabulary id): ``(pair_keys, pair_merged, pair_rank, bits, byte_piece, bmp_symbol, pseudo_units,
+    per vocabulary id): ``(pair_keys, pair_merged, rank_of, bits, byte_piece, bmp_symbol, pseudo_units,
     has_pseudo)``.
 
     ``pseudo_units`` is a double array from each pseudo character to its id (``vocab_size + k``). Example:
@@ -91,14 +91,9 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
                 merged.append(z)
     merged_ids = np.array(merged, np.int64)
     distinct = np.unique(merge_score[merged_ids])[::-1] if len(merged_ids) else np.zeros(0, np.float32)
-    rank = np.searchsorted(-distinct, -merge_score[merged_ids]).astype(np.int64) if len(merged_ids) else merged_ids
-    order = np.argsort(rank, kind="stable")
-    keys, pair_merged, pair_rank, bits = build_pair_table(np.array(left, np.int64)[order],
-                                                          np.array(right, np.int64)[order], merged_ids[order])
-    # build_pair_table ranks by position in its input: put back the dense ranks (equal scores, equal rank)
-    filled = keys >= 0
-    slot_rank = np.zeros_like(pair_rank)
-    slot_rank[filled] = rank[order][pair_rank[filled]]
+    rank = np.searchsorted(-distinct, -merge_score[merged_ids]) if len(merged_ids) else merged_ids
+    pair_keys, pair_merged, bits = build_pair_table(np.array(left, np.int64), np.array(right, np.int64), merged_ids)
+    rank_of = merge_ranks(merged_ids, rank, vocab_size + len(pseudo))  # dense: equal scores, equal rank
     pseudo_units = DoubleArray.build(list(pseudo), list(pseudo.values())).units if pseudo else np.zeros(1, np.int32)
     byte_piece = np.full(256, -1, np.int32)
     bmp_symbol = np.full(1 << 16, -1, np.int32)
@@ -110,11 +105,11 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
                 text = char.decode("utf-8", "replace")
                 if len(text) == 1 and text.encode("utf-8") == char:
                     bmp_symbol[ord(text)] = i
-    return keys, pair_merged, slot_rank, bits, byte_piece, bmp_symbol, pseudo_units, bool(pseudo)
+    return pair_keys, pair_merged, rank_of, bits, byte_piece, bmp_symbol, pseudo_units, bool(pseudo)
 
 
 @kernel
-def _pair_at(pair_keys, pair_merged, pair_rank, bits, sym, cand, heap, size, left, right):
+def _pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, right):
     """Record in ``cand[left]`` the merge of node ``left`` with node ``right`` (``rank << 32 | merged``, or -1 when
     none) and push its heap entry; returns the heap size."""
     a = sym[left]
@@ -122,11 +117,11 @@ def _pair_at(pair_keys, pair_merged, pair_rank, bits, sym, cand, heap, size, lef
     cand[left] = -1
     if a < 0 or b < 0:
         return size
-    slot = pair_lookup(pair_keys, bits, a, b)
-    if slot < 0:
+    merged = pair_lookup(pair_keys, pair_merged, bits, a, b)
+    if merged < 0:
         return size
-    rank = np.int64(pair_rank[slot])
-    cand[left] = (rank << 32) | np.int64(pair_merged[slot])
+    rank = np.int64(rank_of[merged])
+    cand[left] = (rank << 32) | merged
     return _heap_push(heap, size, (rank << 32) | np.int64(left))
 
 
@@ -148,7 +143,7 @@ def _initial_symbol(units, byte_piece, bmp_symbol, pseudo_units, has_pseudo, dat
 
 @kernel
 def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, byte_mode, pseudo_units,
-                   has_pseudo, vocab_size, pair_keys, pair_merged, pair_rank, bits, unk_id, byte_fallback, byte_to_id,
+                   has_pseudo, vocab_size, pair_keys, pair_merged, rank_of, bits, unk_id, byte_fallback, byte_to_id,
                    data, start, end, sym, nxt, prv, cand, heap, steps, out, pos):
     """Encode ``data[start:end]``; ids to ``out[pos:]``; returns the new ``pos``, or -1 when unknown text has
     neither an unk piece nor byte fallback.
@@ -193,7 +188,7 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
     size = 0
     node = 0
     while nxt[node] < n:
-        size = _pair_at(pair_keys, pair_merged, pair_rank, bits, sym, cand, heap, size, node, nxt[node])
+        size = _pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, node, nxt[node])
         node = nxt[node]
     popped = 0
     while size > 0:
@@ -211,12 +206,12 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
         nxt[left] = after
         if after < n:
             prv[after] = left
-            size = _pair_at(pair_keys, pair_merged, pair_rank, bits, sym, cand, heap, size, left, after)
+            size = _pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, after)
         else:
             cand[left] = -1
         before = prv[left]
         if before >= 0:
-            size = _pair_at(pair_keys, pair_merged, pair_rank, bits, sym, cand, heap, size, before, left)
+            size = _pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, before, left)
     steps[0] += popped
     prev_unknown = False
     node = 0

@@ -5,8 +5,9 @@ symbols start as single bytes (``byte_to_id``); then, repeatedly, the adjacent p
 the leftmost one among equal ranks, until no adjacent pair is a merge. Unlike SentencePiece's rule (merge the pair
 whose *concatenation* is the best piece), only listed pairs merge, which is what a merges list means.
 
-The pair table is open addressing over int64 keys ``left << 32 | right`` (``pair_keys``, -1 = empty; size a power
-of two, ``bits`` = log2 size), with ``pair_merged`` (int32) and ``pair_rank`` (int32) beside it.
+The pair table is open addressing over int64 keys ``left << 32 | right`` (``pair_keys``, -1 = empty; ``2**bits``
+slots) with each slot's merged id in ``pair_merged`` (int32); ``rank_of`` (int32, by merged id) gives a merge's
+rank. Most probes miss, and a miss reads the keys only: the smaller they are, the more of them stay in cache.
 
 Inside a pre-token of n bytes the symbols are a linked list over the byte positions and the candidate merges a
 binary min-heap of ``rank << 32 | position`` (lowest rank first, then leftmost); an entry whose pair has changed
@@ -29,23 +30,30 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 NO_RANK = np.int32(2**31 - 1)
 
 
-def build_pair_table(left: np.ndarray, right: np.ndarray, merged: np.ndarray) -> tuple:
-    """``(pair_keys int64, pair_merged int32, pair_rank int32, bits)`` for merges in rank order (Python, load
-    time). A repeated pair keeps its first (lowest) rank, as a merges list lookup does."""
+def build_pair_table(left: np.ndarray, right: np.ndarray, merged: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(pair_keys int64, pair_merged int32, bits)`` for merges ``(left[m], right[m]) -> merged[m]`` (Python,
+    load time). A repeated pair keeps its first entry, as a merges list lookup does."""
     n = len(left)
     bits = 4
     while (1 << bits) < 2 * n + 16:
         bits += 1
     keys = np.full(1 << bits, -1, np.int64)
-    out_merged = np.zeros(1 << bits, np.int32)
-    out_rank = np.zeros(1 << bits, np.int32)
+    out_merged = np.full(1 << bits, -1, np.int32)
     _fill_pair_table(np.asarray(left, np.int64), np.asarray(right, np.int64), np.asarray(merged, np.int64),
-                     keys, out_merged, out_rank, bits)
-    return keys, out_merged, out_rank, bits
+                     keys, out_merged, bits)
+    return keys, out_merged, bits
+
+
+def merge_ranks(merged: np.ndarray, ranks: np.ndarray, size: int) -> np.ndarray:
+    """``rank_of`` (int32, ``size``): the lowest ``ranks[m]`` of each id ``merged[m]``, NO_RANK for ids no merge
+    makes. ``merge_ranks([5, 3, 5], [0, 1, 2], 6)`` -> ``[NO_RANK x 3, 1, NO_RANK, 0]``."""
+    rank_of = np.full(size, NO_RANK, np.int32)
+    np.minimum.at(rank_of, np.asarray(merged, np.int64), np.asarray(ranks, np.int64).astype(np.int32))
+    return rank_of
 
 
 @kernel
-def _fill_pair_table(left, right, merged, keys, out_merged, out_rank, bits):
+def _fill_pair_table(left, right, merged, keys, out_merged, bits):
     mask = (np.int64(1) << bits) - 1
     for m in range(left.shape[0]):
         key = (left[m] << 32) | right[m]
@@ -55,19 +63,18 @@ def _fill_pair_table(left, right, merged, keys, out_merged, out_rank, bits):
         if keys[h] == -1:
             keys[h] = key
             out_merged[h] = merged[m]
-            out_rank[h] = m
 
 
 @kernel
-def pair_lookup(pair_keys, bits, left, right):
-    """Slot of the merge ``(left, right)``, or -1 when the pair is not a merge."""
+def pair_lookup(pair_keys, pair_merged, bits, left, right):
+    """The merged id of the pair ``(left, right)``, or -1 when it is not a merge."""
     key = (np.int64(left) << 32) | np.int64(right)
     mask = (np.int64(1) << bits) - 1
     h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(64 - bits))
     while True:
         k = pair_keys[h]
         if k == key:
-            return h
+            return np.int64(pair_merged[h])
         if k == -1:
             return np.int64(-1)
         h = (h + 1) & mask
@@ -109,17 +116,17 @@ def _heap_pop(heap, size):
 
 
 @kernel
-def _push_pair(pair_keys, pair_rank, bits, sym, heap, size, left, right):
+def _push_pair(pair_keys, pair_merged, rank_of, bits, sym, heap, size, left, right):
     """Push the merge candidate at node ``left`` (its pair with node ``right``) when the pair is a merge."""
-    slot = pair_lookup(pair_keys, bits, sym[left], sym[right])
-    if slot >= 0:
-        size = _heap_push(heap, size, (np.int64(pair_rank[slot]) << 32) | np.int64(left))
+    merged = pair_lookup(pair_keys, pair_merged, bits, sym[left], sym[right])
+    if merged >= 0:
+        size = _heap_push(heap, size, (np.int64(rank_of[merged]) << 32) | np.int64(left))
     return size
 
 
 @kernel
-def ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, start, end, sym, nxt, prv, heap,
-                    steps, out, pos):
+def ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, start, end, sym, nxt, prv, heap, steps,
+                    out, pos):
     """Encode ``data[start:end]`` (one pre-token) by merge replay; ids to ``out[pos:]``; returns the new ``pos``.
 
     Work buffers of length >= ``end - start``: ``sym``, ``nxt``, ``prv`` (int32: each node's symbol, next and
@@ -135,7 +142,7 @@ def ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, s
         prv[i] = i - 1
     size = 0
     for i in range(n - 1):
-        size = _push_pair(pair_keys, pair_rank, bits, sym, heap, size, i, i + 1)
+        size = _push_pair(pair_keys, pair_merged, rank_of, bits, sym, heap, size, i, i + 1)
     popped = 0
     while size > 0:
         key = heap[0]
@@ -145,19 +152,19 @@ def ranked_bpe_into(pair_keys, pair_merged, pair_rank, bits, byte_to_id, data, s
         right = nxt[left]
         if prv[left] == -2 or right >= n:
             continue  # the node was merged away, or it is last now
-        slot = pair_lookup(pair_keys, bits, sym[left], sym[right])
-        if slot < 0 or np.int64(pair_rank[slot]) != (key >> 32):
+        merged = pair_lookup(pair_keys, pair_merged, bits, sym[left], sym[right])
+        if merged < 0 or np.int64(rank_of[merged]) != (key >> 32):
             continue  # the pair changed since this entry was pushed
-        sym[left] = pair_merged[slot]
+        sym[left] = merged
         prv[right] = -2
         after = nxt[right]
         nxt[left] = after
         if after < n:
             prv[after] = left
-            size = _push_pair(pair_keys, pair_rank, bits, sym, heap, size, left, after)
+            size = _push_pair(pair_keys, pair_merged, rank_of, bits, sym, heap, size, left, after)
         before = prv[left]
         if before >= 0:
-            size = _push_pair(pair_keys, pair_rank, bits, sym, heap, size, before, left)
+            size = _push_pair(pair_keys, pair_merged, rank_of, bits, sym, heap, size, before, left)
     steps[0] += popped
     node = 0
     while node < n:
@@ -211,5 +218,6 @@ class ByteLevelEncoder:
                                      "pieces: the model file is inconsistent")
                 left.append(a)
                 right.append(b)
-            self.pair_keys, self.pair_merged, self.pair_rank, self.bits = build_pair_table(
-                np.array(left, np.int64), np.array(right, np.int64), np.array(normal, np.int64))
+            self.merges = (np.array(left, np.int64), np.array(right, np.int64), np.array(normal, np.int64))
+            self.pair_keys, self.pair_merged, self.bits = build_pair_table(*self.merges)
+            self.rank_of = merge_ranks(self.merges[2], np.arange(len(normal)), model.vocab_size)
