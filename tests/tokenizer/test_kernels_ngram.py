@@ -66,7 +66,7 @@ def test_chunking_identity_keeps_every_byte(blobs):
 def test_digit_table_matches_re():
     import re
 
-    from tokenizer.trainers.bytepiece import _digit_table
+    from tokenizer.trainers.bytepiece.chunks import _digit_table
 
     table = _digit_table()
     for cp in list(range(0, 0x3000)) + list(range(0xFF00, 0xFF20)) + list(range(0x1D7C0, 0x1D800)):

@@ -55,7 +55,7 @@ from tokenizer.errors import ConfigError, InputError
 from tokenizer.kernels import bpe_train as K
 from tokenizer.kernels import pretokenize as P
 from tokenizer.model import Model
-from tokenizer.trainers.bytepiece import pack_texts  # noqa: F401  (re-exported: count_chunks(*pack_texts(...)))
+from tokenizer.trainers.bytepiece.chunks import pack_texts  # noqa: F401  (re-exported: count_chunks(*pack_texts(...)))
 
 PRETOKENIZERS = ("byte_level", "sentencepiece")
 SPACE_SYMBOL = "\u2581".encode()

@@ -13,7 +13,7 @@ import numpy as np
 from tokenizer.errors import InputError
 from tokenizer.kernels import bpe_train as kb
 from tokenizer.normalizers.sentencepiece import SentencePieceNormalizer
-from tokenizer.trainers.bytepiece import pack_texts
+from tokenizer.trainers.bytepiece.chunks import pack_texts
 from tokenizer.trainers.unigram.settings import BOUNDARY, UNK_CHAR, WS, UnigramSettings
 
 

@@ -15,7 +15,7 @@ from tokenizer.model import (LATTICE_SUMS, SCORE_STEP_FLOAT32_SUMS, SCORE_STEP_F
                              quantize_scores)
 from tokenizer.normalizers.sentencepiece import DEFAULT_UNK_SURFACE
 from tokenizer.trainers.bpe import sort_chunks
-from tokenizer.trainers.bytepiece import pack_texts
+from tokenizer.trainers.bytepiece.chunks import pack_texts
 from tokenizer.trainers.unigram.chunks import ChunkSplitter, pack
 from tokenizer.trainers.unigram.loop import Checkpoints, EStepRunner, TrainReport, local_runner, run_em
 from tokenizer.trainers.unigram.seeds import required_characters, seed_pieces
