@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.ngram import _decode_char as decode_char
+from tokenizer.kernels.bytepiece_chunk import _decode_char as decode_char
 
 # Flag bits of the ``flags`` argument.
 ADD_DUMMY_PREFIX = 1

@@ -8,7 +8,7 @@ from typing import Iterable
 import numpy as np
 
 from tokenizer.errors import InputError
-from tokenizer.kernels import ngram as K
+from tokenizer.kernels.bytepiece_chunk import chunk_offsets_kernel
 from tokenizer.normalizers import NORMALIZERS
 from tokenizer.trainers.bytepiece.settings import TrainSettings
 
@@ -74,6 +74,6 @@ def chunk_texts(data, offsets, settings: TrainSettings) -> tuple[np.ndarray, np.
         data, offsets = NORMALIZERS[settings.normalization]().normalize_batch(data, offsets)
         data = np.ascontiguousarray(data, dtype=np.uint8)
     table = _digit_table() if settings.isolate_digits else _NO_DIGITS
-    chunk_offsets = K.chunk_offsets_kernel(data, offsets, int(settings.max_chunk_chars),
+    chunk_offsets = chunk_offsets_kernel(data, offsets, int(settings.max_chunk_chars),
                                            int(settings.max_newline_run), bool(settings.isolate_digits), table)
     return data, chunk_offsets

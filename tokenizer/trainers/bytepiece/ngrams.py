@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tokenizer.errors import ConfigError
-from tokenizer.kernels import ngram as K
+from tokenizer.kernels.ngram_count import (MAX_ORDER, expand_prefixes_kernel, maximal_ngram_keys_kernel,
+                                           merge_sorted_counts_kernel, pack_ngram, run_length_counts_kernel)
+from tokenizer.kernels.ngram_segment import build_lookup_table_kernel
 from tokenizer.trainers.bytepiece.chunks import _as_packed
 from tokenizer.trainers.bytepiece.settings import TrainSettings
 
@@ -24,7 +26,7 @@ def count_ngrams(data, offsets, order: int, block_positions: int = 1 << 24) -> t
 
     Args: ``data`` uint8, ``offsets`` int64 ``(n_chunks + 1,)`` (from :func:`chunk_texts`), ``order`` 1..7.
     Returns ``(keys, counts)``: int64, sorted by key (= by bytes), distinct; keys packed as
-    :mod:`tokenizer.kernels.ngram` documents (bytes at the top, length in the low 3 bits).
+    :mod:`tokenizer.kernels.ngram_count` documents (bytes at the top, length in the low 3 bits).
 
     Only one n-gram per position, the longest (``min(order, bytes left)``), is materialized: blocks of at most
     ``block_positions`` such keys are sorted and run-length counted, blocks merged; every shorter n-gram's count is
@@ -32,8 +34,8 @@ def count_ngrams(data, offsets, order: int, block_positions: int = 1 << 24) -> t
     open-addressing hash count here by about 4x: sequential memory traffic instead of a cache miss per byte.)
     Example: ``count_ngrams(b"aab", [0, 3], 2)`` -> ``{a: 2, aa: 1, ab: 1, b: 1}``.
     """
-    if not 1 <= int(order) <= K.MAX_ORDER:
-        raise ConfigError(f"order={order} is invalid: use 1..{K.MAX_ORDER}")
+    if not 1 <= int(order) <= MAX_ORDER:
+        raise ConfigError(f"order={order} is invalid: use 1..{MAX_ORDER}")
     data, offsets = _as_packed(data, offsets)
     if len(offsets) < 2 or offsets[-1] == offsets[0]:
         return empty_counts()
@@ -42,16 +44,16 @@ def count_ngrams(data, offsets, order: int, block_positions: int = 1 << 24) -> t
     while first < len(offsets) - 1:
         last = int(np.searchsorted(offsets, offsets[first] + block_positions, side="right")) - 1
         last = min(max(last, first + 1), len(offsets) - 1)
-        keys = K.maximal_ngram_keys_kernel(data, offsets[first:last + 1], int(order))
+        keys = maximal_ngram_keys_kernel(data, offsets[first:last + 1], int(order))
         keys.sort()
-        maximal = merge_counts(maximal, K.run_length_counts_kernel(keys))
+        maximal = merge_counts(maximal, run_length_counts_kernel(keys))
         first = last
-    return K.expand_prefixes_kernel(*maximal)
+    return expand_prefixes_kernel(*maximal)
 
 
 def merge_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Sum two n-gram counts (each sorted by key, distinct). Associative, commutative, ``empty_counts()`` neutral."""
-    return K.merge_sorted_counts_kernel(np.asarray(a[0], np.int64), np.asarray(a[1], np.int64),
+    return merge_sorted_counts_kernel(np.asarray(a[0], np.int64), np.asarray(a[1], np.int64),
                                         np.asarray(b[0], np.int64), np.asarray(b[1], np.int64))
 
 
@@ -88,7 +90,7 @@ class NgramModel:
 
     def lookup_table(self) -> tuple:
         if self._table is None:
-            self._table = K.build_lookup_table_kernel(self.keys, self.log_probs)
+            self._table = build_lookup_table_kernel(self.keys, self.log_probs)
         return self._table
 
     def __getstate__(self) -> dict:
@@ -98,8 +100,8 @@ class NgramModel:
 
     def log_prob(self, gram: bytes) -> float:
         """``log p`` of an n-gram, ``-inf`` when pruned: ``model.log_prob(b"ab")``."""
-        i = int(np.searchsorted(self.keys, K.pack_ngram(gram)))
-        return float(self.log_probs[i]) if i < len(self.keys) and self.keys[i] == K.pack_ngram(gram) else -math.inf
+        i = int(np.searchsorted(self.keys, pack_ngram(gram)))
+        return float(self.log_probs[i]) if i < len(self.keys) and self.keys[i] == pack_ngram(gram) else -math.inf
 
 
 def kept_ngrams(keys: np.ndarray, counts: np.ndarray, min_count: int) -> np.ndarray:

@@ -8,7 +8,8 @@ from typing import Sequence
 
 import numpy as np
 
-from tokenizer.kernels import ngram as K
+from tokenizer.kernels.byte_string_count import count_byte_strings_kernel, merge_byte_string_counts_kernel
+from tokenizer.kernels.ngram_segment import ngram_viterbi_kernel
 from tokenizer.trainers.bytepiece.chunks import _as_packed, pack_texts
 from tokenizer.trainers.bytepiece.ngrams import NgramModel
 from tokenizer.trainers.bytepiece.settings import TrainSettings
@@ -23,7 +24,7 @@ def segment_chunks(model: NgramModel, data, offsets) -> np.ndarray:
     """Piece end offsets (int64) of the n-gram Viterbi over every chunk (see :func:`segment_and_count_pieces`)."""
     data, offsets = _as_packed(data, offsets)
     table, bits, unigrams, bigrams = model.lookup_table()
-    return K.ngram_viterbi_kernel(data, offsets, int(model.order), bool(model.ensure_unicode), table, int(bits),
+    return ngram_viterbi_kernel(data, offsets, int(model.order), bool(model.ensure_unicode), table, int(bits),
                                   unigrams, bigrams)
 
 
@@ -45,13 +46,13 @@ def segment_and_count_pieces(model: NgramModel, data, offsets, settings: TrainSe
     starts = np.empty_like(ends)
     starts[1:] = ends[:-1]
     starts[0] = offsets[0]
-    return K.count_byte_strings_kernel(data, starts, ends)
+    return count_byte_strings_kernel(data, starts, ends)
 
 
 def merge_piece_counts(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sum two piece counts ``(piece_data, piece_offsets, counts)`` sorted by bytes; ``empty_piece_counts()`` is
     neutral."""
-    return K.merge_byte_string_counts_kernel(np.asarray(a[0], np.uint8), np.asarray(a[1], np.int64),
+    return merge_byte_string_counts_kernel(np.asarray(a[0], np.uint8), np.asarray(a[1], np.int64),
                                              np.asarray(a[2], np.int64), np.asarray(b[0], np.uint8),
                                              np.asarray(b[1], np.int64), np.asarray(b[2], np.int64))
 

@@ -9,7 +9,9 @@ from typing import Sequence
 import numpy as np
 
 from tokenizer.errors import InputError
-from tokenizer.kernels import ngram as K
+from tokenizer.kernels.ngram_count import run_length_counts_kernel
+from tokenizer.kernels.piece_lattice import (_child, build_piece_trie_kernel, piece_forward_backward_kernel,
+                                             piece_viterbi_counts_kernel)
 from tokenizer.trainers.bytepiece.chunks import _as_packed, pack_texts
 from tokenizer.trainers.bytepiece.pieces import pack_pieces, piece_list
 from tokenizer.trainers.bytepiece.settings import TrainSettings
@@ -37,7 +39,7 @@ class PieceModel:
 
     def trie(self) -> tuple:
         if self._trie is None:
-            self._trie = K.build_piece_trie_kernel(self.piece_data, self.piece_offsets)
+            self._trie = build_piece_trie_kernel(self.piece_data, self.piece_offsets)
         return self._trie
 
     def viterbi_counts(self, data, offsets, weights=None) -> tuple[np.ndarray, int]:
@@ -46,7 +48,7 @@ class PieceModel:
         n_texts = len(offsets) - 1
         weights = np.ones(n_texts, np.int64) if weights is None else np.asarray(weights, np.int64)
         edge_keys, edge_child, bits, node_piece = self.trie()
-        counts, n_tokens, n_bad, _ = K.piece_viterbi_counts_kernel(
+        counts, n_tokens, n_bad, _ = piece_viterbi_counts_kernel(
             data, offsets, weights, edge_keys, edge_child, int(bits), node_piece, self.scores, len(self.pieces),
             False)
         if n_bad:
@@ -58,18 +60,18 @@ class PieceModel:
         ``left_index << 32 | right_index`` (sorted, distinct: a count table :func:`merge_counts` sums)."""
         data, offsets = _as_packed(data, offsets)
         edge_keys, edge_child, bits, node_piece = self.trie()
-        counts, _, n_bad, pairs = K.piece_viterbi_counts_kernel(
+        counts, _, n_bad, pairs = piece_viterbi_counts_kernel(
             data, offsets, np.ones(len(offsets) - 1, np.int64), edge_keys, edge_child, int(bits), node_piece,
             self.scores, len(self.pieces), True)
         if n_bad:
             raise InputError(f"{n_bad} texts cannot be segmented with these pieces: the 256 single bytes are missing")
         pairs.sort()
-        return counts, K.run_length_counts_kernel(pairs)
+        return counts, run_length_counts_kernel(pairs)
 
     def expected_counts(self, data, offsets) -> tuple[np.ndarray, float]:
         data, offsets = _as_packed(data, offsets)
         edge_keys, edge_child, bits, node_piece = self.trie()
-        return K.piece_forward_backward_kernel(data, offsets, np.ones(len(offsets) - 1), edge_keys, edge_child,
+        return piece_forward_backward_kernel(data, offsets, np.ones(len(offsets) - 1), edge_keys, edge_child,
                                                int(bits), node_piece, self.scores, len(self.pieces))
 
     def segment(self, text: bytes) -> list[bytes]:
@@ -86,7 +88,7 @@ class PieceModel:
                 continue
             node = 0
             for e in range(s + 1, n + 1):
-                node = K._child(edge_keys, edge_child, bits, node, data[e - 1])
+                node = _child(edge_keys, edge_child, bits, node, data[e - 1])
                 if node < 0:
                     break
                 p = node_piece[node]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenizer.errors import ConfigError
-from tokenizer.kernels import ngram as K
+from tokenizer.kernels.ngram_count import MAX_ORDER
 
 NORMALIZATIONS = ("identity", "nfc")
 EM_MODES = ("viterbi", "expected")
@@ -64,7 +64,7 @@ class TrainSettings:
                 bound = f"{low}..{high}" if high is not None else f">= {low}"
                 raise ConfigError(f"{name}={value!r} is invalid: use an integer {bound}{hint}")
 
-        integer("order", 1, K.MAX_ORDER, " (n-gram keys pack at most 7 bytes; BytePiece uses 6)")
+        integer("order", 1, MAX_ORDER, " (n-gram keys pack at most 7 bytes; BytePiece uses 6)")
         integer("min_count", 1, hint=" (BytePiece's default is 2; 8 suits ~10 MB corpora)")
         integer("max_piece_length", 1, hint=" (BytePiece's default is 36)")
         integer("refine_em_rounds", 0, hint=" (0 turns the EM refinement off)")
