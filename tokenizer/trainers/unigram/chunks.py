@@ -11,7 +11,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from tokenizer.errors import InputError
-from tokenizer.kernels import bpe_train as kb
+from tokenizer.kernels.chunk_count import (MODE_BEFORE_SPACE, MODE_BEFORE_SPACE_SYMBOL, MODE_WHOLE_DOCUMENT,
+                                           count_chunk_table, gather_spans)
 from tokenizer.normalizers.sentencepiece import SentencePieceNormalizer
 from tokenizer.trainers.bytepiece.chunks import pack_texts
 from tokenizer.trainers.unigram.settings import BOUNDARY, UNK_CHAR, WS, UnigramSettings
@@ -69,12 +70,12 @@ class ChunkSplitter:
         (``treat_whitespace_as_suffix`` or ``allow_whitespace_only_pieces`` with ``split_by_whitespace``)."""
         s = self.settings
         if not s.split_by_whitespace:
-            return kb.MODE_WHOLE_DOCUMENT
+            return MODE_WHOLE_DOCUMENT
         if s.variant == "byte":
-            return kb.MODE_BEFORE_SPACE
+            return MODE_BEFORE_SPACE
         if s.treat_whitespace_as_suffix or s.allow_whitespace_only_pieces:
             return 0
-        return kb.MODE_BEFORE_SPACE_SYMBOL
+        return MODE_BEFORE_SPACE_SYMBOL
 
     def count(self, data, offsets) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """``(chunk data uint8, chunk offsets int64, counts int64, skipped sentences)`` of the packed sentences
@@ -98,15 +99,15 @@ class ChunkSplitter:
             skipped = int(np.count_nonzero(drop))
             if skipped:
                 keep = ~drop
-                data, offsets = kb.gather_spans(data, offsets[:-1][keep], offsets[1:][keep])
+                data, offsets = gather_spans(data, offsets[:-1][keep], offsets[1:][keep])
             if offsets[0] != 0:
                 data, offsets = data[offsets[0]:offsets[-1]], offsets - offsets[0]
             data, offsets = self.normalizer.normalize_batch(data, offsets)
             data, offsets = self._replace_meta_pieces(data, offsets)
         mode = self.kernel_mode
         if mode:
-            starts, ends, counts = kb.count_chunk_table(mode, _NO_CLASSES, _NO_SCRIPTS, data, offsets)
-            chunk_data, chunk_offsets = kb.gather_spans(data, starts, ends)
+            starts, ends, counts = count_chunk_table(mode, _NO_CLASSES, _NO_SCRIPTS, data, offsets)
+            chunk_data, chunk_offsets = gather_spans(data, starts, ends)
             return chunk_data, chunk_offsets, counts, skipped
         blob = data.tobytes()
         words: Counter = Counter()
