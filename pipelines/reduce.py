@@ -94,11 +94,11 @@ def select(kind: str, table: tuple, mask: np.ndarray) -> tuple:
     lists, in that order."""
     if kind == "int64":
         return table[0][mask], table[1][mask]
-    from tokenizer.trainers.bpe import K
+    from tokenizer.kernels.chunk_count import gather_spans
 
     data, offsets, counts = table
     starts, ends = offsets[:-1][mask], offsets[1:][mask]
-    chunk_data, chunk_offsets = K.gather_spans(np.ascontiguousarray(data, np.uint8), starts, ends)
+    chunk_data, chunk_offsets = gather_spans(np.ascontiguousarray(data, np.uint8), starts, ends)
     return chunk_data, chunk_offsets, np.asarray(counts, np.int64)[mask]
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tokenizer.kernels import ngram as K
+from tokenizer.kernels.byte_string_count import count_byte_strings_kernel, merge_byte_string_counts_kernel
+from tokenizer.kernels.ngram_count import merge_sorted_counts_kernel, pack_ngram, unpack_ngram
 from tokenizer.kernels import reference_ngram as R
 from tokenizer.trainers.bytepiece import (
     TrainSettings, build_ngram_model, chunk_texts, count_ngrams, pack_texts, piece_list, segment_chunks,
@@ -29,13 +30,13 @@ def _chunks(data, offsets):
 @given(st.binary(min_size=1, max_size=7), st.binary(min_size=1, max_size=7))
 @settings(**SETTINGS)
 def test_packed_keys_sort_like_bytes(a, b):
-    assert K.unpack_ngram(K.pack_ngram(a)) == a
-    assert (K.pack_ngram(a) < K.pack_ngram(b)) == (a < b)
-    assert 0 < K.pack_ngram(a) < 2 ** 59
+    assert unpack_ngram(pack_ngram(a)) == a
+    assert (pack_ngram(a) < pack_ngram(b)) == (a < b)
+    assert 0 < pack_ngram(a) < 2 ** 59
 
 
 def test_pack_example():
-    assert K.pack_ngram(b"ab") == (0x61 << 51) | (0x62 << 43) | 2
+    assert pack_ngram(b"ab") == (0x61 << 51) | (0x62 << 43) | 2
 
 
 # ------------------------------------------------------------------------------------------------------ chunking
@@ -66,7 +67,7 @@ def test_chunking_identity_keeps_every_byte(blobs):
 def test_digit_table_matches_re():
     import re
 
-    from tokenizer.trainers.bytepiece import _digit_table
+    from tokenizer.trainers.bytepiece.chunks import _digit_table
 
     table = _digit_table()
     for cp in list(range(0, 0x3000)) + list(range(0xFF00, 0xFF20)) + list(range(0x1D7C0, 0x1D800)):
@@ -80,7 +81,7 @@ def test_count_ngrams_matches_dict_count(texts, order):
     data, offsets = chunk_texts(*pack_texts(texts), TrainSettings())
     keys, counts = count_ngrams(data, offsets, order)
     assert np.all(np.diff(keys) > 0)
-    got = {K.unpack_ngram(k): int(c) for k, c in zip(keys, counts)}
+    got = {unpack_ngram(k): int(c) for k, c in zip(keys, counts)}
     assert got == R.count_ngrams_reference(_chunks(data, offsets), order)
 
 
@@ -95,7 +96,7 @@ def test_count_ngrams_blocks_do_not_change_counts(texts, order, block):
 
 def test_count_ngrams_example():
     keys, counts = count_ngrams(np.frombuffer(b"aab", np.uint8), np.array([0, 3]), 2)
-    assert {K.unpack_ngram(k): int(c) for k, c in zip(keys, counts)} == {b"a": 2, b"aa": 1, b"ab": 1, b"b": 1}
+    assert {unpack_ngram(k): int(c) for k, c in zip(keys, counts)} == {b"a": 2, b"aa": 1, b"ab": 1, b"b": 1}
 
 
 @given(st.dictionaries(st.integers(0, 1000), st.integers(1, 9)), st.dictionaries(st.integers(0, 1000),
@@ -103,7 +104,7 @@ def test_count_ngrams_example():
 @settings(**SETTINGS)
 def test_merge_sorted_counts(a, b):
     ka, kb = sorted(a), sorted(b)
-    keys, counts = K.merge_sorted_counts_kernel(np.array(ka, np.int64), np.array([a[k] for k in ka], np.int64),
+    keys, counts = merge_sorted_counts_kernel(np.array(ka, np.int64), np.array([a[k] for k in ka], np.int64),
                                                 np.array(kb, np.int64), np.array([b[k] for k in kb], np.int64))
     assert dict(zip(keys.tolist(), counts.tolist())) == dict(Counter(a) + Counter(b))
     assert keys.tolist() == sorted(set(a) | set(b))
@@ -118,7 +119,7 @@ def test_ngram_model_and_viterbi_match_bytepiece(texts, order, min_count, ensure
     chunks = _chunks(data, offsets)
     model = build_ngram_model(*count_ngrams(data, offsets, order), s)
     log_probs = R.ngram_log_probs_reference(R.count_ngrams_reference(chunks, order), order, min_count)
-    assert {K.unpack_ngram(k): float(v) for k, v in zip(model.keys, model.log_probs)} == log_probs
+    assert {unpack_ngram(k): float(v) for k, v in zip(model.keys, model.log_probs)} == log_probs
     ends = segment_chunks(model, data, offsets)
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
     got = [data[a:b].tobytes() for a, b in zip(starts, ends)]
@@ -133,7 +134,7 @@ def test_ngram_viterbi_on_arbitrary_bytes(chunks, order, ensure_unicode):
     s = TrainSettings(order=order, min_count=2, ensure_unicode=ensure_unicode)
     data, offsets = pack_texts(chunks)
     model = build_ngram_model(*count_ngrams(data, offsets, order), s)
-    log_probs = {K.unpack_ngram(k): float(v) for k, v in zip(model.keys, model.log_probs)}
+    log_probs = {unpack_ngram(k): float(v) for k, v in zip(model.keys, model.log_probs)}
     ends = segment_chunks(model, data, offsets)
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
     got = [data[a:b].tobytes() for a, b in zip(starts, ends)]
@@ -145,7 +146,7 @@ def test_ngram_viterbi_on_arbitrary_bytes(chunks, order, ensure_unicode):
 @settings(**SETTINGS)
 def test_count_byte_strings(strings):
     data, offsets = pack_texts(strings)
-    piece_data, piece_offsets, counts = K.count_byte_strings_kernel(data, offsets[:-1].copy(), offsets[1:].copy())
+    piece_data, piece_offsets, counts = count_byte_strings_kernel(data, offsets[:-1].copy(), offsets[1:].copy())
     expected = sorted(Counter(strings).items())
     assert list(zip(piece_list(piece_data, piece_offsets), counts.tolist())) == expected
 
@@ -156,7 +157,7 @@ def test_count_byte_strings(strings):
 def test_merge_byte_string_counts(a, b):
     da, oa = pack_texts(sorted(a))
     db, ob = pack_texts(sorted(b))
-    out = K.merge_byte_string_counts_kernel(da, oa, np.array([a[k] for k in sorted(a)], np.int64),
+    out = merge_byte_string_counts_kernel(da, oa, np.array([a[k] for k in sorted(a)], np.int64),
                                             db, ob, np.array([b[k] for k in sorted(b)], np.int64))
     expected = sorted((Counter(a) + Counter(b)).items())
     assert list(zip(piece_list(out[0], out[1]), out[2].tolist())) == expected

@@ -8,8 +8,11 @@ from hypothesis import given, settings, strategies as st
 
 from tokenizer import Tokenizer
 from tokenizer.errors import ConfigError
-from tokenizer.kernels import bpe_train as K
-from tokenizer.kernels.bpe_train import count_spans, learn_merges
+from tokenizer.kernels.bpe_merges import learn_merges
+from tokenizer.kernels.bpe_pair_rules import ALL_SPACE, FROZEN, LEAD_SPACE, NO_SPACE, SCRIPT_ANY
+from tokenizer.kernels.chunk_chars import chars_to_symbols, weighted_char_counts
+from tokenizer.kernels.chunk_count import (MODE_BEFORE_SPACE, MODE_BEFORE_SPACE_SYMBOL, MODE_WHOLE_DOCUMENT,
+                                           count_chunk_table, count_spans, split_before_end)
 from tokenizer.kernels.reference_bpe_train import (ref_chars_to_symbols, ref_count_chunk_table, ref_count_spans,
                                                    ref_learn_merges, ref_split_before, ref_weighted_char_counts)
 from tokenizer.trainers import bpe
@@ -22,7 +25,7 @@ def run_kernel(words, counts, lengths, max_merges, min_count, max_len, attribute
     offsets = np.zeros(len(words) + 1, np.int64)
     offsets[1:] = np.cumsum([len(w) for w in words])
     if attributes is None:
-        attributes = [(K.SCRIPT_ANY, K.SCRIPT_ANY, K.NO_SPACE)] * len(lengths)
+        attributes = [(SCRIPT_ANY, SCRIPT_ANY, NO_SPACE)] * len(lengths)
     first, last, flags = (np.array(column, np.int64) for column in zip(*attributes))
     strings = symbol_bytes if symbol_bytes is not None else [bytes([k]) for k in range(len(lengths))]
     string_offsets = np.zeros(len(strings) + 1, np.int64)
@@ -51,8 +54,8 @@ def test_learn_merges_matches_twin(words, data):
 
 
 # symbol attributes as SentencePiece-style training sets them: (first script, last script, flags)
-ATTRIBUTES = [(K.SCRIPT_ANY, K.SCRIPT_ANY, K.NO_SPACE), (1, 1, K.NO_SPACE), (2, 2, K.NO_SPACE),
-              (K.SCRIPT_ANY, K.SCRIPT_ANY, K.ALL_SPACE | K.LEAD_SPACE), (K.SCRIPT_ANY, K.SCRIPT_ANY, K.FROZEN)]
+ATTRIBUTES = [(SCRIPT_ANY, SCRIPT_ANY, NO_SPACE), (1, 1, NO_SPACE), (2, 2, NO_SPACE),
+              (SCRIPT_ANY, SCRIPT_ANY, ALL_SPACE | LEAD_SPACE), (SCRIPT_ANY, SCRIPT_ANY, FROZEN)]
 
 
 @settings(max_examples=200, deadline=None)
@@ -99,31 +102,31 @@ def test_sentencepiece_ties_hand_example():
 
 def test_piece_rules_hand_example():
     # ids: 0 "a" (script 1), 1 "," (script 2), 2 "▁", 3 tab (frozen)
-    attributes = [(1, 1, K.NO_SPACE), (2, 2, K.NO_SPACE), (K.SCRIPT_ANY, K.SCRIPT_ANY, K.ALL_SPACE | K.LEAD_SPACE),
-                  (K.SCRIPT_ANY, K.SCRIPT_ANY, K.FROZEN)]
+    attributes = [(1, 1, NO_SPACE), (2, 2, NO_SPACE), (SCRIPT_ANY, SCRIPT_ANY, ALL_SPACE | LEAD_SPACE),
+                  (SCRIPT_ANY, SCRIPT_ANY, FROZEN)]
     words = [[2, 2, 0, 0, 1, 3, 0]]  # "▁▁aa,<tab>a"
     merges = run_kernel(words, [1], [1, 1, 1, 1], 10, 1, 16, attributes)
     # allowed: ▁▁ (all spaces), ▁a (leading ▁), aa; never a, (scripts), ▁▁a, or anything with the tab
     assert merges == [(0, 0, 1), (2, 2, 1)]
 
 
-@pytest.mark.parametrize("mode,delimiter", [(K.MODE_BEFORE_SPACE_SYMBOL, "\u2581".encode()),
-                                            (K.MODE_BEFORE_SPACE, b" "), (K.MODE_WHOLE_DOCUMENT, None)])
+@pytest.mark.parametrize("mode,delimiter", [(MODE_BEFORE_SPACE_SYMBOL, "\u2581".encode()),
+                                            (MODE_BEFORE_SPACE, b" "), (MODE_WHOLE_DOCUMENT, None)])
 @settings(max_examples=80, deadline=None)
 @given(texts=st.lists(st.text(alphabet="ab \u2581\u2585\u2580é中", max_size=10), max_size=6),
        junk=st.lists(st.binary(max_size=5) | st.sampled_from([b"\xe2\x96", b"\x96\x81", b"\xe2"]), max_size=3))
 def test_split_before_modes_match_twin(mode, delimiter, texts, junk):
     docs = [t.encode() for t in texts] + junk  # cut "▁" bytes at document ends never delimit
     data, offsets = bpe.pack_texts(docs)
-    starts, ends, counts = K.count_chunk_table(mode, np.zeros(1, np.uint8), np.zeros(1, np.int16), data, offsets)
+    starts, ends, counts = count_chunk_table(mode, np.zeros(1, np.uint8), np.zeros(1, np.int16), data, offsets)
     got = [data[a:b].tobytes() for a, b in zip(starts, ends)]
     assert (got, counts.tolist()) == tuple(ref_count_chunk_table([ref_split_before(d, delimiter) for d in docs]))
 
 
 def test_split_before_example():
     data = np.frombuffer(b"ab c", np.uint8)
-    assert K.split_before_end(K.MODE_BEFORE_SPACE, data, 0, 4) == 2
-    assert K.split_before_end(K.MODE_BEFORE_SPACE, data, 2, 4) == 4
+    assert split_before_end(MODE_BEFORE_SPACE, data, 0, 4) == 2
+    assert split_before_end(MODE_BEFORE_SPACE, data, 2, 4) == 4
     assert ref_split_before(b"a b  c", b" ") == [b"a", b" b", b" ", b" c"]
 
 
@@ -188,7 +191,7 @@ def test_char_kernels_match_twins(spans, data):
     blob = np.frombuffer(b"".join(spans), np.uint8)
     offsets = np.concatenate([[0], np.cumsum([len(x) for x in spans])]).astype(np.int64)
     totals = np.zeros(0x110000, np.int64)
-    invalid = K.weighted_char_counts(blob, offsets, np.array(weights, np.int64), totals)
+    invalid = weighted_char_counts(blob, offsets, np.array(weights, np.int64), totals)
     expected, expected_invalid = ref_weighted_char_counts(spans, weights)
     assert invalid == expected_invalid
     assert {int(c): int(totals[c]) for c in np.flatnonzero(totals)} == expected
@@ -196,7 +199,7 @@ def test_char_kernels_match_twins(spans, data):
     mapping = {0xE9: 300, 0x4E2D: 301}
     for cp, symbol in mapping.items():
         char_symbol[cp] = symbol
-    symbols, symbol_offsets = K.chars_to_symbols(blob, offsets, char_symbol)
+    symbols, symbol_offsets = chars_to_symbols(blob, offsets, char_symbol)
     got = [symbols[a:b].tolist() for a, b in zip(symbol_offsets[:-1], symbol_offsets[1:])]
     assert got == ref_chars_to_symbols(spans, mapping)
 

@@ -1,4 +1,4 @@
-"""Numba kernels of SentencePiece's normalizer (``normalizer.cc``), and their pure-Python twins.
+"""Numba kernels of SentencePiece's normalizer (``normalizer.cc``).
 
 The precompiled charsmap is a Darts-clone double array (``trie``: uint32 units) whose leaf values index a blob of
 NUL-terminated replacement strings (``replacements``: uint8). At each position the normalizer takes, in order:
@@ -15,7 +15,9 @@ symbol is put in front (``add_dummy_prefix``; at the end with ``treat_whitespace
 
 Example (hand-checkable), no charsmap, default flags: ``b"  Hello   world "`` -> ``"▁Hello▁world".encode()``.
 
-The kernels write into a caller-provided buffer and report when it is too small (they never allocate).
+The kernels write into a caller-provided buffer and report when it is too small (they never allocate). The character
+lookups they use (UTF-8 length, longest charsmap and user-symbol matches, the fast-path tables) are in
+:mod:`tokenizer.kernels.charsmap`; the pure-Python twins in :mod:`tokenizer.kernels.reference_normalize`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.ngram import _decode_char as decode_char
+from tokenizer.kernels.bytepiece_chunk import _decode_char as decode_char
+from tokenizer.kernels.charsmap import charsmap_longest_match, user_symbol_longest_match, utf8_char_length
 
 # Flag bits of the ``flags`` argument.
 ADD_DUMMY_PREFIX = 1
@@ -32,172 +35,6 @@ ESCAPE_WHITESPACES = 4
 TREAT_WHITESPACE_AS_SUFFIX = 8
 
 _SOURCE_TEXT, _SOURCE_REPLACEMENTS, _SOURCE_FFFD = 0, 1, 2
-
-
-# ============================================================================ kernels
-@kernel(inline="always")
-def utf8_char_length(text, position, end):
-    """Length (1-4) of the valid UTF-8 character at ``text[position]`` as SentencePiece's DecodeUTF8 reads it, or 0
-    when the byte there starts no valid character (bad lead or trail byte, overlong form, surrogate, > U+10FFFF, or
-    cut off by ``end``). ``text``: uint8 array. Example: ``b"\\xc3\\xa9"`` -> 2; ``b"\\xc3"`` alone -> 0."""
-    b0 = np.int64(text[position])
-    n = end - position
-    if b0 < 0x80:
-        return 1
-    if n >= 2 and (b0 & 0xE0) == 0xC0:
-        b1 = np.int64(text[position + 1])
-        cp = ((b0 & 0x1F) << 6) | (b1 & 0x3F)
-        if (b1 & 0xC0) == 0x80 and cp >= 0x80:
-            return 2
-        return 0
-    if n >= 3 and (b0 & 0xF0) == 0xE0:
-        b1 = np.int64(text[position + 1])
-        b2 = np.int64(text[position + 2])
-        cp = ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
-        if (b1 & 0xC0) == 0x80 and (b2 & 0xC0) == 0x80 and cp >= 0x800 and not (0xD800 <= cp < 0xE000):
-            return 3
-        return 0
-    if n >= 4 and (b0 & 0xF8) == 0xF0:
-        b1 = np.int64(text[position + 1])
-        b2 = np.int64(text[position + 2])
-        b3 = np.int64(text[position + 3])
-        cp = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
-        if ((b1 & 0xC0) == 0x80 and (b2 & 0xC0) == 0x80 and (b3 & 0xC0) == 0x80
-                and cp >= 0x10000 and cp <= 0x10FFFF):
-            return 4
-    return 0
-
-
-@kernel(inline="always")
-def charsmap_longest_match(trie, text, position, end):
-    """Longest key of the Darts-clone double array ``trie`` (uint32) that prefixes ``text[position:end]``.
-
-    Returns ``(length, value)``; ``(0, 0)`` when no key matches. Walks the array as Darts-clone's
-    ``commonPrefixSearch`` does: ``node ^= offset(unit)``, ``node ^= byte``, check ``label``, note leaves.
-    """
-    size = trie.shape[0]
-    best_length = 0
-    best_value = 0
-    if size == 0:
-        return best_length, best_value
-    unit = np.int64(trie[0])
-    node = (unit >> 10) << ((unit & 0x200) >> 6)
-    for i in range(position, end):
-        byte = np.int64(text[i])
-        node ^= byte
-        if node >= size:
-            break
-        unit = np.int64(trie[node])
-        if (unit & 0x800000FF) != byte:
-            break
-        node ^= (unit >> 10) << ((unit & 0x200) >> 6)
-        if (unit >> 8) & 1:
-            if node >= size:
-                break
-            best_length = i + 1 - position
-            best_value = np.int64(trie[node]) & 0x7FFFFFFF
-    return best_length, best_value
-
-
-@kernel(inline="always")
-def user_symbol_longest_match(edge_start, edge_label, edge_target, terminal, text, position, end):
-    """Length of the longest user-defined symbol (trie in CSR form, see the module docstring) that prefixes
-    ``text[position:end]``; 0 when none does."""
-    node = 0
-    best = 0
-    for i in range(position, end):
-        byte = text[i]
-        nxt = -1
-        for e in range(edge_start[node], edge_start[node + 1]):
-            if edge_label[e] == byte:
-                nxt = edge_target[e]
-                break
-        if nxt < 0:
-            break
-        node = nxt
-        if terminal[node]:
-            best = i + 1 - position
-    return best
-
-
-@kernel
-def build_plain_char_table(trie, table):
-    """Fill ``table`` (uint8, shape ``(0x10000,)``) with 1 for each BMP code point the charsmap cannot touch: the
-    double-array walk over its UTF-8 bytes fails before their end without passing a leaf, so no key starts with it
-    and the normalizer copies it. 0 marks code points that need the full walk (and the surrogates, never valid).
-    Example: with an empty ``trie`` every entry but the surrogates is 1."""
-    encoded = np.zeros(4, dtype=np.uint8)
-    for cp in range(0x10000):
-        if 0xD800 <= cp < 0xE000:
-            table[cp] = 0
-            continue
-        if cp < 0x80:
-            encoded[0] = cp
-            length = 1
-        elif cp < 0x800:
-            encoded[0] = 0xC0 | (cp >> 6)
-            encoded[1] = 0x80 | (cp & 0x3F)
-            length = 2
-        else:
-            encoded[0] = 0xE0 | (cp >> 12)
-            encoded[1] = 0x80 | ((cp >> 6) & 0x3F)
-            encoded[2] = 0x80 | (cp & 0x3F)
-            length = 3
-        table[cp] = 1
-        size = trie.shape[0]
-        if size == 0:
-            continue
-        unit = np.int64(trie[0])
-        node = (unit >> 10) << ((unit & 0x200) >> 6)
-        matched = 0
-        for i in range(length):
-            byte = np.int64(encoded[i])
-            node ^= byte
-            if node >= size:
-                break
-            unit = np.int64(trie[node])
-            if (unit & 0x800000FF) != byte:
-                break
-            node ^= (unit >> 10) << ((unit & 0x200) >> 6)
-            matched += 1
-            if (unit >> 8) & 1:
-                table[cp] = 0
-                break
-        if matched == length:
-            table[cp] = 0
-
-
-@kernel
-def build_ascii_pair_table(trie, table):
-    """Fill ``table`` (uint8, shape ``(128 * 128,)``): entry ``b0 * 128 + b1`` is 1 when, for the ASCII bytes
-    ``b0`` then ``b1``, the charsmap has no key starting at ``b0`` (no leaf after ``b0`` and the walk dies at
-    ``b1``), so ``b0`` is copied. Letters that start some key (e.g. "e" before a combining accent) usually take this
-    shortcut. Example: with an empty ``trie`` every entry is 1."""
-    size = trie.shape[0]
-    for b0 in range(128):
-        for b1 in range(128):
-            index = b0 * 128 + b1
-            table[index] = 1
-            if size == 0:
-                continue
-            unit = np.int64(trie[0])
-            node = (unit >> 10) << ((unit & 0x200) >> 6)
-            node ^= b0
-            if node >= size:
-                continue
-            unit = np.int64(trie[node])
-            if (unit & 0x800000FF) != b0:
-                continue
-            node ^= (unit >> 10) << ((unit & 0x200) >> 6)
-            if (unit >> 8) & 1:
-                table[index] = 0
-                continue
-            node ^= b1
-            if node >= size:
-                continue
-            unit = np.int64(trie[node])
-            if (unit & 0x800000FF) == b1:
-                table[index] = 0
 
 
 @kernel
@@ -484,149 +321,3 @@ def normalize_batch_into(data, offsets, first_text, out, out_offsets, trie, repl
             return i
         out_offsets[i + 1] = end
     return n
-
-
-# ============================================================================ pure-Python twins
-def reference_utf8_char_length(text: bytes, position: int) -> int:
-    """Twin of :func:`utf8_char_length`, by decoding with Python's strict UTF-8 codec (which rejects the same
-    overlong forms, surrogates and code points above U+10FFFF)."""
-    for length in (1, 2, 3, 4):
-        chunk = text[position:position + length]
-        if len(chunk) < length:
-            return 0
-        try:
-            decoded = chunk.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        return length if len(decoded) == 1 else 0
-    return 0
-
-
-def reference_all_marked_characters(text: bytes, marked) -> bool:
-    """Twin of :func:`all_marked_characters`: decode with Python's strict codec, then look every character up."""
-    try:
-        decoded = text.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return all(ord(ch) < 0x80 or (ord(ch) < 0x10000 and marked[ord(ch)] != 0) for ch in decoded)
-
-
-def reference_charsmap_longest_match(trie: list[int], text: bytes, position: int) -> tuple[int, int]:
-    """Twin of :func:`charsmap_longest_match`: collects every match as Darts-clone does, keeps the longest."""
-    if not trie:
-        return 0, 0
-
-    def offset(unit: int) -> int:
-        return (unit >> 10) << ((unit & (1 << 9)) >> 6)
-
-    matches = []
-    node = offset(trie[0])
-    for i in range(position, len(text)):
-        node ^= text[i]
-        if node >= len(trie) or (trie[node] & ((1 << 31) | 0xFF)) != text[i]:
-            break
-        unit = trie[node]
-        node ^= offset(unit)
-        if (unit >> 8) & 1:
-            if node >= len(trie):
-                break
-            matches.append((i + 1 - position, trie[node] & ((1 << 31) - 1)))
-    return max(matches) if matches else (0, 0)
-
-
-def reference_plain_char(trie: list[int], cp: int) -> bool:
-    """Twin of one entry of :func:`build_plain_char_table`: the charsmap cannot touch ``chr(cp)`` when no key
-    starts with it, i.e. the walk over its bytes ends early and no key is a prefix of it."""
-    if 0xD800 <= cp < 0xE000:
-        return False
-    char = chr(cp).encode()
-    if not trie:
-        return True
-    if reference_charsmap_longest_match(trie, char, 0)[0]:
-        return False
-
-    def offset(unit: int) -> int:
-        return (unit >> 10) << ((unit & (1 << 9)) >> 6)
-
-    node = offset(trie[0])
-    for byte in char:
-        node ^= byte
-        if node >= len(trie) or (trie[node] & ((1 << 31) | 0xFF)) != byte:
-            return True
-        node ^= offset(trie[node])
-    return False  # every byte matched: longer keys may start with this character
-
-
-def reference_ascii_pair(trie: list[int], b0: int, b1: int) -> bool:
-    """Twin of one entry of :func:`build_ascii_pair_table`: no charsmap key starts with byte ``b0`` when ``b1``
-    follows it (no key equals ``b0`` or ``b0 b1``, and no longer key starts with ``b0 b1``)."""
-    if not trie:
-        return True
-    pair = bytes([b0, b1])
-    if reference_charsmap_longest_match(trie, pair, 0)[0]:
-        return False
-
-    def offset(unit: int) -> int:
-        return (unit >> 10) << ((unit & (1 << 9)) >> 6)
-
-    node = offset(trie[0])
-    for byte in pair:
-        node ^= byte
-        if node >= len(trie) or (trie[node] & ((1 << 31) | 0xFF)) != byte:
-            return True
-        node ^= offset(trie[node])
-    return False
-
-
-def reference_normalize(text: bytes, charsmap_trie: list[int], replacements: bytes, user_symbols: set[bytes],
-                        flags: int) -> bytes:
-    """Twin of :func:`normalize_into`, written as directly after ``normalizer.cc`` as Python allows."""
-    add_dummy = bool(flags & ADD_DUMMY_PREFIX)
-    remove_extra = bool(flags & REMOVE_EXTRA_WHITESPACES)
-    escape = bool(flags & ESCAPE_WHITESPACES)
-    suffix = bool(flags & TREAT_WHITESPACE_AS_SUFFIX)
-    space_symbol = "\u2581".encode()
-
-    def prefix(rest: bytes) -> tuple[bytes, int]:
-        symbol = max((s for s in user_symbols if rest.startswith(s)), key=len, default=b"")
-        if symbol:
-            return symbol, len(symbol)
-        length, value = reference_charsmap_longest_match(charsmap_trie, rest, 0)
-        if length:
-            stop = replacements.find(b"\x00", value)
-            return replacements[value:stop if stop >= 0 else len(replacements)], length
-        char_length = reference_utf8_char_length(rest, 0)
-        if char_length == 0:
-            return "\ufffd".encode(), 1
-        return rest[:char_length], char_length
-
-    rest = bytes(text)
-    if remove_extra:
-        while rest:
-            piece, consumed = prefix(rest)
-            if piece != b" ":
-                break
-            rest = rest[consumed:]
-    if not rest:
-        return b""
-    ws = space_symbol if escape else b" "
-    out = bytearray()
-    if add_dummy and not suffix:
-        out += ws
-    is_prev_space = remove_extra
-    while rest:
-        piece, consumed = prefix(rest)
-        while is_prev_space and piece.startswith(b" "):
-            piece = piece[1:]
-        if piece:
-            out += piece.replace(b" ", space_symbol) if escape else piece
-            is_prev_space = piece.endswith(b" ")
-        rest = rest[consumed:]
-        if not remove_extra:
-            is_prev_space = False
-    if remove_extra:
-        while out.endswith(ws):
-            del out[-len(ws):]
-    if add_dummy and suffix:
-        out += ws
-    return bytes(out)

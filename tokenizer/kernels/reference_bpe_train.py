@@ -1,4 +1,6 @@
-"""Pure-Python twins of :mod:`tokenizer.kernels.bpe_train` (recount everything at every step; slow, for tests).
+"""Pure-Python twins of the BPE training kernels of :mod:`tokenizer.kernels.chunk_count`,
+:mod:`tokenizer.kernels.chunk_chars`, :mod:`tokenizer.kernels.bpe_pair_rules` and :mod:`tokenizer.kernels.bpe_merges`
+(recount everything at every step; slow, for tests).
 
     >>> ref_learn_merges([[0, 1, 0, 1], [0, 1]], [1, 2], [1, 1], 5, 1, 99)
     [(0, 1, 4), (2, 2, 1)]
@@ -9,6 +11,8 @@
 """
 
 from __future__ import annotations
+
+from tokenizer.kernels.bpe_pair_rules import ALL_SPACE, FROZEN, LEAD_SPACE, NO_SPACE, SCRIPT_ANY
 
 
 def ref_count_spans(spans: list[bytes], weights: list[int]) -> tuple[list[int], list[int]]:
@@ -23,8 +27,6 @@ def ref_count_spans(spans: list[bytes], weights: list[int]) -> tuple[list[int], 
 
 def ref_pair_allowed(left: tuple, right: tuple, max_piece_length: int) -> bool:
     """Twin of ``pair_allowed`` on ``(length, first script, last script, flags)`` tuples."""
-    from tokenizer.kernels.bpe_train import ALL_SPACE, FROZEN, LEAD_SPACE, NO_SPACE, SCRIPT_ANY
-
     (la, fa_script, la_script, fa), (lb, fb_script, lb_script, fb) = left, right
     if (fa | fb) & FROZEN or la + lb > max_piece_length:
         return False
@@ -34,8 +36,6 @@ def ref_pair_allowed(left: tuple, right: tuple, max_piece_length: int) -> bool:
 
 
 def ref_merged(left: tuple, right: tuple) -> tuple:
-    from tokenizer.kernels.bpe_train import ALL_SPACE, LEAD_SPACE, NO_SPACE, SCRIPT_ANY
-
     (la, fa_script, la_script, fa), (lb, fb_script, lb_script, fb) = left, right
     flags = ALL_SPACE if fa & ALL_SPACE and fb & ALL_SPACE else fa & (NO_SPACE | LEAD_SPACE)
     return (la + lb, fa_script if fa_script != SCRIPT_ANY else fb_script,
@@ -51,8 +51,6 @@ def ref_learn_merges(words: list[list[int]], counts: list[int], symbol_lengths: 
     may merge (``ref_pair_allowed``: length at most ``max_piece_length``, SentencePiece's piece rules from
     ``attributes``: ``(first script, last script, flags)`` per initial symbol, default any script and no ``▁``),
     replaced left to right without overlaps, until ``max_merges`` or the best count is below ``min_count``."""
-    from tokenizer.kernels.bpe_train import NO_SPACE, SCRIPT_ANY
-
     words = [list(w) for w in words]
     if attributes is None:
         attributes = [(SCRIPT_ANY, SCRIPT_ANY, NO_SPACE)] * len(symbol_lengths)

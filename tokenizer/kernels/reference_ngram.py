@@ -1,4 +1,7 @@
-"""Slow, obviously-correct Python twins of :mod:`tokenizer.kernels.ngram` (for tests only).
+"""Slow, obviously-correct Python twins of BytePiece training's kernels (for tests only): chunking
+(:mod:`tokenizer.kernels.bytepiece_chunk`), n-gram counts (:mod:`tokenizer.kernels.ngram_count`), the n-gram
+Viterbi (:mod:`tokenizer.kernels.ngram_segment`) and the piece Viterbi and expected counts
+(:mod:`tokenizer.kernels.piece_lattice`).
 
 Each function mirrors BytePiece's own formulation (regex chunking, dict counting, numpy Viterbi) so that the tests
 compare the fast kernels against the algorithm as BytePiece writes it.

@@ -4,7 +4,7 @@
 SentencePiece is its own "nmt_nfkc" table, not Python's ``unicodedata``), U+FFFD for each invalid UTF-8 byte,
 ``remove_extra_whitespaces``, ``add_dummy_prefix``, ``escape_whitespaces`` (space -> U+2581 "▁"),
 ``treat_whitespace_as_suffix``, and user-defined symbols passed through unnormalized. The work is done by the
-kernels of :mod:`tokenizer.kernels.normalize`.
+kernels of :mod:`tokenizer.kernels.normalize` and the character lookups of :mod:`tokenizer.kernels.charsmap`.
 
 Decoding follows ``SentencePieceProcessor::Decode``: :meth:`SentencePieceNormalizer.decode_pieces` is exact for any
 id sequence; :meth:`SentencePieceNormalizer.denormalize` works on already-joined piece bytes and is exact for ids
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 
 from tokenizer.errors import ModelError
+from tokenizer.kernels import charsmap as lookups
 from tokenizer.kernels import normalize as kernels
 from tokenizer.normalizers.unicode import Normalizer
 
@@ -99,7 +100,7 @@ def sentencepiece_utf8_repair(data: bytes) -> bytes:
     out = bytearray()
     position, end = 0, len(array)
     while position < end:
-        length = kernels.utf8_char_length(array, position, end)
+        length = lookups.utf8_char_length(array, position, end)
         if length == 0:
             out += REPLACEMENT_CHARACTER
             position += 1
@@ -152,9 +153,9 @@ class SentencePieceNormalizer(Normalizer):
             if symbol:
                 self._uds_first_bytes[symbol[0]] = 1
         self._plain_chars = np.zeros(0x10000, dtype=np.uint8)
-        kernels.build_plain_char_table(self._trie, self._plain_chars)
+        lookups.build_plain_char_table(self._trie, self._plain_chars)
         self._ascii_pairs = np.zeros(128 * 128, dtype=np.uint8)
-        kernels.build_ascii_pair_table(self._trie, self._ascii_pairs)
+        lookups.build_ascii_pair_table(self._trie, self._ascii_pairs)
         self._flags = (
             (kernels.ADD_DUMMY_PREFIX if self.add_dummy_prefix else 0)
             | (kernels.REMOVE_EXTRA_WHITESPACES if self.remove_extra_whitespaces else 0)

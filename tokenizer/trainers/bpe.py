@@ -52,10 +52,13 @@ import numpy as np
 
 from tokenizer._version import __version__
 from tokenizer.errors import ConfigError, InputError
-from tokenizer.kernels import bpe_train as K
 from tokenizer.kernels import pretokenize as P
+from tokenizer.kernels.bpe_merges import learn_merges
+from tokenizer.kernels.bpe_pair_rules import ALL_SPACE, FROZEN, LEAD_SPACE, NO_SPACE, SCRIPT_ANY
+from tokenizer.kernels.chunk_chars import chars_to_symbols, weighted_char_counts
+from tokenizer.kernels.chunk_count import MODE_SENTENCEPIECE, count_chunk_table, count_spans, gather_spans
 from tokenizer.model import Model
-from tokenizer.trainers.bytepiece import pack_texts  # noqa: F401  (re-exported: count_chunks(*pack_texts(...)))
+from tokenizer.trainers.bytepiece.chunks import pack_texts  # noqa: F401  (re-exported: count_chunks(*pack_texts(...)))
 
 PRETOKENIZERS = ("byte_level", "sentencepiece")
 SPACE_SYMBOL = "\u2581".encode()
@@ -200,8 +203,8 @@ def empty_chunk_counts() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _dedupe(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, weights: np.ndarray):
-    first, counts = K.count_spans(data, starts, ends, weights)
-    chunk_data, offsets = K.gather_spans(data, starts[first], ends[first])
+    first, counts = count_spans(data, starts, ends, weights)
+    chunk_data, offsets = gather_spans(data, starts[first], ends[first])
     return chunk_data, offsets, counts
 
 
@@ -212,11 +215,11 @@ def count_chunks(data, offsets, settings: BpeSettings) -> tuple[np.ndarray, np.n
     data, offsets = _as_packed(data, offsets)
     if settings.pretokenizer == "sentencepiece":
         data, offsets = escape_spaces(data, offsets)
-        mode, char_class, script = K.MODE_SENTENCEPIECE, _NO_CLASSES, sentencepiece_script_table()
+        mode, char_class, script = MODE_SENTENCEPIECE, _NO_CLASSES, sentencepiece_script_table()
     else:
         mode, char_class, script = P.PATTERNS[settings.pattern], P.char_class_table(), _NO_SCRIPTS
-    starts, ends, counts = K.count_chunk_table(mode, char_class, script, data, offsets)
-    chunk_data, chunk_offsets = K.gather_spans(data, starts, ends)
+    starts, ends, counts = count_chunk_table(mode, char_class, script, data, offsets)
+    chunk_data, chunk_offsets = gather_spans(data, starts, ends)
     return chunk_data, chunk_offsets, counts
 
 
@@ -277,17 +280,17 @@ def learn_bpe(chunks: list[bytes], counts, settings: BpeSettings) -> Merges:
     data = np.frombuffer(b"".join(chunks), dtype=np.uint8)
     if settings.pretokenizer == "byte_level":
         symbols = data.astype(np.int32)
-        left, right, merged = K.learn_merges(symbols, offsets, counts, np.ones(256, np.int64),
-                                             np.full(256, K.SCRIPT_ANY, np.int64), np.full(256, K.SCRIPT_ANY, np.int64),
-                                             np.full(256, K.NO_SPACE, np.int64), wanted, settings.min_count,
+        left, right, merged = learn_merges(symbols, offsets, counts, np.ones(256, np.int64),
+                                             np.full(256, SCRIPT_ANY, np.int64), np.full(256, SCRIPT_ANY, np.int64),
+                                             np.full(256, NO_SPACE, np.int64), wanted, settings.min_count,
                                              settings.max_piece_length, *_symbol_strings(np.zeros(0, np.int64),
                                                                                          np.zeros(0, np.int64)),
                                              False)
         return Merges(left, right, merged)
     alphabet = character_alphabet(data, offsets, counts, settings)
-    symbols, symbol_offsets = K.chars_to_symbols(data, offsets, alphabet.char_symbol)
+    symbols, symbol_offsets = chars_to_symbols(data, offsets, alphabet.char_symbol)
     prefix = len(alphabet.left)
-    left, right, merged = K.learn_merges(symbols, symbol_offsets, counts, alphabet.lengths, alphabet.first,
+    left, right, merged = learn_merges(symbols, symbol_offsets, counts, alphabet.lengths, alphabet.first,
                                          alphabet.last, alphabet.flags, max(0, wanted - prefix),
                                          settings.min_count, settings.max_piece_length,
                                          *_symbol_strings(alphabet.left, alphabet.right), True)
@@ -312,7 +315,7 @@ class Alphabet:
     """SentencePiece-style BPE's starting symbols: the 256 bytes, then the pieces that assemble the required
     multi-byte characters from their bytes (merges ``left``/``right``/``counts``, most frequent character
     first), with per-symbol ``lengths`` (characters), ``first``/``last`` scripts and ``flags`` for
-    :func:`tokenizer.kernels.bpe_train.learn_merges`, and ``char_symbol`` (int32 per code point: the symbol of a
+    :func:`tokenizer.kernels.bpe_merges.learn_merges`, and ``char_symbol`` (int32 per code point: the symbol of a
     required multi-byte character, else -1)."""
 
     left: np.ndarray
@@ -333,7 +336,7 @@ def required_characters(data: np.ndarray, offsets: np.ndarray, counts: np.ndarra
     invalid bytes are not characters. The tab is an ordinary character, as in sentencepiece 0.2 (whose trainer
     merges it: ``\t\t`` is a piece of its models of indented text)."""
     totals = np.zeros(0x110000, np.int64)
-    K.weighted_char_counts(data, offsets, counts, totals)
+    weighted_char_counts(data, offsets, counts, totals)
     totals[0] = 0
     present = np.flatnonzero(totals)
     order = present[np.lexsort((present, -totals[present]))]
@@ -355,9 +358,9 @@ def character_alphabet(data: np.ndarray, offsets: np.ndarray, counts: np.ndarray
     piece_ids: dict[bytes, int] = {bytes([b]): b for b in range(256)}
     left, right, merge_counts = [], [], []
     lengths = [1] * 256
-    first = [K.SCRIPT_ANY] * 256
-    last = [K.SCRIPT_ANY] * 256
-    flags = [K.FROZEN] * 256
+    first = [SCRIPT_ANY] * 256
+    last = [SCRIPT_ANY] * 256
+    flags = [FROZEN] * 256
     char_symbol = np.full(0x110000, -1, np.int32)
     for cp, count in required:
         encoded = chr(cp).encode("utf-8", "surrogatepass")
@@ -368,16 +371,16 @@ def character_alphabet(data: np.ndarray, offsets: np.ndarray, counts: np.ndarray
                 right.append(encoded[k - 1])
                 merge_counts.append(count)
                 lengths.append(1)
-                first.append(K.SCRIPT_ANY)
-                last.append(K.SCRIPT_ANY)
-                flags.append(K.FROZEN)  # a part of a character (the whole one is set below)
+                first.append(SCRIPT_ANY)
+                last.append(SCRIPT_ANY)
+                flags.append(FROZEN)  # a part of a character (the whole one is set below)
         symbol = piece_ids[encoded]
         if len(encoded) > 1:
             char_symbol[cp] = symbol
         if cp == 0x2581:
-            flags[symbol] = K.ALL_SPACE | K.LEAD_SPACE
+            flags[symbol] = ALL_SPACE | LEAD_SPACE
         elif cp != 0x00:
-            flags[symbol] = K.NO_SPACE
+            flags[symbol] = NO_SPACE
             first[symbol] = last[symbol] = int(script[cp])
     as_array = lambda values: np.asarray(values, np.int64)  # noqa: E731
     return Alphabet(as_array(left), as_array(right), as_array(merge_counts), as_array(lengths), as_array(first),

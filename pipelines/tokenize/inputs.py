@@ -1,0 +1,104 @@
+"""The tokenize job's input side, on the driver: list the input files with sizes and modification times, plan
+the direct read (pyarrow in the Python tasks, :mod:`pipelines.arrow_read`) or fall back to Spark's reader, and
+Spark's reader itself (:func:`read_documents`)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+import pyarrow as pa
+
+from pipelines.arrow_read import TextPlan, plan_parquet, plan_text
+from pipelines.commit import InputFile
+from pipelines.readers import InputFiles, _read_lines, detect_format, list_input_files, missing_column_error
+from pipelines.tokenize.options import MALFORMED, TEXT, TokenizeConfig
+from tokenizer.errors import ConfigError, InputError
+
+
+def list_inputs(spark, inputs: Sequence[str]) -> tuple[list[InputFile], list[InputFile], str | None]:
+    """(non-empty files, empty files, guessed format) with sizes and modification times (ms, as ns)."""
+    listed = list_input_files(spark, list(inputs))
+
+    def status(path: str) -> InputFile:
+        return InputFile(path, listed.sizes[path], listed.modified_ms[path] * 1_000_000)
+
+    guessed = detect_format(listed.files + listed.empty_files)
+    return [status(p) for p in listed.files], [status(p) for p in listed.empty_files], guessed
+
+
+def read_documents(spark, files: Sequence[str], input_format: str, text_column: str, keep_columns: Sequence[str]):
+    """DataFrame of ``__text`` (binary, nulls kept), ``__malformed`` (bool) and the kept columns of ``files``.
+
+    Unlike :func:`pipelines.readers.read_corpus`, rows with null or empty text stay (they are documents or bad rows
+    to account for) and extra columns come along. JSONL fields are kept as strings (JSON text for non-strings).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, StringType
+
+    files = list(files)
+    if input_format == "parquet":
+        frame = spark.read.parquet(*files)
+        fields = {f.name: f for f in frame.schema.fields}
+        for name in [text_column, *keep_columns]:
+            if name not in fields:
+                error = missing_column_error(name, list(fields), "column", files[:3])
+                if name != text_column:
+                    error = InputError(str(error).replace("--text-column NAME (text_column: in a config file)",
+                                                          "--keep-columns a,b"))
+                raise error
+        if not isinstance(fields[text_column].dataType, (StringType, BinaryType)):
+            raise InputError(f"column {text_column!r} has type {fields[text_column].dataType.simpleString()}, not "
+                             "string or binary: pass the column that holds the text with --text-column NAME")
+        return frame.select(F.col(text_column).cast("binary").alias(TEXT), F.lit(False).alias(MALFORMED),
+                            *[F.col(c) for c in keep_columns])
+    lines = _read_lines(spark, InputFiles(files=files, empty_files=[], total_bytes=0))
+    if input_format == "text":  # (--keep-columns with text input was refused by _direct_plan)
+        return lines.select(F.col("line").alias(TEXT), F.lit(False).alias(MALFORMED))
+    if input_format != "jsonl":
+        raise ConfigError(f"unknown input format {input_format!r}: use text, jsonl or parquet")
+    for name in [text_column, *keep_columns]:
+        if "'" in name or "\\" in name:
+            raise ConfigError(f"field name {name!r}: names with quotes or backslashes are not supported")
+    line = F.col("line").cast("string")
+    frame = lines.select(line.alias("line")).where(F.length(F.trim(F.col("line"))) > 0)
+    return frame.select(
+        F.expr(f"get_json_object(line, '$[\\'{text_column}\\']')").cast("binary").alias(TEXT),
+        F.expr("json_object_keys(line)").isNull().alias(MALFORMED),
+        *[F.expr(f"get_json_object(line, '$[\\'{c}\\']')").alias(c) for c in keep_columns],
+    )
+
+
+def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[InputFile]):
+    """``(work units, kept columns' Arrow schema)`` for reading Parquet in the Python tasks
+    (:mod:`pipelines.arrow_read`), or ``(None, None)`` for Spark's reader (text/JSONL input, ``reader: spark``, or
+    files pyarrow cannot take, said on stderr). A missing column raises the Spark path's error."""
+    if input_format == "text" and config.keep_columns:  # for either reader
+        raise ConfigError("--keep-columns: text input has no columns; use JSONL or Parquet input")
+    if config.reader == "spark":
+        return None, None
+    if input_format == "text":
+        units, reason = plan_text([(f.path, f.size) for f in files], config.partitions)
+        if units is not None and config.verify:
+            units, reason = None, "--verify counts the input rows with Spark's reader"
+        if units is None:
+            return _spark_reader_instead(config, reason)
+        return TextPlan(units), pa.schema([])
+    if input_format != "parquet":
+        if config.reader == "arrow":
+            raise ConfigError(f"reader: arrow reads Parquet and text input, not {input_format}; use reader: auto")
+        return None, None
+    plan, keep_schema, reason = plan_parquet([(f.path, f.size) for f in files], config.text_column,
+                                             config.keep_columns, config.partitions)
+    if plan is None:
+        return _spark_reader_instead(config, reason)
+    return plan, keep_schema
+
+
+def _spark_reader_instead(config: TokenizeConfig, reason: str):
+    """``(None, None)``: Spark's reader takes the input the direct path cannot (said on stderr); with
+    ``reader: arrow`` an error instead."""
+    if config.reader == "arrow":
+        raise InputError(f"reader: arrow cannot read the input: {reason}; use reader: auto or spark")
+    print(f"tokenize: reading the input with Spark ({reason})", file=sys.stderr)
+    return None, None

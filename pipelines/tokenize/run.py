@@ -1,0 +1,162 @@
+"""The tokenize job's driver, :func:`run_tokenize`: prepare the output directory, list and plan the input, run the
+tasks (with a progress line on stderr), check their results and commit the run with its summary."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import threading
+import time
+from typing import Any
+
+from pipelines.arrow_read import assign_units, default_tasks
+from pipelines.commit import OutputDirectory, TaskResult
+from pipelines.session import default_parallelism
+from pipelines.tokenize.inputs import _direct_plan, list_inputs, read_documents
+from pipelines.tokenize.options import RESULT_SCHEMA, TokenizeConfig, resolved_options, task_options
+from pipelines.tokenize.results import _check_results, _summary
+from pipelines.tokenize.task import _special_id, encode_partition, encode_units, load_tokenizer_bytes
+from tokenizer.errors import ConfigError, InputError
+
+
+class _Progress(threading.Thread):
+    """Prints ``tokenize: N/M tasks done`` to stderr every ``seconds`` while the job runs."""
+
+    def __init__(self, spark, seconds: float, started: float):
+        super().__init__(daemon=True)
+        self.tracker = spark.sparkContext.statusTracker()
+        self.seconds, self.started = seconds, started
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(self.seconds):
+            done = total = 0
+            for stage_id in self.tracker.getActiveStageIds():
+                info = self.tracker.getStageInfo(stage_id)
+                if info is not None:
+                    done += info.numCompletedTasks
+                    total += info.numTasks
+            if total:
+                print(f"tokenize: {done}/{total} tasks done, {time.perf_counter() - self.started:.0f} s",
+                      file=sys.stderr, flush=True)
+
+
+def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run the tokenize job; returns the summary (also kept in ``OUTPUT/_manifest.parquet``: pipelines.commit.read_summary).
+
+    The summary records the resolved options (``config``: every field of ``config`` after the config file and the
+    command line were merged, defaults included, and the session's Spark master) and ``versions`` as given (the
+    ``shardpiece tokenize`` job passes :func:`jobs.manifest.versions`; ``None`` records none)."""
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+    config.validate()
+    started = time.perf_counter()
+    try:
+        with open(config.model, "rb") as handle:
+            model_bytes = handle.read()
+    except OSError as exc:
+        raise ConfigError(f"--model {config.model}: cannot read it ({exc.strerror})") from None
+    sha256 = hashlib.sha256(model_bytes).hexdigest()
+    tokenizer = load_tokenizer_bytes(model_bytes, sha256, config.model,  # refuses a corrupt model up front
+                                     control_tokens_in_text=config.control_tokens_in_text)
+    if config.add_bos:
+        _special_id(tokenizer, "bos")
+    if config.add_eos:
+        _special_id(tokenizer, "eos")
+    out = OutputDirectory(config.output)
+    settings = config.settings(sha256)
+    state = out.prepare(config.mode, settings)
+    if state == "complete":
+        print(f"tokenize: {out.path} is complete; --mode skip: nothing to do", file=sys.stderr)
+        return {"status": "skipped", "output": out.path}
+    files, empty_files, guessed = list_inputs(spark, config.inputs)
+    input_format = config.input_format or guessed
+    recorded = out.recorded_inputs()
+    for item in files + empty_files:
+        old = recorded.get(item.path)
+        if old is not None and (old.size, old.mtime_ns) != (item.size, item.mtime_ns):
+            raise InputError(
+                f"input {item.path} changed since it was tokenized into {out.path} (size {old.size} -> {item.size}): "
+                "its old tokens are in the output; rerun with --mode overwrite to rebuild, or write new data to new "
+                "files"
+            )
+    new_files = [f for f in files if f.path not in recorded]
+    new_empty = [f for f in empty_files if f.path not in recorded]
+    run_id = out.next_run_id()
+    results: list[TaskResult] = []
+    reader = None
+    if new_files:
+        plan, keep_schema = _direct_plan(config, input_format, new_files)
+        if plan is None:
+            frame = read_documents(spark, [f.path for f in new_files], input_format, config.text_column,
+                                   config.keep_columns)
+            if config.partitions is not None:
+                frame = frame.repartition(int(config.partitions))
+            keep_schema = to_arrow_schema(frame.select(*config.keep_columns).schema)
+        empty_schema = keep_schema if config.keep_columns else None
+        reader = "spark" if plan is None else "arrow"
+        model_broadcast = spark.sparkContext.broadcast(model_bytes)
+        options = task_options(config)
+
+        def step(batches):
+            return encode_partition(batches, model=model_broadcast, model_sha256=sha256,
+                                    output=out.path, run_id=run_id, config=options, empty_schema=empty_schema)
+
+        def direct_step(groups):
+            return encode_units(groups, text_column=config.text_column, keep_schema=keep_schema,
+                                model=model_broadcast, model_sha256=sha256, output=out.path, run_id=run_id,
+                                config=options)
+
+        progress = _Progress(spark, config.progress_seconds, started)
+        progress.start()
+        try:
+            if plan is None:
+                rows = frame.mapInArrow(step, from_arrow_schema(RESULT_SCHEMA)).collect()
+            else:
+                tasks = config.partitions or default_tasks(plan.units, default_parallelism(spark))
+                groups = assign_units(plan.units, tasks) if plan.units or config.partitions else []
+                rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(direct_step).collect() \
+                    if groups else []
+        except Exception as exc:  # noqa: BLE001 - re-raised; a task's own error becomes a plain shardpiece error
+            out.discard_run(run_id)
+            raise _task_error(exc) from None
+        finally:
+            progress.stop.set()
+            model_broadcast.destroy()
+        try:
+            results = [TaskResult(r["partition"], r["attempt"], r["stem"], r["documents"], r["tokens"], r["bytes"],
+                                  json.loads(r["file_sizes"]), json.loads(r["stats"])) for r in rows]
+            expected_rows = None
+            if config.verify:  # an independent count of the input rows: Spark's, or the Parquet footers'
+                expected_rows = frame.count() if plan is None else plan.rows
+            _check_results(results, config, expected_rows)
+        except BaseException:
+            out.discard_run(run_id)
+            raise
+    summary = _summary(config, out, run_id, results, new_files, new_empty, input_format, sha256,
+                       time.perf_counter() - started)
+    summary["config"] = resolved_options(config, spark.sparkContext.master)
+    summary["versions"] = dict(versions) if versions is not None else None
+    summary["reader"] = reader
+    if not new_files and not new_empty and state == "continue":
+        summary["status"] = "up to date: no new input files"
+        out.mark_complete_without_run(summary)
+    else:
+        out.commit(run_id, config.output_format, settings, new_files + new_empty, results, summary)
+    print(f"tokenize: {summary['documents']:,} documents, {summary['tokens']:,} tokens, "
+          f"{summary['bytes_per_token']:.2f} bytes/token, {summary['seconds']:.1f} s -> {out.path}", file=sys.stderr)
+    return summary
+
+
+_TASK_ERROR = re.compile(r"(?:tokenizer\.errors\.)?(InputError|ConfigError|ModelError|ModelFileError): (.+)")
+
+
+def _task_error(exc: BaseException) -> BaseException:
+    """The shardpiece error a task raised (its message, without the Java and Python stack traces), or ``exc``."""
+    match = _TASK_ERROR.search(str(exc))
+    if match is None:
+        return exc
+    kind = ConfigError if match.group(1) == "ConfigError" else InputError
+    return kind(match.group(2).strip() + " (nothing was committed; the output directory keeps its previous state)")
