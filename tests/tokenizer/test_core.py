@@ -128,20 +128,20 @@ def test_threads_work_in_a_forked_child():
 def test_split_ids_cuts_flat_ids_into_lists_and_restores_the_collector():
     import gc
 
-    from tokenizer.core import _split_ids
+    from tokenizer.batching import split_ids
 
     ids = np.array([1, 2, 3, 70000], dtype=np.int32)
     objects = np.arange(70001).astype(object)
     for dtype in (np.int32, np.int64):
-        assert _split_ids(ids, np.array([0, 2, 2, 4], dtype=dtype)) == [[1, 2], [], [3, 70000]]
-        shared = _split_ids(ids, np.array([0, 2, 2, 4], dtype=dtype), objects)
+        assert split_ids(ids, np.array([0, 2, 2, 4], dtype=dtype)) == [[1, 2], [], [3, 70000]]
+        shared = split_ids(ids, np.array([0, 2, 2, 4], dtype=dtype), objects)
         assert shared == [[1, 2], [], [3, 70000]] and shared[2][1] is objects[70000]
         assert all(type(i) is int for ids_ in shared for i in ids_)
-    assert _split_ids(np.zeros(0, np.int32), np.zeros(1, np.int32)) == []
+    assert split_ids(np.zeros(0, np.int32), np.zeros(1, np.int32)) == []
     assert gc.isenabled()
     gc.disable()
     try:
-        _split_ids(ids, np.array([0, 4], dtype=np.int32))
+        split_ids(ids, np.array([0, 4], dtype=np.int32))
         assert not gc.isenabled()  # a caller's choice to keep the collector off stands
     finally:
         gc.enable()
