@@ -280,10 +280,10 @@ def bench_corpus(name: str, args, results: dict) -> dict:
         if key.startswith("sp-") or key == "byte-level-bpe":
             peer = f"sentencepiece[{key}]" if key.startswith("sp-") else "tiktoken"
             name_of_peer = peer.split("[")[0]
-            ratios[f"{key}: shardpiece batch 1t / {name_of_peer} batch 1t"] = common.ratio(
-                mbps[f"{ours} batch 1t"], mbps[f"{peer} batch 1t"])
-            ratios[f"{key}: shardpiece arrow 1t / {name_of_peer} batch 1t"] = common.ratio(
-                mbps[f"{ours} arrow 1t"], mbps[f"{peer} batch 1t"])
+            # the peer's faster one-thread call (tiktoken's batch call costs more per line than a loop over lines)
+            peer_1t = max(mbps[f"{peer} batch 1t"], mbps[f"{peer} per-line"])
+            ratios[f"{key}: shardpiece batch 1t / {name_of_peer} 1t"] = common.ratio(mbps[f"{ours} batch 1t"], peer_1t)
+            ratios[f"{key}: shardpiece arrow 1t / {name_of_peer} 1t"] = common.ratio(mbps[f"{ours} arrow 1t"], peer_1t)
             ratios[f"{key}: shardpiece per-line / {name_of_peer} per-line"] = common.ratio(
                 mbps[f"{ours} per-line"], mbps[f"{peer} per-line"])
             ratios[f"{key}: {name_of_peer} batch 2t / 1t"] = common.ratio(mbps[f"{peer} batch 2t"],
@@ -327,13 +327,12 @@ def targets(corpora: list[dict]) -> list[dict]:
         r = record["ratios"]
         name = record["corpus"]
         for key in ("sp-identity", "sp-nmt_nfkc", "sp-bpe"):
-            add(name, f"{key}: arrow 1t >= 2x sentencepiece", f"{key}: shardpiece arrow 1t / sentencepiece batch 1t", 2)
-            add(name, f"{key}: list 1t >= 1.7x sentencepiece", f"{key}: shardpiece batch 1t / sentencepiece batch 1t",
-                1.7)
+            add(name, f"{key}: arrow 1t >= 2x sentencepiece", f"{key}: shardpiece arrow 1t / sentencepiece 1t", 2)
+            add(name, f"{key}: list 1t >= 1.7x sentencepiece", f"{key}: shardpiece batch 1t / sentencepiece 1t", 1.7)
             add(name, f"{key}: per line >= 1.2x sentencepiece", f"{key}: shardpiece per-line / sentencepiece per-line",
                 1.2)
-        add(name, "byte-level-bpe: arrow 1t >= 3x tiktoken", "byte-level-bpe: shardpiece arrow 1t / tiktoken batch 1t", 3)
-        add(name, "byte-level-bpe: list 1t >= 3x tiktoken", "byte-level-bpe: shardpiece batch 1t / tiktoken batch 1t", 3)
+        add(name, "byte-level-bpe: arrow 1t >= 3x tiktoken", "byte-level-bpe: shardpiece arrow 1t / tiktoken 1t", 3)
+        add(name, "byte-level-bpe: list 1t >= 3x tiktoken", "byte-level-bpe: shardpiece batch 1t / tiktoken 1t", 3)
         add(name, "bytepiece: list 1t >= 15x bytepiece", "bytepiece: shardpiece batch 1t / bytepiece", 15)
         for key in ("sp-identity", "sp-nmt_nfkc", "sp-bpe", "byte-level-bpe", "bytepiece"):
             add(name, f"{key}: arrow 2t >= 1.8x 1t", f"{key}: shardpiece arrow 2t / 1t", 1.8)

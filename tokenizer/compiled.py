@@ -15,6 +15,7 @@ import numpy as np
 
 from tokenizer.errors import InputError, ModelError
 from tokenizer.kernels.batch import ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, flags, work_sizes
+from tokenizer.kernels.bpe_ranked import CACHE_WORDS
 from tokenizer.kernels.tables import pack_record
 from tokenizer.model import LATTICE_SUMS, Model, PieceType
 
@@ -156,11 +157,14 @@ class CompiledModel:
 
         pair_keys, pair_merged, rank_of, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo = build_piece_pairs(
             keys, ids, self.merge_score, vocab_size, self.byte_mode)
+        marker = "\u2581".encode()
+        words = marker in keys and not any(  # no piece has another character right before a "▁"
+            at > 0 and not key[:at].endswith(marker) for key in keys for at in _positions(key, marker))
         return pack_record(units=[self.units, pseudo_units],
                            ints=[byte_piece, bmp_symbol, pair_merged, rank_of, self.byte_to_id],
                            small=[self.is_user_defined],
                            longs=[pair_keys, flags(self.has_user_defined, self.byte_mode, has_pseudo, vocab_size, bits,
-                                                   self.unk_id, self.byte_fallback)])
+                                                   self.unk_id, self.byte_fallback, words)])
 
     # ------------------------------------------------------------------ one document range
     def work_arrays(self, longest: int) -> tuple[np.ndarray, np.ndarray]:
@@ -172,7 +176,10 @@ class CompiledModel:
         wide, narrow = work_sizes(self.rule, longest)
         wide_dtype = self.score_dtype if self.rule == VITERBI else np.int64
         check_work_memory(wide * np.dtype(wide_dtype).itemsize + 4 * narrow, longest)
-        return np.empty(wide, wide_dtype), np.empty(narrow, np.int32)
+        wide_array = np.empty(wide, wide_dtype)
+        if self.rule != VITERBI:
+            wide_array[wide - CACHE_WORDS:] = 0  # an empty pre-token cache
+        return wide_array, np.empty(narrow, np.int32)
 
     def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets):
         """Run the batch kernel on documents ``doc_begin .. doc_end - 1``; returns the id count (raises on error)."""
@@ -267,6 +274,15 @@ class CompiledModel:
             return out_ids[:total].tolist()
 
         return normalize_and_encode
+
+
+def _positions(data: bytes, sub: bytes) -> list[int]:
+    """Every offset where ``sub`` occurs in ``data``: ``_positions(b"abab", b"ab")`` -> ``[0, 2]``."""
+    found, at = [], data.find(sub)
+    while at >= 0:
+        found.append(at)
+        at = data.find(sub, at + 1)
+    return found
 
 
 def encode_split(compiled: CompiledModel, splitter, data: bytes, bos: int, eos: int) -> list[int]:

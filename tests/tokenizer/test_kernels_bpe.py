@@ -80,3 +80,38 @@ def test_bpe_hand_example_leftmost_tie_and_frozen_user_defined():
     types[257] = PieceType.USER_DEFINED
     frozen = Tokenizer(Model(pieces, model.scores, types, algorithm="bpe"))
     assert frozen.encode(b"abc") == [97, 257]          # "bc" is matched first as an atomic user-defined symbol
+
+
+WORD_UNITS = [b"a", b"b", "\u00e9".encode(), "\u4e2d".encode(), b"\xff"]
+MARK = "\u2581".encode()
+
+
+@st.composite
+def word_models(draw):
+    """SentencePiece-style models whose pieces never have a character other than "▁" before a "▁" (so texts are
+    encoded word by word through the cache), sometimes with one piece that breaks the rule."""
+    bodies = sorted({b"".join(c) for n in (1, 2, 3) for c in itertools.product(WORD_UNITS, repeat=n)})
+    chosen = draw(st.lists(st.sampled_from(bodies), min_size=1, max_size=25, unique=True))
+    pieces = [MARK] + [(MARK * draw(st.integers(0, 2))) + body for body in chosen]
+    if draw(st.booleans()):
+        pieces.append(b"a" + MARK)  # breaks the rule: no word cache
+    pieces = list(dict.fromkeys(pieces))
+    fallback = draw(st.booleans())
+    scores = [draw(st.sampled_from([-1.0, -2.0, -3.0])) for _ in pieces]
+    all_pieces = [b"<unk>"] + pieces + ([b"<0x%02X>" % b for b in range(256)] if fallback else [])
+    all_scores = [0.0] + scores + ([0.0] * 256 if fallback else [])
+    all_types = [PieceType.UNKNOWN] + [PieceType.NORMAL] * len(pieces) + ([PieceType.BYTE] * 256 if fallback else [])
+    return Model(all_pieces, np.array(all_scores, np.float32), np.array(all_types, np.int8), algorithm="bpe",
+                 unk_id=0, byte_fallback=fallback)
+
+
+word_texts = st.lists(st.sampled_from(WORD_UNITS + [MARK, b"d"]), max_size=40).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(model=word_models(), texts=st.lists(word_texts, min_size=1, max_size=6))
+def test_word_by_word_encoding_with_its_cache_matches_twin(model, texts):
+    tok = Tokenizer(model)
+    expected = [twin(tok, text) for text in texts]
+    assert tok.encode_batch(texts, num_threads=1) == expected  # words repeat across texts: cache hits
+    assert [tok.encode(text) for text in texts] == expected

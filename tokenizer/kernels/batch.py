@@ -28,7 +28,7 @@ import numpy as np
 
 from tokenizer.kernels import kernel
 from tokenizer.kernels.bpe_pairs import piece_bpe_into
-from tokenizer.kernels.bpe_ranked import ranked_bpe_into
+from tokenizer.kernels.bpe_ranked import CACHE_WORDS, cache_ids, cached_ids, ranked_bpe_into
 from tokenizer.kernels.double_array import exact_match
 from tokenizer.kernels.pretokenize import next_pretoken_end
 from tokenizer.kernels.tables import part
@@ -39,13 +39,28 @@ VITERBI, PIECE_BPE, RANKED_BPE = 0, 1, 2
 
 def work_sizes(rule: int, longest: int) -> tuple[int, int]:
     """``(wide, narrow)`` item counts of the work arrays for documents of up to ``longest`` bytes (``n = longest +
-    1`` positions): Viterbi one score and three int32 per position; pair-table BPE three int64 (pending merge, two
-    heap slots) and three int32; merge replay two int64 and three int32; the BPE rules one more int64 (a step
-    counter)."""
+    1`` positions): Viterbi one score and three int32 per position; BPE three int64 (pending merge, two heap
+    slots) and three int32, plus one int64 step counter and the pre-token cache
+    (:data:`tokenizer.kernels.bpe_ranked.CACHE_WORDS` int64, zeroed by the caller)."""
     n = longest + 1
     if rule == VITERBI:
         return n, 3 * n
-    return (3 * n if rule == PIECE_BPE else 2 * n) + 1, 3 * n
+    return 3 * n + 1 + CACHE_WORDS, 3 * n
+
+
+@kernel
+def next_word_start(data, p, end):
+    """Where the next word of ``data[p:end]`` starts: the next "▁" (UTF-8 ``e2 96 81``) after a character that is
+    not one, or ``end``. ``"▁a▁▁b"`` from 0 -> 4 (bytes)."""
+    k = p + 1
+    while k + 2 < end:
+        if data[k] == 0xE2 and data[k + 1] == 0x96 and data[k + 2] == 0x81:
+            if not (k - 3 >= p and data[k - 3] == 0xE2 and data[k - 2] == 0x96 and data[k - 1] == 0x81):
+                return k
+            k += 3
+        else:
+            k += 1
+    return end
 
 
 @kernel
@@ -98,7 +113,12 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
     """SentencePiece-style BPE (:func:`tokenizer.kernels.bpe_pairs.piece_bpe_into`, no dropout). Tables: 0 units,
     1 pseudo_units; 2 byte_piece, 3 bmp_symbol, 4 pair_merged, 5 rank_of, 6 byte_to_id (int32);
     7 is_user_defined (uint8); 8 pair_keys, 9 flags (int64: has_user_defined, byte_mode, has_pseudo, vocab_size,
-    bits, unk_id, byte_fallback)."""
+    bits, unk_id, byte_fallback, words).
+
+    With ``words`` set (no matchable piece has a character other than "▁" right before a "▁", and "▁" is a piece:
+    :meth:`tokenizer.compiled.CompiledModel.piece_bpe_record`), no merge can cross the start of a run of "▁", so
+    each text is encoded word by word (a word: its "▁" run and what follows up to the next run) through the
+    pre-token cache of :func:`tokenizer.kernels.bpe_ranked.cached_ids`: the same ids, most words looked up."""
     piece_units = part(units, longs, 0)
     pseudo_units = part(units, longs, 1)
     byte_piece = part(ints, longs, 2)
@@ -110,9 +130,10 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
     pair_keys = part(longs, longs, 8)
     flags = part(longs, longs, 9)
     has_user_defined, byte_mode, has_pseudo = flags[0] != 0, flags[1] != 0, flags[2] != 0
-    vocab_size, bits, unk_id, byte_fallback = flags[3], flags[4], flags[5], flags[6] != 0
+    vocab_size, bits, unk_id, byte_fallback, words = flags[3], flags[4], flags[5], flags[6] != 0, flags[7] != 0
     n = narrow.shape[0] // 3
     cand, heap, steps = wide[:n], wide[n:3 * n], wide[3 * n:3 * n + 1]
+    cache = wide[3 * n + 1:3 * n + 1 + CACHE_WORDS]
     sym, nxt, prv = narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n]
     pos = 0
     out_offsets[0] = 0
@@ -124,12 +145,24 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
         if bos_id >= 0:
             out_ids[pos] = bos_id
             pos += 1
-        pos = piece_bpe_into(piece_units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, byte_mode,
-                             pseudo_units, has_pseudo, vocab_size, pair_keys, pair_merged, rank_of, bits, unk_id,
-                             byte_fallback, byte_to_id, data, offsets[i], offsets[i + 1], sym, nxt, prv, cand, heap,
-                             steps, out_ids, pos)
-        if pos < 0:
-            return -1, i
+        p = offsets[i]
+        stop = offsets[i + 1]
+        while p < stop:
+            q = next_word_start(data, p, stop) if words else stop
+            hit = cached_ids(cache, data, p, q, out_ids, pos) if words else -1
+            if hit >= 0:
+                pos = hit
+            else:
+                first = pos
+                pos = piece_bpe_into(piece_units, is_user_defined, has_user_defined, byte_piece, bmp_symbol,
+                                     byte_mode, pseudo_units, has_pseudo, vocab_size, pair_keys, pair_merged, rank_of,
+                                     bits, unk_id, byte_fallback, byte_to_id, data, p, q, sym, nxt, prv, cand, heap,
+                                     steps, out_ids, pos)
+                if pos < 0:
+                    return -1, i
+                if words:
+                    cache_ids(cache, data, p, q, out_ids, first, pos)
+            p = q
         if eos_id >= 0:
             out_ids[pos] = eos_id
             pos += 1
@@ -153,7 +186,8 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
     flags = part(longs, longs, 6)
     pattern, bits, ignore_merges = flags[0], flags[1], flags[2] != 0
     n = narrow.shape[0] // 3
-    heap, steps = wide[:2 * n], wide[2 * n:2 * n + 1]
+    cand, heap, steps = wide[:n], wide[n:3 * n], wide[3 * n:3 * n + 1]
+    cache = wide[3 * n + 1:3 * n + 1 + CACHE_WORDS]
     sym, nxt, prv = narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n]
     pos = 0
     out_offsets[0] = 0
@@ -169,6 +203,11 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
         stop = offsets[i + 1]
         while p < stop:
             q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
+            hit = cached_ids(cache, data, p, q, out_ids, pos)
+            if hit >= 0:
+                pos = hit
+                p = q
+                continue
             if ignore_merges:
                 whole = exact_match(piece_units, data, p, q)
                 if whole >= 0:
@@ -176,8 +215,10 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
                     pos += 1
                     p = q
                     continue
-            pos = ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, p, q, sym, nxt, prv, heap,
-                                  steps, out_ids, pos)
+            first = pos
+            pos = ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, p, q, sym, nxt, prv, cand,
+                                  heap, steps, out_ids, pos)
+            cache_ids(cache, data, p, q, out_ids, first, pos)
             p = q
         if eos_id >= 0:
             out_ids[pos] = eos_id

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.bpe_ranked import _heap_pop, _heap_push, build_pair_table, merge_ranks, pair_lookup
+from tokenizer.kernels.bpe_ranked import _heap_pop, build_pair_table, merge_ranks, pair_at
 from tokenizer.kernels.double_array import exact_match, step, unit_value
 from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node, utf8_char_length
 
@@ -38,7 +38,7 @@ FROZEN_BASE = -2  # sym value of a frozen USER_DEFINED piece ``id``: FROZEN_BASE
 def symbol_starts(data, offsets, byte_mode, out, out_ends):
     """Start offsets of the symbols (UTF-8 characters, or bytes in ``byte_mode``) of each text
     ``data[offsets[i]:offsets[i + 1]]``, relative to the text, written one text after the other to ``out``;
-    ``out_counts[i]`` = how many text ``i`` has. ``b"a\xe4\xb8\xad"`` -> starts ``[0, 1]``, count 2."""
+    ``out_ends[i]`` = where text ``i``'s starts end in ``out``. One text ``b"a\\xe4\\xb8\\xad"`` -> ``[0, 1]``, end 2."""
     count = 0
     for i in range(offsets.shape[0] - 1):
         q = offsets[i]
@@ -109,23 +109,6 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
 
 
 @kernel
-def _pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, right):
-    """Record in ``cand[left]`` the merge of node ``left`` with node ``right`` (``rank << 32 | merged``, or -1 when
-    none) and push its heap entry; returns the heap size."""
-    a = sym[left]
-    b = sym[right]
-    cand[left] = -1
-    if a < 0 or b < 0:
-        return size
-    merged = pair_lookup(pair_keys, pair_merged, bits, a, b)
-    if merged < 0:
-        return size
-    rank = np.int64(rank_of[merged])
-    cand[left] = (rank << 32) | merged
-    return _heap_push(heap, size, (rank << 32) | np.int64(left))
-
-
-@kernel
 def _initial_symbol(units, byte_piece, bmp_symbol, pseudo_units, has_pseudo, data, q, length):
     """The symbol of the character ``data[q:q + length]``: its piece, else its pseudo id, else -1."""
     if length == 1:
@@ -188,7 +171,7 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
     size = 0
     node = 0
     while nxt[node] < n:
-        size = _pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, node, nxt[node])
+        size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, node, nxt[node])
         node = nxt[node]
     popped = 0
     while size > 0:
@@ -206,12 +189,12 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
         nxt[left] = after
         if after < n:
             prv[after] = left
-            size = _pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, after)
+            size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, after)
         else:
             cand[left] = -1
         before = prv[left]
         if before >= 0:
-            size = _pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, before, left)
+            size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, before, left)
     steps[0] += popped
     prev_unknown = False
     node = 0

@@ -80,6 +80,71 @@ def pair_lookup(pair_keys, pair_merged, bits, left, right):
         h = (h + 1) & mask
 
 
+# A per-thread cache of pre-token -> ids in front of merge replay (most pre-tokens of ordinary text are words that
+# recur): CACHE_SLOTS direct-mapped slots of SLOT_WORDS int64 words: [hash, length | id count << 8, key bytes (3
+# words), ids (3 words, two int32 each)]. A slot whose length is 0 is empty; a hit compares the key's bytes, so a
+# hash collision only costs a miss. Pre-tokens longer than CACHE_KEY_BYTES or of more than CACHE_IDS ids are not
+# cached.
+CACHE_SLOTS = 16384
+SLOT_WORDS = 8
+CACHE_WORDS = CACHE_SLOTS * SLOT_WORDS
+CACHE_KEY_BYTES = 24
+CACHE_IDS = 6
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+
+
+@kernel
+def _pretoken_hash(data, start, end):
+    """FNV-1a over ``data[start:end]``."""
+    h = _FNV_OFFSET
+    for k in range(start, end):
+        h = (h ^ np.uint64(data[k])) * _FNV_PRIME
+    return h
+
+
+@kernel
+def cached_ids(cache, data, start, end, out, pos):
+    """Write the cached ids of the pre-token ``data[start:end]`` at ``out[pos:]`` and return the new ``pos``, or
+    -1 when it is not cached."""
+    n = end - start
+    if n > CACHE_KEY_BYTES:
+        return -1
+    h = _pretoken_hash(data, start, end)
+    slot = np.int64(h & np.uint64(CACHE_SLOTS - 1)) * SLOT_WORDS
+    meta = cache[slot + 1]
+    if (meta & 0xFF) != n or np.uint64(cache[slot]) != h:
+        return -1
+    for k in range(n):
+        if ((cache[slot + 2 + (k >> 3)] >> ((k & 7) * 8)) & 0xFF) != data[start + k]:
+            return -1
+    count = (meta >> 8) & 0xFF
+    for j in range(count):
+        out[pos + j] = np.int32((cache[slot + 5 + (j >> 1)] >> ((j & 1) * 32)) & 0xFFFFFFFF)
+    return pos + count
+
+
+@kernel
+def cache_ids(cache, data, start, end, out, first, stop):
+    """Remember ``out[first:stop]`` as the ids of the pre-token ``data[start:end]`` (when it fits a slot)."""
+    n = end - start
+    count = stop - first
+    if n > CACHE_KEY_BYTES or count > CACHE_IDS:
+        return
+    h = _pretoken_hash(data, start, end)
+    slot = np.int64(h & np.uint64(CACHE_SLOTS - 1)) * SLOT_WORDS
+    cache[slot] = np.int64(h)
+    cache[slot + 1] = np.int64(n) | (np.int64(count) << 8)
+    for w in range(3):
+        cache[slot + 2 + w] = 0
+        cache[slot + 5 + w] = 0
+    for k in range(n):
+        cache[slot + 2 + (k >> 3)] |= np.int64(data[start + k]) << ((k & 7) * 8)
+    for j in range(count):
+        cache[slot + 5 + (j >> 1)] |= np.int64(out[first + j]) << ((j & 1) * 32)
+
+
+
 @kernel
 def _heap_push(heap, size, key):
     """Push ``key`` onto the binary min-heap ``heap[:size]``; returns the new size."""
@@ -116,22 +181,31 @@ def _heap_pop(heap, size):
 
 
 @kernel
-def _push_pair(pair_keys, pair_merged, rank_of, bits, sym, heap, size, left, right):
-    """Push the merge candidate at node ``left`` (its pair with node ``right``) when the pair is a merge."""
-    merged = pair_lookup(pair_keys, pair_merged, bits, sym[left], sym[right])
-    if merged >= 0:
-        size = _heap_push(heap, size, (np.int64(rank_of[merged]) << 32) | np.int64(left))
-    return size
+def pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, right):
+    """Record in ``cand[left]`` the merge of node ``left`` with node ``right`` (``rank << 32 | merged``, or -1 when
+    their symbols are no merge) and push its heap entry ``rank << 32 | left``; returns the heap size. A node's
+    ``cand`` is what a popped entry is checked against, so no pair is looked up twice."""
+    a = sym[left]
+    b = sym[right]
+    cand[left] = -1
+    if a < 0 or b < 0:
+        return size
+    merged = pair_lookup(pair_keys, pair_merged, bits, a, b)
+    if merged < 0:
+        return size
+    rank = np.int64(rank_of[merged])
+    cand[left] = (rank << 32) | merged
+    return _heap_push(heap, size, (rank << 32) | np.int64(left))
 
 
 @kernel
-def ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, start, end, sym, nxt, prv, heap, steps,
-                    out, pos):
+def ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, start, end, sym, nxt, prv, cand, heap,
+                    steps, out, pos):
     """Encode ``data[start:end]`` (one pre-token) by merge replay; ids to ``out[pos:]``; returns the new ``pos``.
 
     Work buffers of length >= ``end - start``: ``sym``, ``nxt``, ``prv`` (int32: each node's symbol, next and
-    previous node; ``prv`` -2 marks a node merged into its left neighbour) and ``heap`` (int64, twice the
-    length). ``steps[0]`` (int64) grows by the heap entries popped, a measure of the work done (tests bound it).
+    previous node), ``cand`` (int64: each node's pending merge, see :func:`pair_at`) and ``heap`` (int64, twice
+    the length). ``steps[0]`` (int64) grows by the heap entries popped, a measure of the work done (tests bound it).
     """
     n = end - start
     if n == 0:
@@ -140,31 +214,32 @@ def ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, sta
         sym[i] = byte_to_id[data[start + i]]
         nxt[i] = i + 1
         prv[i] = i - 1
+    cand[n - 1] = -1
     size = 0
     for i in range(n - 1):
-        size = _push_pair(pair_keys, pair_merged, rank_of, bits, sym, heap, size, i, i + 1)
+        size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, i, i + 1)
     popped = 0
     while size > 0:
         key = heap[0]
         size = _heap_pop(heap, size)
         popped += 1
         left = np.int64(key & 0xFFFFFFFF)
+        pending = cand[left]
+        if pending < 0 or (pending >> 32) != (key >> 32):
+            continue  # the pair at this node changed since the entry was pushed (or the node is gone)
         right = nxt[left]
-        if prv[left] == -2 or right >= n:
-            continue  # the node was merged away, or it is last now
-        merged = pair_lookup(pair_keys, pair_merged, bits, sym[left], sym[right])
-        if merged < 0 or np.int64(rank_of[merged]) != (key >> 32):
-            continue  # the pair changed since this entry was pushed
-        sym[left] = merged
-        prv[right] = -2
+        sym[left] = np.int32(pending & 0xFFFFFFFF)
+        cand[right] = -1
         after = nxt[right]
         nxt[left] = after
         if after < n:
             prv[after] = left
-            size = _push_pair(pair_keys, pair_merged, rank_of, bits, sym, heap, size, left, after)
+            size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, after)
+        else:
+            cand[left] = -1
         before = prv[left]
         if before >= 0:
-            size = _push_pair(pair_keys, pair_merged, rank_of, bits, sym, heap, size, before, left)
+            size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, before, left)
     steps[0] += popped
     node = 0
     while node < n:
