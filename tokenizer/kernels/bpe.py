@@ -98,6 +98,26 @@ def _maybe_push(units, merge_score, data, start, left, right, sym_start, sym_len
 
 
 @kernel
+def user_defined_prefix(units, is_user_defined, data, pos, end):
+    """``(length, piece)`` of the longest USER_DEFINED piece that ``data[pos:end]`` starts with, or ``(0, -1)``:
+    such a prefix becomes one frozen symbol that never merges."""
+    length = 0
+    found = -1
+    node = units[0]
+    k = pos
+    while k < end:
+        node = step(units, node, data[k])
+        if node < 0:
+            break
+        k += 1
+        piece = unit_value(units, node)
+        if piece >= 0 and is_user_defined[piece]:
+            length = k - pos
+            found = piece
+    return length, found
+
+
+@kernel
 def bpe_into(units, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id, byte_fallback,
              has_user_defined, dropout, rng_state, data, start, end, sym_start, sym_len, sym_prev, sym_next,
              sym_frozen, heap_score, heap_left, heap_right, heap_size, out, pos):
@@ -112,18 +132,7 @@ def bpe_into(units, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id,
     count = 0
     q = 0
     while q < n:
-        length = 0
-        if has_user_defined:
-            node = units[0]
-            k = start + q
-            while k < end:
-                node = step(units, node, data[k])
-                if node < 0:
-                    break
-                k += 1
-                piece = unit_value(units, node)
-                if piece >= 0 and is_user_defined[piece]:
-                    length = k - start - q
+        length = user_defined_prefix(units, is_user_defined, data, start + q, end)[0] if has_user_defined else 0
         frozen = length > 0
         if not frozen:
             length = 1 if byte_mode else utf8_char_length(data, start + q, end)

@@ -27,8 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.bpe_ranked import _heap_pop, build_pair_table, merge_ranks, pair_at
-from tokenizer.kernels.double_array import exact_match, step, unit_value
+from tokenizer.kernels.bpe import user_defined_prefix
+from tokenizer.kernels.bpe_ranked import build_pair_table, merge_pending, merge_ranks, pair_at
+from tokenizer.kernels.double_array import exact_match
 from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node, utf8_char_length
 
 FROZEN_BASE = -2  # sym value of a frozen USER_DEFINED piece ``id``: FROZEN_BASE - id
@@ -143,19 +144,9 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
     last = -1
     q = 0
     while q < n:
-        length = 0
-        if has_user_defined:
-            node = units[0]
-            k = start + q
-            while k < end:
-                node = step(units, node, data[k])
-                if node < 0:
-                    break
-                k += 1
-                piece = unit_value(units, node)
-                if piece >= 0 and is_user_defined[piece]:
-                    length = k - start - q
-                    symbol = FROZEN_BASE - np.int64(piece)
+        length, piece = user_defined_prefix(units, is_user_defined, data, start + q, end) if has_user_defined \
+            else (0, -1)
+        symbol = FROZEN_BASE - np.int64(piece)
         if length == 0:
             length = 1 if byte_mode else utf8_char_length(data, start + q, end)
             symbol = _initial_symbol(units, byte_piece, bmp_symbol, pseudo_units, has_pseudo, data, start + q,
@@ -173,28 +164,7 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
     while nxt[node] < n:
         size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, node, nxt[node])
         node = nxt[node]
-    popped = 0
-    while size > 0:
-        key = heap[0]
-        size = _heap_pop(heap, size)
-        popped += 1
-        left = np.int64(key & 0xFFFFFFFF)
-        pending = cand[left]
-        if pending < 0 or (pending >> 32) != (key >> 32):
-            continue  # the pair at this node changed since the entry was pushed (or the node is gone)
-        right = nxt[left]
-        sym[left] = np.int32(pending & 0xFFFFFFFF)
-        cand[right] = -1
-        after = nxt[right]
-        nxt[left] = after
-        if after < n:
-            prv[after] = left
-            size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, after)
-        else:
-            cand[left] = -1
-        before = prv[left]
-        if before >= 0:
-            size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, before, left)
+    popped = merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, heap, size, n)
     steps[0] += popped
     prev_unknown = False
     node = 0

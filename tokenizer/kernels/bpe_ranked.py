@@ -199,25 +199,11 @@ def pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, 
 
 
 @kernel
-def ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, start, end, sym, nxt, prv, cand, heap,
-                    steps, out, pos):
-    """Encode ``data[start:end]`` (one pre-token) by merge replay; ids to ``out[pos:]``; returns the new ``pos``.
-
-    Work buffers of length >= ``end - start``: ``sym``, ``nxt``, ``prv`` (int32: each node's symbol, next and
-    previous node), ``cand`` (int64: each node's pending merge, see :func:`pair_at`) and ``heap`` (int64, twice
-    the length). ``steps[0]`` (int64) grows by the heap entries popped, a measure of the work done (tests bound it).
-    """
-    n = end - start
-    if n == 0:
-        return pos
-    for i in range(n):
-        sym[i] = byte_to_id[data[start + i]]
-        nxt[i] = i + 1
-        prv[i] = i - 1
-    cand[n - 1] = -1
-    size = 0
-    for i in range(n - 1):
-        size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, i, i + 1)
+def merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, heap, size, n):
+    """The merge loop of both BPE rules over nodes ``0 .. n - 1`` (linked by ``nxt``/``prv``, pending merges in
+    ``cand``, their entries in ``heap[:size]``): pop the lowest ``rank << 32 | node``, skip it when the node's
+    pending merge has changed, else merge the node with its right neighbour and record the new pairs on both
+    sides. Returns how many entries were popped."""
     popped = 0
     while size > 0:
         key = heap[0]
@@ -240,6 +226,30 @@ def ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, sta
         before = prv[left]
         if before >= 0:
             size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, before, left)
+    return popped
+
+
+@kernel
+def ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, start, end, sym, nxt, prv, cand, heap,
+                    steps, out, pos):
+    """Encode ``data[start:end]`` (one pre-token) by merge replay; ids to ``out[pos:]``; returns the new ``pos``.
+
+    Work buffers of length >= ``end - start``: ``sym``, ``nxt``, ``prv`` (int32: each node's symbol, next and
+    previous node), ``cand`` (int64: each node's pending merge, see :func:`pair_at`) and ``heap`` (int64, twice
+    the length). ``steps[0]`` (int64) grows by the heap entries popped, a measure of the work done (tests bound it).
+    """
+    n = end - start
+    if n == 0:
+        return pos
+    for i in range(n):
+        sym[i] = byte_to_id[data[start + i]]
+        nxt[i] = i + 1
+        prv[i] = i - 1
+    cand[n - 1] = -1
+    size = 0
+    for i in range(n - 1):
+        size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, i, i + 1)
+    popped = merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, heap, size, n)
     steps[0] += popped
     node = 0
     while node < n:
