@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer import Model, PieceType, Tokenizer
-from tokenizer.kernels import reference
+from tokenizer.twins import unigram as reference
 
 UNITS = [b"a", b"b", b"c", b" ", "\u00e9".encode(), "\u4e2d".encode(), b"\xff"]
 

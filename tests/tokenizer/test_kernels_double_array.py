@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenizer.kernels import reference
+from tokenizer.twins import unigram as reference
 from tokenizer.kernels.double_array import (HAS_VALUE, IS_LEAF, NOT_A_TARGET, PAYLOAD_SHIFT, TAG_MASK, DoubleArray,
                                             common_prefix_search, exact_match, step, unit_value)
 
@@ -131,7 +131,7 @@ def test_32k_multibyte_keys_build_fast_and_compact():
 GROWTH_SCRIPT = r"""
 import random, numpy as np
 import tokenizer.kernels.double_array as double_array
-from tokenizer.kernels import reference
+from tokenizer.twins import unigram as reference
 double_array.FIRST_SLACK = -10**9  # (pure Python here) start with 2 slots: the arrays must grow many times
 rng = random.Random(3)
 keys = sorted({bytes(rng.choice(b"\x00a\x80\xff") for _ in range(rng.randint(1, 5))) for _ in range(150)})

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from tokenizer.kernels.byte_string_count import count_byte_strings_kernel, merge_byte_string_counts_kernel
 from tokenizer.kernels.ngram_count import merge_sorted_counts_kernel, pack_ngram, unpack_ngram
-from tokenizer.kernels import reference_ngram as R
+from tokenizer.twins import ngram_segment as R
 from tokenizer.trainers.bytepiece import (
     TrainSettings, build_ngram_model, chunk_texts, count_ngrams, pack_texts, piece_list, segment_chunks,
     PieceModel,

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer import Model, PieceType, Tokenizer
-from tokenizer.kernels import reference
+from tokenizer.twins import unigram as reference
 from tokenizer.kernels.random import new_state
 from tokenizer.kernels.unigram import sample_into, utf8_char_length
 

@@ -16,7 +16,7 @@ from tokenizer.normalizers.sentencepiece import (
 )
 from tokenizer.kernels import charsmap as C
 from tokenizer.kernels import normalize as K
-from tokenizer.kernels import reference_normalize as R
+from tokenizer.twins import charsmap as R
 from tokenizer.model import Model, PieceType
 from tokenizer.normalizers import NFKC, Identity, for_model
 

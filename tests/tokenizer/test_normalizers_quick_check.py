@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer.kernels.normalize import all_marked_characters
-from tokenizer.kernels.reference_normalize import reference_all_marked_characters
+from tokenizer.twins.charsmap import reference_all_marked_characters
 from tokenizer.normalizers.unicode import NFC, NFKC, _COMPOSITION_SECONDS_14, composition_seconds, stable_characters
 
 # Characters around the edges of the table: kana and their combining voiced marks, precomposed kana, Hangul jamo

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tokenizer import Tokenizer
 from tokenizer.errors import ConfigError, InputError
-from tokenizer.kernels import reference_unigram_train as ref
+from tokenizer.twins import unigram_train as ref
 from tokenizer.kernels import unigram_train as kt
 from tokenizer.model import PieceType
 from tokenizer.trainers import unigram as ug
@@ -383,7 +383,7 @@ def test_chunk_count_example():
 @given(values=st.lists(st.floats(0.5, 1e12, allow_nan=False) | st.integers(1, 10 ** 9).map(float), min_size=1,
                        max_size=20))
 def test_digamma_kernel_is_the_python_digamma_exactly(values):
-    from tokenizer.kernels.reference_unigram_train import ref_digamma
+    from tokenizer.twins.unigram_train import ref_digamma
 
     expected = np.array(values, np.float64)
     keep = expected >= 0.75

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from tokenizer.kernels.reference import ref_char_length
+from tokenizer.twins.unigram import ref_char_length
 
 UNK = None
 
