@@ -48,7 +48,7 @@ def twin(tok: Tokenizer, text: bytes, **kwargs):
     pieces = {p: i for i, (p, t) in enumerate(zip(m.pieces, types)) if t in (PieceType.NORMAL, PieceType.USER_DEFINED)}
     user = {p for p, t in zip(m.pieces, types) if t == PieceType.USER_DEFINED}
     return ref_bpe(pieces, m.scores.tolist(), user, text, byte_mode=c.byte_mode, unk_id=c.unk_id,
-                             byte_fallback=c.byte_fallback, byte_to_id=c.byte_to_id.tolist(), **kwargs)
+                   byte_fallback=c.byte_fallback, byte_to_id=c.byte_to_id.tolist(), **kwargs)
 
 
 @settings(max_examples=200, deadline=None)

@@ -76,8 +76,8 @@ def test_viterbi_matches_twin_char_mode(vocab, text, fallback, split):
     pieces, c = twin_args(tok)
     assert not c.byte_mode
     expected = ref_viterbi(pieces, c.piece_score, text, byte_mode=False, split_after_newlines=split,
-                                     unk_score=c.unk_score, score_dtype=np.float32, unk_id=c.unk_id,
-                                     byte_fallback=fallback, byte_to_id=c.byte_to_id.tolist())
+                           unk_score=c.unk_score, score_dtype=np.float32, unk_id=c.unk_id,
+                           byte_fallback=fallback, byte_to_id=c.byte_to_id.tolist())
     assert tok.encode(text) == expected
     if fallback:
         assert tok.decode_bytes(expected) == text
@@ -91,7 +91,7 @@ def test_viterbi_matches_twin_byte_mode(vocab, text, split, counts):
     assert c.byte_mode
     assert c.score_dtype == (np.float64 if counts else np.float32)
     expected = ref_viterbi(pieces, c.piece_score, text, byte_mode=True, split_after_newlines=split,
-                                     unk_score=c.unk_score, score_dtype=c.score_dtype)
+                           unk_score=c.unk_score, score_dtype=c.score_dtype)
     assert tok.encode(text) == expected
     assert tok.decode_bytes(expected) == text
 
@@ -135,8 +135,8 @@ def test_sampling_matches_twin(vocab, text, seed, alpha, byte_level, split):
     tok = Tokenizer(build(pieces_list, scores, types, byte_level=byte_level, split=split))
     pieces, c = twin_args(tok)
     expected = ref_sample(pieces, c.piece_score, text, alpha=alpha, seed_state=[seed],
-                                    byte_mode=c.byte_mode, split_after_newlines=split, unk_score=float(c.unk_score),
-                                    unk_id=c.unk_id, byte_to_id=c.byte_to_id.tolist())
+                          byte_mode=c.byte_mode, split_after_newlines=split, unk_score=float(c.unk_score),
+                          unk_id=c.unk_id, byte_to_id=c.byte_to_id.tolist())
     assert tok.encode(text, alpha=alpha, seed=seed) == expected
 
 

@@ -122,7 +122,7 @@ def test_valid_pieces_kernel_matches_twin(chars, split_ws, suffix, ws_only, by_n
     kt.valid_pieces(text, np.zeros(1, np.int64), np.array([len(chars)], np.int64), symbol_class, symbol_script,
                     split_ws, suffix, ws_only, by_number, by_script, digits, out)
     want = ref_valid_piece(chars, split_ws, suffix, ws_only, by_number, by_script, digits,
-                               script_of=lambda c: SCRIPTS[c])
+                           script_of=lambda c: SCRIPTS[c])
     assert bool(out[0]) == want
 
 
@@ -223,7 +223,7 @@ def test_pruning_losses_kernel_matches_twin(rows, sentence_total):
     kt.pruning_losses(order, freq, status, alt_offsets, alt_ids, float(sentence_total), total, math.log(total),
                       losses)
     expected = ref_pruning_losses(order, freq, status, alt_offsets, alt_ids, sentence_total, total,
-                                      math.log(total))
+                                  math.log(total))
     for got, want in zip(losses.tolist(), expected):
         assert (math.isnan(got) and want is None) or got == want
 
