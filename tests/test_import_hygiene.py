@@ -1,4 +1,5 @@
-"""``import tokenizer`` (and building a Tokenizer) never loads pyspark."""
+"""``import tokenizer`` (and building a Tokenizer) never loads pyspark; no import cycles; runtime code never imports the
+kernels' Python twins (``tokenizer.twins``)."""
 
 from __future__ import annotations
 
@@ -114,3 +115,24 @@ def test_no_import_cycles_function_level_imports_included():
     graph = {name: imported_modules(path, name, set(modules)) for name, path in modules.items()}
     assert "tokenizer.compiled" in graph["tokenizer.core"]
     assert import_cycles(graph) == []
+
+
+def is_twin(module: str) -> bool:
+    return module == "tokenizer.twins" or module.startswith("tokenizer.twins.")
+
+
+def test_runtime_code_never_imports_the_twins():
+    """The kernels' Python twins are for tests only: no module of tokenizer (outside tokenizer.twins), pipelines or
+    jobs, and no benchmark, imports them, at module level or inside a function."""
+    modules = project_modules()
+    known = set(modules)
+    assert "tokenizer.twins" in known and "tokenizer.twins.unigram" in known
+    sources = {name: path for name, path in modules.items() if not is_twin(name)}
+    benchmarks = os.path.join(REPO, "benchmarks")
+    sources.update({f"benchmarks.{name[:-3]}": os.path.join(benchmarks, name)
+                    for name in sorted(os.listdir(benchmarks)) if name.endswith(".py")})
+    importers = {name: sorted(filter(is_twin, imported_modules(path, name, known))) for name, path in sources.items()}
+    assert {name: twins for name, twins in importers.items() if twins} == {}
+    # the check sees the imports the tests make
+    test_file = os.path.join(REPO, "tests", "tokenizer", "test_kernels_bpe.py")
+    assert "tokenizer.twins.bpe" in imported_modules(test_file, "tests.tokenizer.test_kernels_bpe", known)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer import Model, PieceType, Tokenizer
-from tokenizer.kernels import reference
+from tokenizer.twins.bpe import ref_bpe
 
 UNITS = [b"a", b"b", b"c", b" ", "\u00e9".encode(), "\u4e2d".encode(), b"\xff"]
 
@@ -47,8 +47,8 @@ def twin(tok: Tokenizer, text: bytes, **kwargs):
     types = m.types.tolist()
     pieces = {p: i for i, (p, t) in enumerate(zip(m.pieces, types)) if t in (PieceType.NORMAL, PieceType.USER_DEFINED)}
     user = {p for p, t in zip(m.pieces, types) if t == PieceType.USER_DEFINED}
-    return reference.ref_bpe(pieces, m.scores.tolist(), user, text, byte_mode=c.byte_mode, unk_id=c.unk_id,
-                             byte_fallback=c.byte_fallback, byte_to_id=c.byte_to_id.tolist(), **kwargs)
+    return ref_bpe(pieces, m.scores.tolist(), user, text, byte_mode=c.byte_mode, unk_id=c.unk_id,
+                   byte_fallback=c.byte_fallback, byte_to_id=c.byte_to_id.tolist(), **kwargs)
 
 
 @settings(max_examples=200, deadline=None)

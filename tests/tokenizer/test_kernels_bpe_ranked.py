@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer.kernels.bpe_ranked import build_pair_table, merge_ranks, ranked_bpe_into
-from tokenizer.kernels.reference import ref_ranked_bpe
+from tokenizer.twins.bpe import ref_ranked_bpe
 
 IDENTITY = np.arange(256, dtype=np.int32)
 

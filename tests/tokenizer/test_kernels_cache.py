@@ -40,6 +40,26 @@ def test_the_package_kernels_are_stamped_with_the_fingerprint():
         assert locator.get_source_stamp()[1] == SOURCES_FINGERPRINT
 
 
+def test_a_change_to_a_twin_leaves_the_fingerprint_alone(tmp_path):
+    """The kernels' Python twins live in ``tokenizer/twins``, beside ``tokenizer/kernels``: the fingerprint hashes the
+    kernels' own files only, so editing or adding a twin recompiles nothing (editing a kernel still does)."""
+    twins_directory = os.path.join(os.path.dirname(kernels.KERNELS_DIRECTORY), "twins")
+    assert os.path.isfile(os.path.join(twins_directory, "__init__.py"))
+    assert os.path.commonpath([twins_directory, kernels.KERNELS_DIRECTORY]) != kernels.KERNELS_DIRECTORY
+    copy = tmp_path / "tokenizer"
+    no_bytecode = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(kernels.KERNELS_DIRECTORY, copy / "kernels", ignore=no_bytecode)
+    shutil.copytree(twins_directory, copy / "twins", ignore=no_bytecode)
+    assert sources_fingerprint(str(copy / "kernels")) == SOURCES_FINGERPRINT
+    with open(copy / "twins" / "unigram.py", "a") as handle:
+        handle.write("\n# an edited twin\n")
+    (copy / "twins" / "new_twin.py").write_text("def ref_new():\n    return 1\n")
+    assert sources_fingerprint(str(copy / "kernels")) == SOURCES_FINGERPRINT
+    with open(copy / "kernels" / "unigram.py", "a") as handle:
+        handle.write("\n# an edited kernel file\n")
+    assert sources_fingerprint(str(copy / "kernels")) != SOURCES_FINGERPRINT
+
+
 CALLER = """
 from tokenizer.kernels import kernel
 from tokenizer.kernels.callee import value

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenizer.kernels import reference
 from tokenizer.kernels.double_array import (HAS_VALUE, IS_LEAF, NOT_A_TARGET, PAYLOAD_SHIFT, TAG_MASK, DoubleArray,
                                             common_prefix_search, exact_match, step, unit_value)
+from tokenizer.twins.double_array import ref_common_prefix_search, ref_units_prefixes
 
 # Keys that stress the layout: the extreme labels 0x00 and 0xFF, single bytes, long keys sharing prefixes.
 _edge_bytes = st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFE, 0xFF])
@@ -31,9 +31,9 @@ def _check_lookups(da, table, text):
     ids, lengths = np.empty(longest + 1, np.int32), np.empty(longest + 1, np.int32)
     for start in range(len(text)):
         n = common_prefix_search(da.units, data, start, len(text), ids, lengths)
-        expected = reference.ref_common_prefix_search(table, text, start)
+        expected = ref_common_prefix_search(table, text, start)
         assert list(zip(ids[:n].tolist(), lengths[:n].tolist())) == expected
-        assert reference.ref_units_prefixes(da.units, text, start) == expected
+        assert ref_units_prefixes(da.units, text, start) == expected
         for end in range(start, len(text) + 1):
             assert exact_match(da.units, data, start, end) == table.get(text[start:end], -1)
 
@@ -131,7 +131,7 @@ def test_32k_multibyte_keys_build_fast_and_compact():
 GROWTH_SCRIPT = r"""
 import random, numpy as np
 import tokenizer.kernels.double_array as double_array
-from tokenizer.kernels import reference
+from tokenizer.twins.double_array import ref_common_prefix_search, ref_units_prefixes
 double_array.FIRST_SLACK = -10**9  # (pure Python here) start with 2 slots: the arrays must grow many times
 rng = random.Random(3)
 keys = sorted({bytes(rng.choice(b"\x00a\x80\xff") for _ in range(rng.randint(1, 5))) for _ in range(150)})
@@ -139,7 +139,7 @@ table = {k: i for i, k in enumerate(keys)}
 da = double_array.DoubleArray.build(keys)
 for probe in keys + [k + b"\x00" for k in keys]:
     for start in range(len(probe)):
-        assert reference.ref_units_prefixes(da.units, probe, start) == reference.ref_common_prefix_search(
+        assert ref_units_prefixes(da.units, probe, start) == ref_common_prefix_search(
             table, probe, start), probe
 print(len(da.units))
 """

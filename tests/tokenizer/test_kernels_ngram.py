@@ -1,4 +1,5 @@
-"""The BytePiece training kernels against their pure-Python twins (tokenizer.kernels.reference_ngram)."""
+"""The BytePiece training kernels against their pure-Python twins (tokenizer.twins.bytepiece_chunk, ngram_count,
+ngram_segment, piece_lattice)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from hypothesis import given, settings, strategies as st
 
 from tokenizer.kernels.byte_string_count import count_byte_strings_kernel, merge_byte_string_counts_kernel
 from tokenizer.kernels.ngram_count import merge_sorted_counts_kernel, pack_ngram, unpack_ngram
-from tokenizer.kernels import reference_ngram as R
 from tokenizer.trainers.bytepiece import (
     TrainSettings, build_ngram_model, chunk_texts, count_ngrams, pack_texts, piece_list, segment_chunks,
     PieceModel,
 )
+from tokenizer.twins.bytepiece_chunk import ref_chunk_text
+from tokenizer.twins.ngram_count import ref_count_ngrams
+from tokenizer.twins.ngram_segment import ref_ngram_log_probs, ref_ngram_viterbi
+from tokenizer.twins.piece_lattice import ref_piece_expected_counts, ref_piece_viterbi
 
 ALPHABET = "ab \n1２é你ü\t"
 texts_strategy = st.lists(st.text(alphabet=ALPHABET, max_size=40), max_size=8)
@@ -45,7 +49,7 @@ def test_pack_example():
 def test_chunking_matches_bytepiece_regex(texts, max_chars, isolate_digits, max_newlines):
     s = TrainSettings(max_chunk_chars=max_chars, isolate_digits=isolate_digits, max_newline_run=max_newlines)
     data, offsets = chunk_texts(*pack_texts(texts), s)
-    expected = [c.encode() for t in texts for c in R.chunk_text_reference(t, max_chars, isolate_digits, max_newlines)]
+    expected = [c.encode() for t in texts for c in ref_chunk_text(t, max_chars, isolate_digits, max_newlines)]
     assert _chunks(data, offsets) == expected
 
 
@@ -82,7 +86,7 @@ def test_count_ngrams_matches_dict_count(texts, order):
     keys, counts = count_ngrams(data, offsets, order)
     assert np.all(np.diff(keys) > 0)
     got = {unpack_ngram(k): int(c) for k, c in zip(keys, counts)}
-    assert got == R.count_ngrams_reference(_chunks(data, offsets), order)
+    assert got == ref_count_ngrams(_chunks(data, offsets), order)
 
 
 @given(texts_strategy, st.integers(1, 7), st.integers(1, 64))
@@ -118,12 +122,12 @@ def test_ngram_model_and_viterbi_match_bytepiece(texts, order, min_count, ensure
     data, offsets = chunk_texts(*pack_texts(texts), s)
     chunks = _chunks(data, offsets)
     model = build_ngram_model(*count_ngrams(data, offsets, order), s)
-    log_probs = R.ngram_log_probs_reference(R.count_ngrams_reference(chunks, order), order, min_count)
+    log_probs = ref_ngram_log_probs(ref_count_ngrams(chunks, order), order, min_count)
     assert {unpack_ngram(k): float(v) for k, v in zip(model.keys, model.log_probs)} == log_probs
     ends = segment_chunks(model, data, offsets)
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
     got = [data[a:b].tobytes() for a, b in zip(starts, ends)]
-    expected = [p for c in chunks for p in R.ngram_viterbi_reference(c, log_probs, order, ensure_unicode)]
+    expected = [p for c in chunks for p in ref_ngram_viterbi(c, log_probs, order, ensure_unicode)]
     assert got == expected
 
 
@@ -138,7 +142,7 @@ def test_ngram_viterbi_on_arbitrary_bytes(chunks, order, ensure_unicode):
     ends = segment_chunks(model, data, offsets)
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
     got = [data[a:b].tobytes() for a, b in zip(starts, ends)]
-    assert got == [p for c in chunks for p in R.ngram_viterbi_reference(c, log_probs, order, ensure_unicode)]
+    assert got == [p for c in chunks for p in ref_ngram_viterbi(c, log_probs, order, ensure_unicode)]
 
 
 # ------------------------------------------------------------------------------------------------------ byte strings
@@ -185,11 +189,11 @@ def test_piece_viterbi_matches_reference(extra, texts):
     counts, n_tokens = model.viterbi_counts(data, offsets)
     expected = Counter()
     for t in texts:
-        expected.update(R.piece_viterbi_reference(t, scores))
+        expected.update(ref_piece_viterbi(t, scores))
     assert {p: int(c) for p, c in zip(pieces, counts) if c} == dict(expected)
     assert n_tokens == sum(expected.values())
     for t in texts:
-        assert model.segment(t) == R.piece_viterbi_reference(t, scores)
+        assert model.segment(t) == ref_piece_viterbi(t, scores)
 
 
 def test_piece_viterbi_example():
@@ -207,7 +211,7 @@ def test_expected_counts_match_enumeration(extra, texts):
     expected_counts, log_likelihood = model.expected_counts(data, offsets)
     reference = Counter()
     for t in texts:
-        for p, v in R.piece_expected_counts_reference(t, probs).items():
+        for p, v in ref_piece_expected_counts(t, probs).items():
             reference[p] += v
     for p, v in zip(pieces, expected_counts):
         assert v == pytest.approx(reference.get(p, 0.0), rel=1e-9, abs=1e-9)
@@ -224,7 +228,7 @@ def test_adjacent_pair_counts_match_reference(extra, texts):
     counts, (keys, pair_counts) = model.viterbi_counts_and_pairs(data, offsets)
     expected = Counter()
     for t in texts:
-        segmentation = R.piece_viterbi_reference(t, scores)
+        segmentation = ref_piece_viterbi(t, scores)
         expected.update((index[a] << 32) | index[b] for a, b in zip(segmentation, segmentation[1:]))
     assert dict(zip(keys.tolist(), pair_counts.tolist())) == dict(expected)
     assert keys.tolist() == sorted(expected)

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from tokenizer.kernels.pretokenize import (PATTERN_TEXT, PATTERNS, char_class_table, escape_spaces_packed,
                                            pretokenize_batch, pretokenize_into, sentencepiece_chunk_end)
-from tokenizer.kernels.reference_pretokenize import ref_pretokenize, ref_sentencepiece_chunks
+from tokenizer.twins.pretokenize import ref_pretokenize, ref_sentencepiece_chunks
 
 ALPHABET = list("ab'sStTdlLrevm Z9١²\n\r\t  　!?.,-_中文ひらがなé") + ["\u2028", "\x85", "\u00a0"]
 texts = st.text(alphabet=st.sampled_from(ALPHABET), max_size=40)

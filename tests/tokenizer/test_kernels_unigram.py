@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer import Model, PieceType, Tokenizer
-from tokenizer.kernels import reference
 from tokenizer.kernels.random import new_state
 from tokenizer.kernels.unigram import sample_into, utf8_char_length
+from tokenizer.twins.unigram import ref_sample, ref_utf8_char_length, ref_viterbi
 
 UNITS = [b"a", b"b", b"c", b"\n", "\u00e9".encode(), "\u4e2d".encode(), b"\xff", b"\xe4"]
 SCORES = [-1.0, -1.5, -2.0, -3.0, -0.5]
@@ -75,9 +75,9 @@ def test_viterbi_matches_twin_char_mode(vocab, text, fallback, split):
     tok = Tokenizer(build(*vocab, byte_level=False, byte_fallback=fallback, split=split))
     pieces, c = twin_args(tok)
     assert not c.byte_mode
-    expected = reference.ref_viterbi(pieces, c.piece_score, text, byte_mode=False, split_after_newlines=split,
-                                     unk_score=c.unk_score, score_dtype=np.float32, unk_id=c.unk_id,
-                                     byte_fallback=fallback, byte_to_id=c.byte_to_id.tolist())
+    expected = ref_viterbi(pieces, c.piece_score, text, byte_mode=False, split_after_newlines=split,
+                           unk_score=c.unk_score, score_dtype=np.float32, unk_id=c.unk_id,
+                           byte_fallback=fallback, byte_to_id=c.byte_to_id.tolist())
     assert tok.encode(text) == expected
     if fallback:
         assert tok.decode_bytes(expected) == text
@@ -90,8 +90,8 @@ def test_viterbi_matches_twin_byte_mode(vocab, text, split, counts):
     pieces, c = twin_args(tok)
     assert c.byte_mode
     assert c.score_dtype == (np.float64 if counts else np.float32)
-    expected = reference.ref_viterbi(pieces, c.piece_score, text, byte_mode=True, split_after_newlines=split,
-                                     unk_score=c.unk_score, score_dtype=c.score_dtype)
+    expected = ref_viterbi(pieces, c.piece_score, text, byte_mode=True, split_after_newlines=split,
+                           unk_score=c.unk_score, score_dtype=c.score_dtype)
     assert tok.encode(text) == expected
     assert tok.decode_bytes(expected) == text
 
@@ -119,7 +119,7 @@ def test_unknown_runs_merge_and_byte_fallback():
 def test_utf8_char_length_matches_twin(data):
     array = np.frombuffer(data, dtype=np.uint8)
     for pos in range(len(data)):
-        assert utf8_char_length(array, pos, len(data)) == reference.ref_char_length(data, pos)
+        assert utf8_char_length(array, pos, len(data)) == ref_utf8_char_length(data, pos)
 
 
 @settings(max_examples=100, deadline=None)
@@ -134,9 +134,9 @@ def test_sampling_matches_twin(vocab, text, seed, alpha, byte_level, split):
         types = [types[i] for i in keep]
     tok = Tokenizer(build(pieces_list, scores, types, byte_level=byte_level, split=split))
     pieces, c = twin_args(tok)
-    expected = reference.ref_sample(pieces, c.piece_score, text, alpha=alpha, seed_state=[seed],
-                                    byte_mode=c.byte_mode, split_after_newlines=split, unk_score=float(c.unk_score),
-                                    unk_id=c.unk_id, byte_to_id=c.byte_to_id.tolist())
+    expected = ref_sample(pieces, c.piece_score, text, alpha=alpha, seed_state=[seed],
+                          byte_mode=c.byte_mode, split_after_newlines=split, unk_score=float(c.unk_score),
+                          unk_id=c.unk_id, byte_to_id=c.byte_to_id.tolist())
     assert tok.encode(text, alpha=alpha, seed=seed) == expected
 
 

@@ -16,9 +16,10 @@ from tokenizer.normalizers.sentencepiece import (
 )
 from tokenizer.kernels import charsmap as C
 from tokenizer.kernels import normalize as K
-from tokenizer.kernels import reference_normalize as R
 from tokenizer.model import Model, PieceType
 from tokenizer.normalizers import NFKC, Identity, for_model
+from tokenizer.twins.charsmap import ref_ascii_pair, ref_charsmap_longest_match, ref_plain_char, ref_utf8_char_length
+from tokenizer.twins.normalize import ref_normalize
 
 # Rules with overlapping keys, a deletion, a mapping to spaces and to "▁", multi-character keys.
 CUSTOM_RULES = "41 42\t58\n41\t59 59\n41 42 43\t\n20 20\t20\nFF21\t41 20 42\n78\t20 6C 6F 6E 67 20 20 72 65 70 6C\n" \
@@ -66,7 +67,7 @@ def _to_bytes(parts, raw):
 @given(st.binary(min_size=1, max_size=6))
 def test_utf8_char_length_twin(data):
     array = np.frombuffer(data, np.uint8)
-    assert C.utf8_char_length(array, 0, len(data)) == R.reference_utf8_char_length(data, 0)
+    assert C.utf8_char_length(array, 0, len(data)) == ref_utf8_char_length(data, 0)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -77,7 +78,7 @@ def test_charsmap_longest_match_twin(charsmaps, parts, name):
     array = np.frombuffer(text, np.uint8)
     for position in range(len(text)):
         assert tuple(C.charsmap_longest_match(np.asarray(trie, np.uint32), array, position, len(text))) == \
-            R.reference_charsmap_longest_match(trie, text, position)
+            ref_charsmap_longest_match(trie, text, position)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -89,7 +90,7 @@ def test_plain_char_table_twin(charsmaps, cps, name):
         table = _PLAIN_TABLES[name] = np.zeros(0x10000, np.uint8)
         C.build_plain_char_table(np.asarray(trie, np.uint32), table)
     for cp in cps + [0x41, 0x20, 0xFF21, 0x2581, 0x3000]:
-        assert bool(table[cp]) == R.reference_plain_char(trie, cp), hex(cp)
+        assert bool(table[cp]) == ref_plain_char(trie, cp), hex(cp)
 
 
 _PLAIN_TABLES: dict = {}
@@ -102,7 +103,7 @@ def test_ascii_pair_table_twin(charsmaps, name):
     C.build_ascii_pair_table(np.asarray(trie, np.uint32), table)
     for b0 in range(128):
         for b1 in range(0, 128, 3):
-            assert bool(table[b0 * 128 + b1]) == R.reference_ascii_pair(trie, b0, b1), (b0, b1)
+            assert bool(table[b0 * 128 + b1]) == ref_ascii_pair(trie, b0, b1), (b0, b1)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -115,7 +116,7 @@ def test_normalize_kernel_twin(charsmaps, parts, raw, flags, symbols, name):
         charsmap, add_dummy_prefix=bool(flags & 1), remove_extra_whitespaces=bool(flags & 2),
         escape_whitespaces=bool(flags & 4), treat_whitespace_as_suffix=bool(flags & 8), user_defined_symbols=symbols)
     trie, replacements = _split(charsmap)
-    assert normalizer.normalize(text) == R.reference_normalize(text, trie, replacements, set(symbols), flags)
+    assert normalizer.normalize(text) == ref_normalize(text, trie, replacements, set(symbols), flags)
 
 
 @pytest.mark.oracle
@@ -167,7 +168,7 @@ def test_long_replacements_grow_the_buffer(charsmaps):
     for name in ("nmt_nfkc", "custom"):
         normalizer = SentencePieceNormalizer(charsmaps[name], remove_extra_whitespaces=False)
         trie, replacements = _split(charsmaps[name])
-        expected = R.reference_normalize(text, trie, replacements, set(), K.ADD_DUMMY_PREFIX | K.ESCAPE_WHITESPACES)
+        expected = ref_normalize(text, trie, replacements, set(), K.ADD_DUMMY_PREFIX | K.ESCAPE_WHITESPACES)
         assert len(expected) > 5 * len(text)
         assert normalizer.normalize(text) == expected
 

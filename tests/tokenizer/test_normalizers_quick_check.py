@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer.kernels.normalize import all_marked_characters
-from tokenizer.kernels.reference_normalize import reference_all_marked_characters
+from tokenizer.twins.normalize import ref_all_marked_characters
 from tokenizer.normalizers.unicode import NFC, NFKC, _COMPOSITION_SECONDS_14, composition_seconds, stable_characters
 
 # Characters around the edges of the table: kana and their combining voiced marks, precomposed kana, Hangul jamo
@@ -54,7 +54,7 @@ def test_every_pair_of_stable_characters_is_normalized(form):
 def test_the_kernel_agrees_with_its_twin(blob, form):
     table = stable_characters(form)
     data = np.frombuffer(blob, dtype=np.uint8)
-    assert bool(all_marked_characters(data, 0, len(data), table)) == reference_all_marked_characters(blob, table)
+    assert bool(all_marked_characters(data, 0, len(data), table)) == ref_all_marked_characters(blob, table)
 
 
 def test_the_table_marks_what_it_should():

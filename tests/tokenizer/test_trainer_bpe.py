@@ -13,8 +13,9 @@ from tokenizer.kernels.bpe_pair_rules import ALL_SPACE, FROZEN, LEAD_SPACE, NO_S
 from tokenizer.kernels.chunk_chars import chars_to_symbols, weighted_char_counts
 from tokenizer.kernels.chunk_count import (MODE_BEFORE_SPACE, MODE_BEFORE_SPACE_SYMBOL, MODE_WHOLE_DOCUMENT,
                                            count_chunk_table, count_spans, split_before_end)
-from tokenizer.kernels.reference_bpe_train import (ref_chars_to_symbols, ref_count_chunk_table, ref_count_spans,
-                                                   ref_learn_merges, ref_split_before, ref_weighted_char_counts)
+from tokenizer.twins.bpe_merges import ref_learn_merges
+from tokenizer.twins.chunk_chars import ref_chars_to_symbols, ref_weighted_char_counts
+from tokenizer.twins.chunk_count import ref_count_chunk_table, ref_count_spans, ref_split_before
 from tokenizer.trainers import bpe
 
 words_strategy = st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=9), min_size=1, max_size=6)

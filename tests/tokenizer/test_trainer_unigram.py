@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from tokenizer import Tokenizer
 from tokenizer.errors import ConfigError, InputError
-from tokenizer.kernels import reference_unigram_train as ref
 from tokenizer.kernels import unigram_train as kt
 from tokenizer.model import PieceType
 from tokenizer.trainers import unigram as ug
+from tokenizer.twins.unigram_train import ref_best_score, ref_expected_counts, ref_pruning_losses, ref_valid_piece
 
 UNITS = ["a", "b", "\u4e2d", "\u00e9", "\u2581"]
 
@@ -52,7 +52,7 @@ def test_expected_counts_kernel_matches_path_enumeration(case):
     expected = np.zeros(len(trie.pieces), np.int64)
     kt.expected_counts(*trie.arrays(), score_array, unk, trie.max_bytes, False, data, offsets,
                        np.asarray(weights, np.int64), ug.E_STEP_SCALE, expected)
-    want = ref.ref_expected_counts(scores, texts, weights, unk)
+    want = ref_expected_counts(scores, texts, weights, unk)
     for k, piece in enumerate(trie.pieces):
         # each lattice node is rounded to 2**-24 on its own: error <= nodes * 2**-25
         assert abs(expected[k] / ug.E_STEP_SCALE - want.get(piece, 0.0)) < 1e-5
@@ -75,7 +75,7 @@ def test_viterbi_and_alternatives_match_enumeration(case):
         tokens = kt.viterbi_counts(*trie.arrays(), score_array, unk, trie.max_bytes, False, d, o,
                                    np.ones(1, np.int64), freq_one)
         chosen = float(np.dot(freq_one, score_array)) + unk * (tokens - int(freq_one.sum()))
-        assert math.isclose(chosen, ref.ref_best_score(scores, text, unk), abs_tol=1e-9)
+        assert math.isclose(chosen, ref_best_score(scores, text, unk), abs_tol=1e-9)
     # alternatives: status and second-best score
     piece_data, piece_offsets = ug.pack(trie.pieces)
     status = np.zeros(len(trie.pieces), np.int8)
@@ -87,7 +87,7 @@ def test_viterbi_and_alternatives_match_enumeration(case):
         if len(piece.decode()) == 1:
             assert status[k] == 0
             continue
-        second = ref.ref_best_score(scores, piece, unk, excluded=piece)
+        second = ref_best_score(scores, piece, unk, excluded=piece)
         if second > scores[piece]:
             assert status[k] == 1
         else:
@@ -121,8 +121,8 @@ def test_valid_pieces_kernel_matches_twin(chars, split_ws, suffix, ws_only, by_n
     out = np.zeros(1, np.uint8)
     kt.valid_pieces(text, np.zeros(1, np.int64), np.array([len(chars)], np.int64), symbol_class, symbol_script,
                     split_ws, suffix, ws_only, by_number, by_script, digits, out)
-    want = ref.ref_valid_piece(chars, split_ws, suffix, ws_only, by_number, by_script, digits,
-                               script_of=lambda c: SCRIPTS[c])
+    want = ref_valid_piece(chars, split_ws, suffix, ws_only, by_number, by_script, digits,
+                           script_of=lambda c: SCRIPTS[c])
     assert bool(out[0]) == want
 
 
@@ -222,8 +222,8 @@ def test_pruning_losses_kernel_matches_twin(rows, sentence_total):
     losses = np.empty(len(rows), np.float64)
     kt.pruning_losses(order, freq, status, alt_offsets, alt_ids, float(sentence_total), total, math.log(total),
                       losses)
-    expected = ref.ref_pruning_losses(order, freq, status, alt_offsets, alt_ids, sentence_total, total,
-                                      math.log(total))
+    expected = ref_pruning_losses(order, freq, status, alt_offsets, alt_ids, sentence_total, total,
+                                  math.log(total))
     for got, want in zip(losses.tolist(), expected):
         assert (math.isnan(got) and want is None) or got == want
 
@@ -383,7 +383,7 @@ def test_chunk_count_example():
 @given(values=st.lists(st.floats(0.5, 1e12, allow_nan=False) | st.integers(1, 10 ** 9).map(float), min_size=1,
                        max_size=20))
 def test_digamma_kernel_is_the_python_digamma_exactly(values):
-    from tokenizer.kernels.reference_unigram_train import ref_digamma
+    from tokenizer.twins.unigram_train import ref_digamma
 
     expected = np.array(values, np.float64)
     keep = expected >= 0.75

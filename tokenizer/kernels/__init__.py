@@ -1,8 +1,8 @@
 """All Numba-compiled code of shardpiece lives in this package, behind the one :func:`kernel` decorator.
 
 Kernels take numpy arrays and scalars only (no Python objects), never allocate per call where a caller-provided
-buffer will do, and each has a slow, obviously-correct Python twin in :mod:`tokenizer.kernels.reference` with a
-hypothesis test that the two agree.
+buffer will do, and each has a slow, obviously-correct Python twin in :mod:`tokenizer.twins` (outside this package,
+so that editing a twin recompiles nothing) with a hypothesis test that the two agree.
 
 Set ``SHARDPIECE_DISABLE_JIT=1`` to run every kernel as plain Python (debugging, coverage).
 

@@ -1,7 +1,7 @@
 """Which pairs of pieces BPE training may merge: the per-symbol attributes (first and last script, ``NO_SPACE``,
 ``LEAD_SPACE``, ``ALL_SPACE``, ``FROZEN`` flags) and SentencePiece's piece rules for a merged pair
 (:func:`pair_allowed`), and the attributes of the merged piece. Their pure-Python twins are in
-:mod:`tokenizer.kernels.reference_bpe_train`.
+:mod:`tokenizer.twins.bpe_merges`.
 """
 
 from __future__ import annotations

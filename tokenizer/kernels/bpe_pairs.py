@@ -16,7 +16,7 @@ Symbol values in ``sym``: a piece or pseudo id (>= 0); -1 an unknown character t
 merges); ``-2 - id`` a frozen USER_DEFINED piece. Every adjacent pair of non-negative symbols whose table entry
 exists is a candidate; each merge pushes at most two entries, so the work is O(n log n) whatever the text.
 BPE-dropout keeps using :func:`tokenizer.kernels.bpe.bpe_into`, whose twin is the same
-:func:`tokenizer.kernels.reference.ref_bpe` this kernel is tested against.
+:func:`tokenizer.twins.bpe.ref_bpe` this kernel is tested against.
 
 Example (hand-checkable): pieces ``a``=0, ``b``=1, ``c``=2, ``ab``=3 (score -1), ``bc``=4 (score -1): the pairs
 ``(0, 1) -> 3`` and ``(1, 2) -> 4`` have the same rank, so ``"abc"`` merges the leftmost and gives ``[3, 2]``.

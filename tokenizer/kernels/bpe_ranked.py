@@ -13,7 +13,7 @@ Inside a pre-token of n bytes the symbols are a linked list over the byte positi
 binary min-heap of ``rank << 32 | position`` (lowest rank first, then leftmost); an entry whose pair has changed
 since it was pushed is skipped when it comes up. Each merge pushes at most two entries, so the heap holds at most
 2n and the work is O(n log n) whatever the text: one long pre-token (100,000 x ``a``, a run of one CJK character)
-costs what its length costs, never n^2. :func:`tokenizer.kernels.reference.ref_ranked_bpe` is the slow twin.
+costs what its length costs, never n^2. :func:`tokenizer.twins.bpe.ref_ranked_bpe` is the slow twin.
 
 Example (hand-checkable): bytes ``a``=0, ``b``=1, ``c``=2; merges ``(b, c) -> 3`` rank 0, ``(a, b) -> 4`` rank 1,
 ``(4, 2) -> 5`` rank 2: ``"abc"`` -> a|b|c -> a|bc (rank 0) -> no merge ``(a, bc)`` -> ``[0, 3]``, whereas the

@@ -1,7 +1,7 @@
 """Numba kernel of BytePiece training's chunking: texts cut into chunks of at most ``max_chars`` non-newline characters
 plus the newlines after them, digits optionally chunks of their own; and the UTF-8 decoder it reads characters with.
-Slow, obviously-correct twins live in :mod:`tokenizer.kernels.reference_ngram`; hypothesis tests check that each pair
-agrees.
+Its slow, obviously-correct twin lives in :mod:`tokenizer.twins.bytepiece_chunk`; hypothesis tests check that the
+two agree.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ and the tables of characters and ASCII pairs the charsmap leaves unchanged (the 
 
 The precompiled charsmap is a Darts-clone double array (``trie``: uint32 units) whose leaf values index a blob of
 NUL-terminated replacement strings; the user-defined symbols are a small trie given as CSR arrays (see
-:mod:`tokenizer.kernels.normalize`). Pure-Python twins: :mod:`tokenizer.kernels.reference_normalize`.
+:mod:`tokenizer.kernels.normalize`). Pure-Python twins: :mod:`tokenizer.twins.charsmap`.
 """
 
 from __future__ import annotations

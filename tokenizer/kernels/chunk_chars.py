@@ -1,6 +1,6 @@
 """Numba kernels over the characters of chunks: weighted character counts (the trainers' character coverage) and chunks
 rewritten as symbol ids (BPE's initial symbols). Their pure-Python twins are in
-:mod:`tokenizer.kernels.reference_bpe_train`.
+:mod:`tokenizer.twins.chunk_chars`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 (:func:`count_spans`), documents pre-tokenized and their distinct chunks counted in one pass
 (:func:`count_chunk_table`, with the chunk rules of its ``MODE_*`` constants), and spans gathered into packed arrays.
 The open-addressing tables compare bytes, so counts are exact. Their pure-Python twins are in
-:mod:`tokenizer.kernels.reference_bpe_train`.
+:mod:`tokenizer.twins.chunk_count`.
 """
 
 from __future__ import annotations

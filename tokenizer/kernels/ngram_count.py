@@ -3,7 +3,7 @@ by sorting the longest one per position and expanding prefixes, and exact merges
 
 Every kernel takes numpy arrays and scalars. Texts are packed Arrow-style: ``data`` (uint8, all bytes) and
 ``offsets`` (int64, shape ``(n + 1,)``; text ``i`` is ``data[offsets[i]:offsets[i + 1]]``). Slow,
-obviously-correct twins live in :mod:`tokenizer.kernels.reference_ngram`; hypothesis tests check that each pair
+obviously-correct twins live in :mod:`tokenizer.twins.ngram_count`; hypothesis tests check that each pair
 agrees.
 
 N-gram keys

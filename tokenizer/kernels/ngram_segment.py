@@ -1,6 +1,6 @@
 """Numba kernels of BytePiece training's n-gram language model: the model's lookup tables (packed n-gram key -> log
 probability) and the Viterbi that segments chunks with it. Slow, obviously-correct twins live in
-:mod:`tokenizer.kernels.reference_ngram`; hypothesis tests check that each pair agrees.
+:mod:`tokenizer.twins.ngram_segment`; hypothesis tests check that each pair agrees.
 """
 
 from __future__ import annotations

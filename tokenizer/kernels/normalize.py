@@ -17,7 +17,7 @@ Example (hand-checkable), no charsmap, default flags: ``b"  Hello   world "`` ->
 
 The kernels write into a caller-provided buffer and report when it is too small (they never allocate). The character
 lookups they use (UTF-8 length, longest charsmap and user-symbol matches, the fast-path tables) are in
-:mod:`tokenizer.kernels.charsmap`; the pure-Python twins in :mod:`tokenizer.kernels.reference_normalize`.
+:mod:`tokenizer.kernels.charsmap`; the pure-Python twins in :mod:`tokenizer.twins.normalize`.
 """
 
 from __future__ import annotations

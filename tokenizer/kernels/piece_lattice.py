@@ -1,6 +1,6 @@
 """Numba kernels over a fixed list of pieces (BytePiece training's pruning and EM): a byte trie of the pieces, the
 unigram Viterbi that counts the pieces (and adjacent pairs) of each text's best segmentation, and forward-backward
-expected counts. Slow, obviously-correct twins live in :mod:`tokenizer.kernels.reference_ngram`; hypothesis tests
+expected counts. Slow, obviously-correct twins live in :mod:`tokenizer.twins.piece_lattice`; hypothesis tests
 check that each pair agrees.
 """
 

@@ -1,7 +1,7 @@
 """Explicit random state for kernels: SplitMix64 in a ``uint64[1]`` array passed to every sampling kernel.
 
 Kernels never touch a global generator, so a seed gives the same output on any thread, in any process, and in the
-pure-Python twins (:func:`tokenizer.kernels.reference.splitmix64_next`), which produce the identical stream.
+pure-Python twins (:func:`tokenizer.twins.random.ref_next_uint64`), which produce the identical stream.
 
     >>> state = new_state(0)
     >>> hex(next_uint64(state))

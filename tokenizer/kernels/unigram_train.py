@@ -1,6 +1,6 @@
 """Kernels of SentencePiece-style unigram training: a hash trie, the E-step (forward-backward expected counts),
 Viterbi piece counts, second-best segmentations of pieces (for pruning) and the suffix-array helpers of the seed
-step. Pure-Python twins live in :mod:`tokenizer.kernels.reference_unigram_train`.
+step. Pure-Python twins live in :mod:`tokenizer.twins.unigram_train`.
 
 Texts are packed Arrow-style: ``data`` uint8, ``offsets`` int64 (n + 1), ``weights`` int64 (n) how often each
 text (a chunk) occurs. The lattice's units are UTF-8 characters (``byte_mode=False``; the data must be valid
@@ -194,8 +194,8 @@ def expected_counts(table_keys, table_child, node_value, piece_score, unk_score,
 @kernel
 def digamma(x):
     """Digamma by recurrence to x >= 7 and the asymptotic series (SentencePiece's formula; the same float
-    operations, in the same order, as its Python twin ``reference_unigram_train.ref_digamma``). ``digamma(1.0)`` ->
-    ``-0.5772156649...`` (minus the Euler-Mascheroni constant)."""
+    operations, in the same order, as its Python twin ``tokenizer.twins.unigram_train.ref_digamma``).
+    ``digamma(1.0)`` -> ``-0.5772156649...`` (minus the Euler-Mascheroni constant)."""
     result = 0.0
     while x < 7:
         result -= 1 / x

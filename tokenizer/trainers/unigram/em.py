@@ -14,7 +14,7 @@ from tokenizer.kernels import unigram_train as kt
 from tokenizer.trainers.unigram.chunks import pack
 from tokenizer.trainers.unigram.settings import E_STEP_SCALE, MIN_EXPECTED, UNK_PENALTY
 
-digamma = kt.digamma  # SentencePiece's digamma (Numba; its Python twin: reference_unigram_train.ref_digamma)
+digamma = kt.digamma  # SentencePiece's digamma (Numba; its Python twin: tokenizer.twins.unigram_train.ref_digamma)
 
 
 class PieceTrie:

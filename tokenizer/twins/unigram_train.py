@@ -12,24 +12,15 @@ from __future__ import annotations
 
 import math
 
-from tokenizer.kernels.reference import ref_char_length
+from tokenizer.twins.unigram import ref_utf8_char_length
 
 UNK = None
 
 
-def units(text: bytes, byte_mode: bool) -> list[int]:
-    """Unit boundaries of ``text``: every byte, or every UTF-8 character start, plus the end."""
-    positions, pos = [0], 0
-    while pos < len(text):
-        pos += 1 if byte_mode else ref_char_length(text, pos)
-        positions.append(pos)
-    return positions
-
-
-def ref_edges(scores: dict[bytes, float], text: bytes, start: int, unk_score: float, byte_mode: bool):
+def _edges(scores: dict[bytes, float], text: bytes, start: int, unk_score: float, byte_mode: bool):
     """Edges ``(end, piece or UNK, score)`` from ``start``: active pieces shortest first, then the unknown node when
     no single-unit piece starts here."""
-    unit = 1 if byte_mode else ref_char_length(text, start)
+    unit = 1 if byte_mode else ref_utf8_char_length(text, start)
     edges = [(end, text[start:end], scores[text[start:end]]) for end in range(start + 1, len(text) + 1)
              if text[start:end] in scores and scores[text[start:end]] != -math.inf]
     if not any(end - start == unit for end, _, _ in edges):
@@ -37,13 +28,13 @@ def ref_edges(scores: dict[bytes, float], text: bytes, start: int, unk_score: fl
     return edges
 
 
-def ref_paths(scores, text, unk_score, byte_mode=False):
+def _paths(scores, text, unk_score, byte_mode=False):
     """Every segmentation of ``text`` as a list of ``(piece or UNK, score, start, end)``."""
     def walk(start):
         if start == len(text):
             yield []
             return
-        for end, piece, score in ref_edges(scores, text, start, unk_score, byte_mode):
+        for end, piece, score in _edges(scores, text, start, unk_score, byte_mode):
             for rest in walk(end):
                 yield [(piece, score, start, end)] + rest
     return list(walk(0))
@@ -53,7 +44,7 @@ def ref_expected_counts(scores, chunks, weights, unk_score=-100.0, byte_mode=Fal
     """Expected counts of pieces (float) summed over chunks, by enumerating every path."""
     out: dict = {}
     for text, weight in zip(chunks, weights):
-        paths = ref_paths(scores, text, unk_score, byte_mode)
+        paths = _paths(scores, text, unk_score, byte_mode)
         probs = [math.exp(sum(s for _, s, _, _ in p)) for p in paths]
         z = sum(probs)
         for path, prob in zip(paths, probs):
@@ -66,7 +57,7 @@ def ref_expected_counts(scores, chunks, weights, unk_score=-100.0, byte_mode=Fal
 def ref_best_score(scores, text, unk_score=-100.0, byte_mode=False, excluded: bytes | None = None) -> float:
     """Score of the best path (optionally never using the whole-text node of piece ``excluded``)."""
     best = -math.inf
-    for path in ref_paths(scores, text, unk_score, byte_mode):
+    for path in _paths(scores, text, unk_score, byte_mode):
         if excluded is not None and len(path) == 1 and path[0][0] == excluded:
             continue
         best = max(best, sum(s for _, s, _, _ in path))
