@@ -17,6 +17,7 @@ from tokenizer.normalizers.sentencepiece import (
 from tokenizer.kernels import charsmap as C
 from tokenizer.kernels import normalize as K
 from tokenizer.kernels import reference_normalize as R
+from tokenizer.kernels import utf8
 from tokenizer.model import Model, PieceType
 from tokenizer.normalizers import NFKC, Identity, for_model
 
@@ -64,9 +65,9 @@ def _to_bytes(parts, raw):
 # ============================================================================ kernel twins
 @settings(max_examples=200, deadline=None)
 @given(st.binary(min_size=1, max_size=6))
-def test_utf8_char_length_twin(data):
+def test_valid_char_length_twin(data):
     array = np.frombuffer(data, np.uint8)
-    assert C.utf8_char_length(array, 0, len(data)) == R.reference_utf8_char_length(data, 0)
+    assert utf8.valid_char_length(array, 0, len(data)) == R.reference_utf8_char_length(data, 0)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -29,7 +29,8 @@ import numpy as np
 from tokenizer.kernels import kernel
 from tokenizer.kernels.bpe_ranked import _heap_pop, _heap_push, build_pair_table, merge_ranks, pair_lookup
 from tokenizer.kernels.double_array import exact_match, step, unit_value
-from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node, utf8_char_length
+from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node
+from tokenizer.kernels.utf8 import char_length
 
 FROZEN_BASE = -2  # sym value of a frozen USER_DEFINED piece ``id``: FROZEN_BASE - id
 
@@ -46,7 +47,7 @@ def symbol_starts(data, offsets, byte_mode, out, out_ends):
         while q < end:
             out[count] = q - offsets[i]
             count += 1
-            q += 1 if byte_mode else utf8_char_length(data, q, end)
+            q += 1 if byte_mode else char_length(data, q, end)
         out_ends[i] = count
     return count
 
@@ -174,7 +175,7 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
                     length = k - start - q
                     symbol = FROZEN_BASE - np.int64(piece)
         if length == 0:
-            length = 1 if byte_mode else utf8_char_length(data, start + q, end)
+            length = 1 if byte_mode else char_length(data, start + q, end)
             symbol = _initial_symbol(units, byte_piece, bmp_symbol, pseudo_units, has_pseudo, data, start + q,
                                      length)
         sym[q] = symbol

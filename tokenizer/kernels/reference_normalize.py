@@ -10,8 +10,8 @@ from tokenizer.kernels.normalize import (ADD_DUMMY_PREFIX, ESCAPE_WHITESPACES, R
 
 
 def reference_utf8_char_length(text: bytes, position: int) -> int:
-    """Twin of :func:`utf8_char_length`, by decoding with Python's strict UTF-8 codec (which rejects the same
-    overlong forms, surrogates and code points above U+10FFFF)."""
+    """Twin of :func:`tokenizer.kernels.utf8.valid_char_length`, by decoding with Python's strict UTF-8 codec
+    (which rejects the same overlong forms, surrogates and code points above U+10FFFF)."""
     for length in (1, 2, 3, 4):
         chunk = text[position:position + length]
         if len(chunk) < length:
