@@ -36,7 +36,8 @@ def pack(items: Sequence[bytes], writable: bool = False) -> tuple[np.ndarray, np
 
 
 def unpack(data, offsets) -> list[bytes]:
-    """The byte strings of packed ``(data, offsets)``: ``unpack(b"aab", [0, 1, 3])`` -> ``[b"a", b"ab"]``."""
+    """The byte strings of packed ``(data, offsets)`` (a uint8 array and int64 offsets, or what converts to them):
+    ``unpack(uint8 b"aab", [0, 1, 3])`` -> ``[b"a", b"ab"]``."""
     blob = np.asarray(data, np.uint8).tobytes()
     bounds = np.asarray(offsets, np.int64).tolist()
     return [blob[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]

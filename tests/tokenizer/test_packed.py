@@ -20,7 +20,7 @@ def test_docstring_examples():
     data, offsets = pack([b"ab", b"c"])
     assert data.tolist() == [97, 98, 99] and offsets.tolist() == [0, 2, 3]
     assert data.dtype == np.uint8 and offsets.dtype == np.int64
-    assert unpack(b"aab", [0, 1, 3]) == [b"a", b"ab"]
+    assert unpack(np.frombuffer(b"aab", np.uint8), [0, 1, 3]) == [b"a", b"ab"]
     data, offsets = from_arrow(pa.array([b"xx", b"ab", b"c"]).slice(1))
     assert data.tobytes() == b"xxabc" and offsets.tolist() == [2, 4, 5] and offsets.dtype == np.int32
     assert to_arrow(np.frombuffer(b"abcde", np.uint8), np.array([0, 2, 2, 5])).to_pylist() == [b"ab", b"", b"cde"]
