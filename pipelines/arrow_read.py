@@ -340,12 +340,14 @@ def read_text_units(units: Sequence[TextUnit], text_name: str, malformed_name: s
     (all false) for ``units`` in order: together, every line of every unit's file exactly once, in file order, the
     lines Spark's text source gives (:func:`pipelines.readers.split_lines`). A corrupt compressed file raises
     :class:`~tokenizer.errors.InputError` naming it."""
+    from tokenizer.packed import to_arrow
+
     for unit in units:
         for data, offsets in _unit_line_blocks(unit, read_bytes):
             for first in range(0, len(offsets) - 1, BATCH_ROWS):
                 last = min(first + BATCH_ROWS, len(offsets) - 1)
                 yield pa.RecordBatch.from_arrays(
-                    [_binary_array(data, offsets[first:last + 1]), pa.array(_falses(last - first))],
+                    [to_arrow(data, offsets[first:last + 1]), pa.array(_falses(last - first))],
                     [text_name, malformed_name])
 
 
@@ -445,16 +447,3 @@ def _decompressed_chunks(raw, path: str, read_bytes: int):
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(f"cannot read input file {path} ({type(exc).__name__}: {exc}): it is corrupt, truncated "
                          "or not in the format its name says; re-create it, or remove it from --input") from None
-
-
-def _binary_array(data, offsets):
-    """A ``binary`` (``large_binary`` past 2 GiB) Arrow array over ``data[offsets[0]:offsets[-1]]``."""
-    import numpy as np
-
-    start, stop = int(offsets[0]), int(offsets[-1])
-    rebased = np.asarray(offsets, np.int64) - start
-    values = pa.py_buffer(data[start:stop])
-    if stop - start < 2**31:
-        return pa.Array.from_buffers(pa.binary(), len(rebased) - 1, [None, pa.py_buffer(rebased.astype(np.int32)),
-                                                                      values])
-    return pa.Array.from_buffers(pa.large_binary(), len(rebased) - 1, [None, pa.py_buffer(rebased), values])

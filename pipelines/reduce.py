@@ -37,6 +37,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from tokenizer.packed import pack
 from tokenizer.trainers import chunk_table as T
 from tokenizer.trainers import table_bound as B
 
@@ -151,9 +152,7 @@ def _stats_row(stats: dict) -> tuple[int, bytes]:
 def documents_row(bucket: int, documents: list[bytes], order: int) -> tuple[int, bytes]:
     """A row carrying documents (:data:`HELD_OUT_BUCKET` or :data:`TRAINING_BUCKET`) through the reduce; ``order``
     (the task's index) puts them back in input order on the driver."""
-    offsets = np.zeros(len(documents) + 1, np.int64)
-    np.cumsum([len(d) for d in documents], out=offsets[1:])
-    data = np.frombuffer(b"".join(documents), np.uint8)
+    data, offsets = pack(documents)
     return bucket, encode("bytes", (data, offsets, np.full(len(documents), order, np.int64)))
 
 

@@ -17,36 +17,21 @@ from typing import Callable, Iterable, Iterator, TypeVar
 import numpy as np
 
 from tokenizer.errors import InputError
+from tokenizer.packed import from_arrow
 
 SHARD_BYTES = 2 << 20  # per kernel call: counting a shard's n-grams takes ~30 bytes per text byte
 
 
 def binary_buffers(array) -> tuple[np.ndarray, np.ndarray]:
-    """``(data uint8, offsets int64)`` of a pyarrow binary/string (or large_) array without copying the data.
+    """``(data uint8, offsets int64)`` of a pyarrow binary/string (or large_) array without copying the data
+    (:func:`tokenizer.packed.from_arrow`, offsets widened to int64).
 
     Nulls must have been filtered out. Example: ``pa.array([b"ab", b"c"])`` -> ``(b"abc", [0, 2, 3])``.
     """
-    import pyarrow as pa
-
     if array.null_count:
         raise InputError(f"{array.null_count} null documents reached the counting step: filter nulls first")
-    large = pa.types.is_large_binary(array.type) or pa.types.is_large_string(array.type)
-    buffers = array.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int64 if large else np.int32)[array.offset:array.offset + len(array) + 1]
-    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None and len(buffers[2]) else np.zeros(
-        0, dtype=np.uint8)
+    data, offsets = from_arrow(array)
     return data, offsets.astype(np.int64)
-
-
-def binary_array(data: np.ndarray, offsets: np.ndarray):
-    """A pyarrow binary array from packed ``(data uint8, offsets int64)`` (offsets must start at 0)."""
-    import pyarrow as pa
-
-    if len(data) >= (1 << 31):
-        raise InputError("more than 2 GiB of pieces in one partition: use more partitions (--partitions)")
-    return pa.Array.from_buffers(pa.binary(), len(offsets) - 1,
-                                 [None, pa.py_buffer(np.asarray(offsets, np.int32).tobytes()),
-                                  pa.py_buffer(np.ascontiguousarray(data, np.uint8).tobytes())])
 
 
 def iter_shards(batches: Iterator, shard_bytes: int = SHARD_BYTES) -> Iterator[tuple[np.ndarray, np.ndarray]]:

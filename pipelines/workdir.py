@@ -49,6 +49,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tokenizer.files import write_atomic
+from tokenizer.packed import pack, unpack
 
 FAULT_ENV = "SHARDPIECE_FAIL_AFTER_STAGE"
 _FORMAT = 1
@@ -65,17 +66,6 @@ def run_key(material: dict) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ codecs
-def _pack(pieces: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in pieces], out=offsets[1:])
-    return np.frombuffer(b"".join(pieces), dtype=np.uint8).copy(), offsets
-
-
-def _unpack(data: np.ndarray, offsets: np.ndarray) -> list[bytes]:
-    blob = data.tobytes()
-    return [blob[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]
-
-
 def _encode(kind: str, value: Any) -> tuple[dict[str, np.ndarray], dict]:
     if kind == "ngram_table":
         meta = {k: getattr(value, k) for k in ("distinct_ngrams", "documents", "chunks", "chunk_bytes",
@@ -86,13 +76,13 @@ def _encode(kind: str, value: Any) -> tuple[dict[str, np.ndarray], dict]:
                 {"order": int(value.order), "ensure_unicode": bool(value.ensure_unicode)})
     if kind == "pieces":  # (pieces, counts) or (pieces, counts, what the memory bound dropped)
         pieces, counts = value[0], value[1]
-        data, offsets = _pack(pieces)
+        data, offsets = pack(pieces, writable=True)
         meta = {"bound": value[2]} if len(value) > 2 else {}
         return {"data": data, "offsets": offsets, "counts": np.asarray(counts, np.int64)}, meta
     if kind == "pruned":
         arrays = {}
         for size, (pieces, counts) in value.items():
-            data, offsets = _pack(pieces)
+            data, offsets = pack(pieces, writable=True)
             arrays.update({f"{size}_data": data, f"{size}_offsets": offsets,
                            f"{size}_counts": np.asarray(counts, np.int64)})
         return arrays, {"sizes": sorted(int(s) for s in value)}
@@ -102,12 +92,12 @@ def _encode(kind: str, value: Any) -> tuple[dict[str, np.ndarray], dict]:
     if kind == "chunk_table":
         arrays = {"counts": np.asarray(value.counts, np.int64)}
         for name, texts in (("chunks", value.chunks), ("held_out", value.held_out), ("training", value.training)):
-            arrays[f"{name}_data"], arrays[f"{name}_offsets"] = _pack(texts)
+            arrays[f"{name}_data"], arrays[f"{name}_offsets"] = pack(texts, writable=True)
         return arrays, {"stats": value.stats, "bound": value.bound}
     if kind == "merges":
         return {"left": value.left, "right": value.right, "counts": value.counts}, {}
     if kind == "em_state":
-        data, offsets = _pack(value.pieces)
+        data, offsets = pack(value.pieces, writable=True)
         return ({"data": data, "offsets": offsets, "scores": value.scores, "order": value.order},
                 {"rounds": int(value.rounds)})
     if kind == "json":
@@ -126,10 +116,10 @@ def _decode(kind: str, arrays: dict[str, np.ndarray], meta: dict) -> Any:
         return NgramModel(keys=arrays["keys"], log_probs=arrays["log_probs"], order=meta["order"],
                           ensure_unicode=meta["ensure_unicode"])
     if kind == "pieces":
-        pieces = (_unpack(arrays["data"], arrays["offsets"]), arrays["counts"])
+        pieces = (unpack(arrays["data"], arrays["offsets"]), arrays["counts"])
         return pieces + (meta["bound"],) if "bound" in meta else pieces
     if kind == "pruned":
-        return {size: (_unpack(arrays[f"{size}_data"], arrays[f"{size}_offsets"]), arrays[f"{size}_counts"])
+        return {size: (unpack(arrays[f"{size}_data"], arrays[f"{size}_offsets"]), arrays[f"{size}_counts"])
                 for size in meta["sizes"]}
     if kind == "models":
         from tokenizer.model import Model
@@ -139,7 +129,7 @@ def _decode(kind: str, arrays: dict[str, np.ndarray], meta: dict) -> Any:
     if kind == "chunk_table":
         from tokenizer.trainers.chunk_table import ChunkTable
 
-        texts = {name: _unpack(arrays[f"{name}_data"], arrays[f"{name}_offsets"])
+        texts = {name: unpack(arrays[f"{name}_data"], arrays[f"{name}_offsets"])
                  for name in ("chunks", "held_out", "training")}
         return ChunkTable(texts["chunks"], arrays["counts"], meta["stats"], texts["held_out"], texts["training"],
                           meta.get("bound", {}))
@@ -150,7 +140,7 @@ def _decode(kind: str, arrays: dict[str, np.ndarray], meta: dict) -> Any:
     if kind == "em_state":
         from tokenizer.trainers.unigram import EmState
 
-        return EmState(_unpack(arrays["data"], arrays["offsets"]), arrays["scores"], arrays["order"], meta["rounds"])
+        return EmState(unpack(arrays["data"], arrays["offsets"]), arrays["scores"], arrays["order"], meta["rounds"])
     if kind == "json":
         return meta["value"]
     raise ValueError(f"unknown stage kind {kind!r}")

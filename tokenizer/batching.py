@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from tokenizer.compiled import ALL_VALID, encode_split
+from tokenizer.packed import from_arrow, pack
 
 _MIN_BYTES_PER_THREAD = 1 << 16
 _MIN_BYTES_PER_RANGE = 1 << 14
@@ -54,20 +55,11 @@ def encode_arrow(tok, pa, array, num_threads: int | None, bos: int, eos: int):
     """Ids of a pyarrow string/binary (or large_*) array as a ``list<int32>`` (or ``large_list<int32>``) array;
     nulls stay null."""
     kind = array.type
-    if pa.types.is_string(kind) or pa.types.is_binary(kind):
-        offset_dtype = np.int32
-    elif pa.types.is_large_string(kind) or pa.types.is_large_binary(kind):
-        offset_dtype = np.int64
-    else:
+    if not (pa.types.is_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_string(kind)
+            or pa.types.is_large_binary(kind)):
         raise TypeError(f"encode_batch needs a pyarrow string, large_string, binary or large_binary array, "
                         f"not {kind}; cast it first (e.g. array.cast(pa.large_string()))")
-    n = len(array)
-    _, offsets_buffer, data_buffer = array.buffers()
-    if n == 0:
-        offsets = np.zeros(1, dtype=np.int64)
-    else:
-        offsets = np.frombuffer(offsets_buffer, dtype=offset_dtype)[array.offset:array.offset + n + 1]
-    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    data, offsets = from_arrow(array)
     valid = ALL_VALID
     mask = None
     if array.null_count:
@@ -257,14 +249,8 @@ def pack_texts(texts, to_bytes) -> tuple[np.ndarray, np.ndarray]:
     except (pa.ArrowException, TypeError, ValueError):
         array = None
     if array is None or array.null_count:
-        blobs = [to_bytes(t) for t in texts]
-        offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in blobs], out=offsets[1:])
-        return np.frombuffer(b"".join(blobs), dtype=np.uint8), offsets
-    _, offsets_buffer, data_buffer = array.buffers()
-    offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[:len(array) + 1]
-    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
-    return data, offsets
+        return pack([to_bytes(t) for t in texts])
+    return from_arrow(array)
 
 
 def pyarrow_if_loaded():

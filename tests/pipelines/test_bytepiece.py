@@ -12,8 +12,9 @@ import pytest
 from pipelines.bytepiece import (
     count_ngram_shards, count_piece_shards, em_partition, kept_ngram_table, multiset_fingerprint, train_bytepiece,
 )
-from pipelines.shards import binary_array, binary_buffers, iter_shards, map_shards
+from pipelines.shards import binary_buffers, iter_shards, map_shards
 from tokenizer.errors import InputError
+from tokenizer.packed import to_arrow
 from tokenizer.trainers import bytepiece as bp
 from tokenizer.trainers.bytepiece import TrainSettings, train_bytepiece_local
 
@@ -132,7 +133,7 @@ def test_binary_buffers_of_sliced_and_large_arrays():
     assert [data[offsets[i]:offsets[i + 1]].tobytes() for i in range(3)] == [b"ab", b"", b"cde"]
     data, offsets = binary_buffers(pa.array(["é", "z"], pa.large_string()))
     assert data[offsets[0]:offsets[2]].tobytes() == "éz".encode()
-    rebuilt = binary_array(np.frombuffer(b"abcde", np.uint8), np.array([0, 2, 2, 5]))
+    rebuilt = to_arrow(np.frombuffer(b"abcde", np.uint8), np.array([0, 2, 2, 5]))
     assert rebuilt.to_pylist() == [b"ab", b"", b"cde"]
     with pytest.raises(InputError, match="null"):
         binary_buffers(pa.array([b"a", None]))

@@ -74,7 +74,6 @@ import sys
 import time
 from dataclasses import fields
 
-import numpy as np
 import pytest
 
 from pipelines.tokenize import TokenizeConfig, run_tokenize

@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 
 from tokenizer import Model, PieceType, Tokenizer
 from tokenizer.kernels.random import new_state
-from tokenizer.kernels.unigram import sample_into, utf8_char_length
-from tokenizer.twins.unigram import ref_sample, ref_utf8_char_length, ref_viterbi
+from tokenizer.kernels.unigram import sample_into
+from tokenizer.kernels.utf8 import char_length
+from tokenizer.twins.unigram import ref_sample, ref_viterbi
+from tokenizer.twins.utf8 import ref_char_length
 
 UNITS = [b"a", b"b", b"c", b"\n", "\u00e9".encode(), "\u4e2d".encode(), b"\xff", b"\xe4"]
 SCORES = [-1.0, -1.5, -2.0, -3.0, -0.5]
@@ -116,10 +118,10 @@ def test_unknown_runs_merge_and_byte_fallback():
 
 @settings(max_examples=150, deadline=None)
 @given(data=st.binary(max_size=12))
-def test_utf8_char_length_matches_twin(data):
+def test_char_length_matches_twin(data):
     array = np.frombuffer(data, dtype=np.uint8)
     for pos in range(len(data)):
-        assert utf8_char_length(array, pos, len(data)) == ref_utf8_char_length(data, pos)
+        assert char_length(array, pos, len(data)) == ref_char_length(data, pos)
 
 
 @settings(max_examples=100, deadline=None)

@@ -16,9 +16,11 @@ from tokenizer.normalizers.sentencepiece import (
 )
 from tokenizer.kernels import charsmap as C
 from tokenizer.kernels import normalize as K
+from tokenizer.kernels import utf8
 from tokenizer.model import Model, PieceType
 from tokenizer.normalizers import NFKC, Identity, for_model
-from tokenizer.twins.charsmap import ref_ascii_pair, ref_charsmap_longest_match, ref_plain_char, ref_utf8_char_length
+from tokenizer.twins.charsmap import ref_ascii_pair, ref_charsmap_longest_match, ref_plain_char
+from tokenizer.twins.utf8 import ref_valid_char_length
 from tokenizer.twins.normalize import ref_normalize
 
 # Rules with overlapping keys, a deletion, a mapping to spaces and to "▁", multi-character keys.
@@ -65,9 +67,9 @@ def _to_bytes(parts, raw):
 # ============================================================================ kernel twins
 @settings(max_examples=200, deadline=None)
 @given(st.binary(min_size=1, max_size=6))
-def test_utf8_char_length_twin(data):
+def test_valid_char_length_twin(data):
     array = np.frombuffer(data, np.uint8)
-    assert C.utf8_char_length(array, 0, len(data)) == ref_utf8_char_length(data, 0)
+    assert utf8.valid_char_length(array, 0, len(data)) == ref_valid_char_length(data, 0)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -28,7 +28,8 @@ import numpy as np
 from tokenizer.kernels import kernel
 from tokenizer.kernels.double_array import exact_match, step, unit_value
 from tokenizer.kernels.random import next_float64
-from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node, utf8_char_length
+from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node
+from tokenizer.kernels.utf8 import char_length
 
 
 @kernel
@@ -135,7 +136,7 @@ def bpe_into(units, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id,
         length = user_defined_prefix(units, is_user_defined, data, start + q, end)[0] if has_user_defined else 0
         frozen = length > 0
         if not frozen:
-            length = 1 if byte_mode else utf8_char_length(data, start + q, end)
+            length = 1 if byte_mode else char_length(data, start + q, end)
         sym_start[count] = q
         sym_len[count] = length
         sym_prev[count] = count - 1

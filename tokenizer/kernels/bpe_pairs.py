@@ -29,8 +29,10 @@ import numpy as np
 from tokenizer.kernels import kernel
 from tokenizer.kernels.bpe import user_defined_prefix
 from tokenizer.kernels.bpe_ranked import build_pair_table, merge_pending, merge_ranks, pair_at
-from tokenizer.kernels.double_array import exact_match
-from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node, utf8_char_length
+from tokenizer.kernels.double_array import DoubleArray, exact_match
+from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node
+from tokenizer.kernels.utf8 import char_length
+from tokenizer.packed import pack
 
 FROZEN_BASE = -2  # sym value of a frozen USER_DEFINED piece ``id``: FROZEN_BASE - id
 
@@ -47,7 +49,7 @@ def symbol_starts(data, offsets, byte_mode, out, out_ends):
         while q < end:
             out[count] = q - offsets[i]
             count += 1
-            q += 1 if byte_mode else utf8_char_length(data, q, end)
+            q += 1 if byte_mode else char_length(data, q, end)
         out_ends[i] = count
     return count
 
@@ -61,12 +63,8 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
     ``pseudo_units`` is a double array from each pseudo character to its id (``vocab_size + k``). Example:
     pieces ``[b"a", b"ab"]`` miss ``b``: pseudo ``b`` = vocab_size, pair ``(0, vocab_size) -> 1``.
     """
-    from tokenizer.kernels.double_array import DoubleArray
-
     symbol_of = {piece: int(i) for piece, i in zip(pieces, ids.tolist())}
-    data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
-    offsets = np.zeros(len(pieces) + 1, np.int64)
-    np.cumsum([len(p) for p in pieces], out=offsets[1:])
+    data, offsets = pack(pieces)
     starts = np.empty(max(len(data), 1), np.int64)
     ends = np.empty(len(pieces), np.int64)
     symbol_starts(data, offsets, byte_mode, starts, ends)
@@ -148,7 +146,7 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
             else (0, -1)
         symbol = FROZEN_BASE - np.int64(piece)
         if length == 0:
-            length = 1 if byte_mode else utf8_char_length(data, start + q, end)
+            length = 1 if byte_mode else char_length(data, start + q, end)
             symbol = _initial_symbol(units, byte_piece, bmp_symbol, pseudo_units, has_pseudo, data, start + q,
                                      length)
         sym[q] = symbol

@@ -1,7 +1,7 @@
 """Numba kernel of BytePiece training's chunking: texts cut into chunks of at most ``max_chars`` non-newline characters
-plus the newlines after them, digits optionally chunks of their own; and the UTF-8 decoder it reads characters with.
-Its slow, obviously-correct twin lives in :mod:`tokenizer.twins.bytepiece_chunk`; hypothesis tests check that the
-two agree.
+plus the newlines after them, digits optionally chunks of their own (characters decoded by
+:mod:`tokenizer.kernels.utf8`). Its slow, obviously-correct twin lives in :mod:`tokenizer.twins.bytepiece_chunk`;
+hypothesis tests check that the two agree.
 """
 
 from __future__ import annotations
@@ -9,37 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-
-
-@kernel
-def _decode_char(data, i, end):
-    """(code point, byte length) of the UTF-8 character at ``data[i]``; an invalid sequence is one byte, cp -1."""
-    b0 = np.int64(data[i])
-    if b0 < 0x80:
-        return b0, 1
-    if b0 < 0xC2:
-        return -1, 1
-    if b0 < 0xE0:
-        n = 2
-        cp = b0 & 0x1F
-    elif b0 < 0xF0:
-        n = 3
-        cp = b0 & 0x0F
-    elif b0 < 0xF5:
-        n = 4
-        cp = b0 & 0x07
-    else:
-        return -1, 1
-    if i + n > end:
-        return -1, 1
-    for t in range(1, n):
-        b = np.int64(data[i + t])
-        if b < 0x80 or b > 0xBF:
-            return -1, 1
-        cp = (cp << 6) | (b & 0x3F)
-    if (n == 3 and cp < 0x800) or (n == 4 and (cp < 0x10000 or cp > 0x10FFFF)) or (0xD800 <= cp < 0xE000):
-        return -1, 1
-    return cp, n
+from tokenizer.kernels.utf8 import decode_char
 
 
 @kernel
@@ -66,7 +36,7 @@ def chunk_offsets_kernel(data, offsets, max_chars, max_newlines, isolate_digits,
         pos = offsets[d]
         end = offsets[d + 1]
         while pos < end:
-            cp, width = _decode_char(data, pos, end)
+            cp, width = decode_char(data, pos, end)
             if isolate_digits and cp >= 0 and is_digit[cp] == 1:
                 pos += width
                 n_out += 1
@@ -77,7 +47,7 @@ def chunk_offsets_kernel(data, offsets, max_chars, max_newlines, isolate_digits,
             r = 0
             nxt = -2  # -2: text end; else the code point that stopped the run
             while q < end:
-                cp, width = _decode_char(data, q, end)
+                cp, width = decode_char(data, q, end)
                 if cp == 10 or (isolate_digits and cp >= 0 and is_digit[cp] == 1):
                     nxt = cp
                     break

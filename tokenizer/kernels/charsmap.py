@@ -1,6 +1,6 @@
-"""Numba kernels that look characters up for SentencePiece's normalizer: the length of a valid UTF-8 character as
-SentencePiece decodes it, the longest precompiled-charsmap key and the longest user-defined symbol at a position,
-and the tables of characters and ASCII pairs the charsmap leaves unchanged (the normalizer's fast paths).
+"""Numba kernels that look characters up for SentencePiece's normalizer: the longest precompiled-charsmap key and the
+longest user-defined symbol at a position, and the tables of characters and ASCII pairs the charsmap leaves
+unchanged (the normalizer's fast paths). Characters are decoded by :mod:`tokenizer.kernels.utf8`.
 
 The precompiled charsmap is a Darts-clone double array (``trie``: uint32 units) whose leaf values index a blob of
 NUL-terminated replacement strings; the user-defined symbols are a small trie given as CSR arrays (see
@@ -12,39 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-
-
-@kernel(inline="always")
-def utf8_char_length(text, position, end):
-    """Length (1-4) of the valid UTF-8 character at ``text[position]`` as SentencePiece's DecodeUTF8 reads it, or 0
-    when the byte there starts no valid character (bad lead or trail byte, overlong form, surrogate, > U+10FFFF, or
-    cut off by ``end``). ``text``: uint8 array. Example: ``b"\\xc3\\xa9"`` -> 2; ``b"\\xc3"`` alone -> 0."""
-    b0 = np.int64(text[position])
-    n = end - position
-    if b0 < 0x80:
-        return 1
-    if n >= 2 and (b0 & 0xE0) == 0xC0:
-        b1 = np.int64(text[position + 1])
-        cp = ((b0 & 0x1F) << 6) | (b1 & 0x3F)
-        if (b1 & 0xC0) == 0x80 and cp >= 0x80:
-            return 2
-        return 0
-    if n >= 3 and (b0 & 0xF0) == 0xE0:
-        b1 = np.int64(text[position + 1])
-        b2 = np.int64(text[position + 2])
-        cp = ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
-        if (b1 & 0xC0) == 0x80 and (b2 & 0xC0) == 0x80 and cp >= 0x800 and not (0xD800 <= cp < 0xE000):
-            return 3
-        return 0
-    if n >= 4 and (b0 & 0xF8) == 0xF0:
-        b1 = np.int64(text[position + 1])
-        b2 = np.int64(text[position + 2])
-        b3 = np.int64(text[position + 3])
-        cp = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
-        if ((b1 & 0xC0) == 0x80 and (b2 & 0xC0) == 0x80 and (b3 & 0xC0) == 0x80
-                and cp >= 0x10000 and cp <= 0x10FFFF):
-            return 4
-    return 0
 
 
 @kernel(inline="always")

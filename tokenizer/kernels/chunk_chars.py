@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.pretokenize import decode_char
+from tokenizer.kernels.utf8 import decode_char
 
 
 @kernel

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tokenizer.kernels import kernel
+from tokenizer.packed import pack
 
 NO_VALUE = -1
 NO_NODE = -1          # what step() returns when no transition exists (every real unit is >= 0)
@@ -308,10 +309,7 @@ class DoubleArray:
             raise ValueError(f"{n} keys but {values.shape[0]} values: pass one value per key")
         if n and values.min() < 0:
             raise ValueError("values must be >= 0 (-1 marks 'no key here')")
-        lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=n)
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        blob = np.frombuffer(b"".join(keys), dtype=np.uint8) if n else np.zeros(0, np.uint8)
+        blob, offsets = pack(keys)
         order = np.array(sorted(range(n), key=keys.__getitem__), dtype=np.int64)
         try:
             label, first_child, next_sibling, node_value, n_nodes = _build_trie(blob, offsets, order, values)

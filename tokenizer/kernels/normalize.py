@@ -16,8 +16,9 @@ symbol is put in front (``add_dummy_prefix``; at the end with ``treat_whitespace
 Example (hand-checkable), no charsmap, default flags: ``b"  Hello   world "`` -> ``"▁Hello▁world".encode()``.
 
 The kernels write into a caller-provided buffer and report when it is too small (they never allocate). The character
-lookups they use (UTF-8 length, longest charsmap and user-symbol matches, the fast-path tables) are in
-:mod:`tokenizer.kernels.charsmap`; the pure-Python twins in :mod:`tokenizer.twins.normalize`.
+lookups they use (longest charsmap and user-symbol matches, the fast-path tables) are in
+:mod:`tokenizer.kernels.charsmap`, the UTF-8 decoder in :mod:`tokenizer.kernels.utf8`; the pure-Python twins in
+:mod:`tokenizer.twins.normalize`.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.bytepiece_chunk import _decode_char as decode_char
-from tokenizer.kernels.charsmap import charsmap_longest_match, user_symbol_longest_match, utf8_char_length
+from tokenizer.kernels.charsmap import charsmap_longest_match, user_symbol_longest_match
+from tokenizer.kernels.utf8 import decode_char, valid_char_length
 
 # Flag bits of the ``flags`` argument.
 ADD_DUMMY_PREFIX = 1
@@ -53,7 +54,7 @@ def _normalize_prefix(text, position, end, trie, replacements, uds_edge_start, u
         while stop < limit and replacements[stop] != 0:
             stop += 1
         return _SOURCE_REPLACEMENTS, value, stop - value, length
-    char_length = utf8_char_length(text, position, end)
+    char_length = valid_char_length(text, position, end)
     if char_length == 0:
         return _SOURCE_FFFD, 0, 3, 1
     return _SOURCE_TEXT, position, char_length, char_length
@@ -202,7 +203,7 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, plai
         if position >= end:
             break
         b0 = np.int64(text[position])
-        char_length = utf8_char_length(text, position, end)
+        char_length = valid_char_length(text, position, end)
         # 1. a user-defined symbol: copied as it is (spaces in it still follow the whitespace rules)
         if has_symbols and uds_first_bytes[b0]:
             matched = user_symbol_longest_match(uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal,

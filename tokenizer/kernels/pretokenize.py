@@ -27,6 +27,7 @@ import unicodedata
 import numpy as np
 
 from tokenizer.kernels import kernel
+from tokenizer.kernels.utf8 import decode_char
 
 OTHER, LETTER, NUMBER, SPACE = 0, 1, 2, 3
 PATTERN_GPT2 = 1
@@ -62,56 +63,6 @@ def char_class_table() -> np.ndarray:
     table[WHITE_SPACE] = SPACE
     table.flags.writeable = False
     return table
-
-
-@kernel
-def decode_char(data, pos, end):
-    """``(code point, byte length)`` of the UTF-8 character at ``data[pos]``; ``(-1, 1)`` for an invalid byte
-    (strict UTF-8: no overlongs, surrogates or values past U+10FFFF). ``b"\\xc3\\xa9"`` -> ``(0xE9, 2)``."""
-    b0 = np.int64(data[pos])
-    if b0 < 0x80:
-        return b0, 1
-    lo = 0x80
-    hi = 0xBF
-    if 0xC2 <= b0 <= 0xDF:
-        need = 1
-        cp = b0 & 0x1F
-    elif b0 == 0xE0:
-        need = 2
-        lo = 0xA0
-        cp = b0 & 0x0F
-    elif b0 == 0xED:
-        need = 2
-        hi = 0x9F
-        cp = b0 & 0x0F
-    elif 0xE1 <= b0 <= 0xEF:
-        need = 2
-        cp = b0 & 0x0F
-    elif b0 == 0xF0:
-        need = 3
-        lo = 0x90
-        cp = b0 & 0x07
-    elif 0xF1 <= b0 <= 0xF3:
-        need = 3
-        cp = b0 & 0x07
-    elif b0 == 0xF4:
-        need = 3
-        hi = 0x8F
-        cp = b0 & 0x07
-    else:
-        return np.int64(-1), 1
-    if pos + need >= end:
-        return np.int64(-1), 1
-    b1 = np.int64(data[pos + 1])
-    if b1 < lo or b1 > hi:
-        return np.int64(-1), 1
-    cp = (cp << 6) | (b1 & 0x3F)
-    for k in range(2, need + 1):
-        bk = np.int64(data[pos + k])
-        if bk < 0x80 or bk > 0xBF:
-            return np.int64(-1), 1
-        cp = (cp << 6) | (bk & 0x3F)
-    return cp, need + 1
 
 
 @kernel

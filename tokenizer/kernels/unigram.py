@@ -32,51 +32,11 @@ import numpy as np
 from tokenizer.kernels import kernel
 from tokenizer.kernels.double_array import HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT, TAG_MASK, step, unit_value
 from tokenizer.kernels.random import next_float64
+from tokenizer.kernels.utf8 import char_length
 
 UNKNOWN_NODE = -2          # node id of an unknown character inside the kernels
 ERROR_NO_UNKNOWN_PIECE = -1  # returned when text is unknown and the model has no unk piece nor byte fallback
 NEWLINE = 10
-
-
-@kernel
-def utf8_char_length(data, pos, end):
-    """Byte length of the UTF-8 character at ``data[pos]`` (strict: overlongs, surrogates, > U+10FFFF and
-    truncated sequences are invalid), or 1 for an invalid byte. ``b"\\xe4\\xb8\\xad"`` -> 3, ``b"\\xe4a"`` -> 1."""
-    b0 = data[pos]
-    if b0 < 0x80:
-        return 1
-    lo = 0x80
-    hi = 0xBF
-    if 0xC2 <= b0 <= 0xDF:
-        need = 1
-    elif b0 == 0xE0:
-        need = 2
-        lo = 0xA0
-    elif b0 == 0xED:
-        need = 2
-        hi = 0x9F
-    elif 0xE1 <= b0 <= 0xEF:
-        need = 2
-    elif b0 == 0xF0:
-        need = 3
-        lo = 0x90
-    elif 0xF1 <= b0 <= 0xF3:
-        need = 3
-    elif b0 == 0xF4:
-        need = 3
-        hi = 0x8F
-    else:
-        return 1
-    if pos + need >= end:
-        return 1
-    b1 = data[pos + 1]
-    if b1 < lo or b1 > hi:
-        return 1
-    for k in range(2, need + 1):
-        bk = data[pos + k]
-        if bk < 0x80 or bk > 0xBF:
-            return 1
-    return need + 1
 
 
 @kernel
@@ -133,7 +93,7 @@ def viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines
     s = 0
     while s < n:
         here = best_score[np.uint64(s)]
-        mblen = 1 if byte_mode else utf8_char_length(data, start + s, end)
+        mblen = 1 if byte_mode else char_length(data, start + s, end)
         has_single = False
         node = root
         k = start + s
@@ -204,7 +164,7 @@ def log_add(a, b):
 def _edges(units, piece_score, byte_mode, split_after_newlines, unk_score, data, start, end, s,
            edge_end, edge_id, edge_score):
     """Lattice edges leaving relative position ``s``: fills ``edge_*`` (shortest first, then the unknown node)."""
-    mblen = 1 if byte_mode else utf8_char_length(data, start + s, end)
+    mblen = 1 if byte_mode else char_length(data, start + s, end)
     count = 0
     has_single = False
     node = units[0]
@@ -251,7 +211,7 @@ def sample_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines,
     while s < n:
         starts[n_starts] = s
         n_starts += 1
-        s += 1 if byte_mode else utf8_char_length(data, start + s, end)
+        s += 1 if byte_mode else char_length(data, start + s, end)
     for e in range(n + 1):
         beta[e] = -np.inf
     beta[n] = 0.0

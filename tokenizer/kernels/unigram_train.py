@@ -23,7 +23,8 @@ import math
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.unigram import log_add, utf8_char_length
+from tokenizer.kernels.unigram import log_add
+from tokenizer.kernels.utf8 import char_length
 
 _HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 NEG_INF = -np.inf
@@ -84,7 +85,7 @@ def trie_child(table_keys, table_child, node, byte):
 def _unit_length(data, pos, end, byte_mode):
     if byte_mode:
         return 1
-    return utf8_char_length(data, pos, end)
+    return char_length(data, pos, end)
 
 
 @kernel

@@ -28,6 +28,7 @@ import numpy as np
 
 from tokenizer.errors import ModelError
 from tokenizer.kernels import charsmap as lookups
+from tokenizer.kernels import utf8
 from tokenizer.kernels import normalize as kernels
 from tokenizer.normalizers.unicode import Normalizer
 
@@ -100,7 +101,7 @@ def sentencepiece_utf8_repair(data: bytes) -> bytes:
     out = bytearray()
     position, end = 0, len(array)
     while position < end:
-        length = lookups.utf8_char_length(array, position, end)
+        length = utf8.valid_char_length(array, position, end)
         if length == 0:
             out += REPLACEMENT_CHARACTER
             position += 1

@@ -16,6 +16,7 @@ import unicodedata
 import numpy as np
 
 from tokenizer.errors import InputError
+from tokenizer.packed import pack
 
 
 class Normalizer:
@@ -41,9 +42,7 @@ class Normalizer:
             return data, offsets
         blob = data.tobytes()
         outputs = [self.normalize(blob[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)]
-        new_offsets = np.zeros(len(outputs) + 1, dtype=np.int64)
-        np.cumsum([len(o) for o in outputs], out=new_offsets[1:])
-        return np.frombuffer(b"".join(outputs), dtype=np.uint8), new_offsets
+        return pack(outputs)
 
 
 class Identity(Normalizer):

@@ -58,6 +58,7 @@ from tokenizer.kernels.bpe_pair_rules import ALL_SPACE, FROZEN, LEAD_SPACE, NO_S
 from tokenizer.kernels.chunk_chars import chars_to_symbols, weighted_char_counts
 from tokenizer.kernels.chunk_count import MODE_SENTENCEPIECE, count_chunk_table, count_spans, gather_spans
 from tokenizer.model import Model
+from tokenizer.packed import as_packed, pack
 from tokenizer.trainers.bytepiece.chunks import pack_texts  # noqa: F401  (re-exported: count_chunks(*pack_texts(...)))
 
 PRETOKENIZERS = ("byte_level", "sentencepiece")
@@ -140,23 +141,10 @@ class BpeSettings:
 
 
 # ---------------------------------------------------------------------------------------------- chunking
-def _as_packed(data, offsets) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        data = np.frombuffer(data, dtype=np.uint8)
-    data = np.ascontiguousarray(data)
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    if data.dtype != np.uint8:
-        raise InputError(f"data must be a uint8 array (text bytes), got dtype {data.dtype}")
-    if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] < 0 or offsets[-1] > len(data) or np.any(
-            np.diff(offsets) < 0):
-        raise InputError(f"offsets must be 1-d, rising from >= 0 to <= len(data) = {len(data)}")
-    return data, offsets
-
-
 def escape_spaces(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Replace every space (0x20) by ``▁`` (3 bytes), as SentencePiece's ``escape_whitespaces`` does; returns
     ``(text, offsets from 0)``."""
-    data, offsets = _as_packed(data, offsets)
+    data, offsets = as_packed(data, offsets)
     spaces = int(np.count_nonzero(data[offsets[0]:offsets[-1]] == 0x20))
     out = np.empty(int(offsets[-1] - offsets[0]) + 2 * spaces, np.uint8)
     out_offsets = np.empty(len(offsets), np.int64)
@@ -178,7 +166,7 @@ def sentencepiece_script_table() -> np.ndarray:
 def chunk_spans(data, offsets, settings: BpeSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(text, starts, ends)``: the chunks of every document as spans of ``text`` (the input, or its
     space-escaped copy for ``sentencepiece``), each chunk inside one document, all bytes covered."""
-    data, offsets = _as_packed(data, offsets)
+    data, offsets = as_packed(data, offsets)
     if settings.pretokenizer == "sentencepiece":
         data, offsets = escape_spaces(data, offsets)
     ends = np.empty(int(offsets[-1] - offsets[0]), dtype=np.int64)
@@ -212,7 +200,7 @@ def count_chunks(data, offsets, settings: BpeSettings) -> tuple[np.ndarray, np.n
     """Distinct chunks of packed texts and their counts: ``(chunk data uint8, chunk offsets int64, counts int64)``,
     in order of first occurrence (one Numba pass: pre-tokenize and hash-count). ``count_chunks(*pack_texts([b"a a"]),
     byte_level gpt2)`` -> chunks ``a``, `` a`` with counts 1, 1."""
-    data, offsets = _as_packed(data, offsets)
+    data, offsets = as_packed(data, offsets)
     if settings.pretokenizer == "sentencepiece":
         data, offsets = escape_spaces(data, offsets)
         mode, char_class, script = MODE_SENTENCEPIECE, _NO_CLASSES, sentencepiece_script_table()
@@ -275,9 +263,7 @@ def learn_bpe(chunks: list[bytes], counts, settings: BpeSettings) -> Merges:
     if len(chunks) != len(counts):
         raise InputError(f"{len(chunks)} chunks but {len(counts)} counts")
     wanted = max(settings.vocab_sizes) - 256 - len(settings.special_tokens)
-    offsets = np.zeros(len(chunks) + 1, dtype=np.int64)
-    np.cumsum([len(c) for c in chunks], out=offsets[1:])
-    data = np.frombuffer(b"".join(chunks), dtype=np.uint8)
+    data, offsets = pack(chunks)
     if settings.pretokenizer == "byte_level":
         symbols = data.astype(np.int32)
         left, right, merged = learn_merges(symbols, offsets, counts, np.ones(256, np.int64),
@@ -305,9 +291,7 @@ def _symbol_strings(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np
     pieces = [bytes([b]) for b in range(256)]
     for a, b in zip(np.asarray(left).tolist(), np.asarray(right).tolist()):
         pieces.append(pieces[a] + pieces[b])
-    offsets = np.zeros(len(pieces) + 1, np.int64)
-    np.cumsum([len(p) for p in pieces], out=offsets[1:])
-    return np.frombuffer(b"".join(pieces), np.uint8).copy(), offsets
+    return pack(pieces, writable=True)
 
 
 @dataclass
@@ -411,7 +395,7 @@ def count_chunks_threaded(data, offsets, settings: BpeSettings,
                           threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`count_chunks` over ``threads`` ranges of documents of about equal size at once (the kernels release
     the GIL), the tables summed with :func:`merge_chunk_counts`: the same table, in another order."""
-    data, offsets = _as_packed(data, offsets)
+    data, offsets = as_packed(data, offsets)
     n_docs = len(offsets) - 1
     threads = max(1, min(int(threads), n_docs))
     if threads == 1:

@@ -7,7 +7,8 @@ Each twin takes plain Python data (a ``dict`` of piece bytes -> id, a ``dict`` o
 from __future__ import annotations
 
 from tokenizer.twins.random import ref_next_float64
-from tokenizer.twins.unigram import UNKNOWN_NODE, ref_emit, ref_utf8_char_length
+from tokenizer.twins.unigram import UNKNOWN_NODE, ref_emit
+from tokenizer.twins.utf8 import ref_char_length
 
 
 def ref_bpe(pieces, score, user_defined, data, *, byte_mode, unk_id=-1, byte_fallback=False, byte_to_id=None,
@@ -25,7 +26,7 @@ def ref_bpe(pieces, score, user_defined, data, *, byte_mode, unk_id=-1, byte_fal
         if ud:
             symbols.append([q, max(ud), True])
         else:
-            symbols.append([q, q + (1 if byte_mode else ref_utf8_char_length(data, q)), False])
+            symbols.append([q, q + (1 if byte_mode else ref_char_length(data, q)), False])
         q = symbols[-1][1]
 
     def pair(i, j):

@@ -1,27 +1,12 @@
 """Slow, obviously-correct Python twins of SentencePiece's charsmap kernels (:mod:`tokenizer.kernels.charsmap`), for
-tests: strict UTF-8 decoding and the charsmap walked unit by unit. The normalizer's own twins are in
-:mod:`tokenizer.twins.normalize`.
+tests: the charsmap walked unit by unit. The normalizer's own twins are in :mod:`tokenizer.twins.normalize`, UTF-8
+lengths in :mod:`tokenizer.twins.utf8`.
 
-    >>> ref_utf8_char_length("é".encode(), 0), ref_utf8_char_length(b"\\xc3", 0)
-    (2, 0)
+    >>> ref_charsmap_longest_match([], b"a", 0)   # an empty charsmap matches nothing
+    (0, 0)
 """
 
 from __future__ import annotations
-
-
-def ref_utf8_char_length(text: bytes, position: int) -> int:
-    """Twin of :func:`tokenizer.kernels.charsmap.utf8_char_length`, by decoding with Python's strict UTF-8 codec
-    (which rejects the same overlong forms, surrogates and code points above U+10FFFF)."""
-    for length in (1, 2, 3, 4):
-        chunk = text[position:position + length]
-        if len(chunk) < length:
-            return 0
-        try:
-            decoded = chunk.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        return length if len(decoded) == 1 else 0
-    return 0
 
 
 def ref_charsmap_longest_match(trie: list[int], text: bytes, position: int) -> tuple[int, int]:

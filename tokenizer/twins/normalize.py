@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from tokenizer.kernels.normalize import (ADD_DUMMY_PREFIX, ESCAPE_WHITESPACES, REMOVE_EXTRA_WHITESPACES,
                                          TREAT_WHITESPACE_AS_SUFFIX)
-from tokenizer.twins.charsmap import ref_charsmap_longest_match, ref_utf8_char_length
+from tokenizer.twins.charsmap import ref_charsmap_longest_match
+from tokenizer.twins.utf8 import ref_valid_char_length
 
 
 def ref_all_marked_characters(text: bytes, marked) -> bool:
@@ -41,7 +42,7 @@ def ref_normalize(text: bytes, charsmap_trie: list[int], replacements: bytes, us
         if length:
             stop = replacements.find(b"\x00", value)
             return replacements[value:stop if stop >= 0 else len(replacements)], length
-        char_length = ref_utf8_char_length(rest, 0)
+        char_length = ref_valid_char_length(rest, 0)
         if char_length == 0:
             return "\ufffd".encode(), 1
         return rest[:char_length], char_length

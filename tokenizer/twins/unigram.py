@@ -10,6 +10,8 @@ Float rounding is mimicked with numpy scalars where the kernels depend on it (fl
 
 from __future__ import annotations
 
+from tokenizer.twins.utf8 import ref_char_length
+
 import math
 
 import numpy as np
@@ -19,28 +21,13 @@ from tokenizer.twins.random import ref_next_float64
 UNKNOWN_NODE = -2
 
 
-def ref_utf8_char_length(data: bytes, pos: int) -> int:
-    """Twin of :func:`tokenizer.kernels.unigram.utf8_char_length`. Length of the UTF-8 character at ``pos``: the k
-    in 1..4 for which ``data[pos:pos+k]`` decodes to exactly one character, else 1 (an invalid byte)."""
-    for k in range(1, 5):
-        chunk = data[pos:pos + k]
-        if len(chunk) < k:
-            break
-        try:
-            if len(chunk.decode("utf-8")) == 1:
-                return k
-        except UnicodeDecodeError:
-            continue
-    return 1
-
-
 def _blocked(data: bytes, start: int, k: int, split_after_newlines: bool) -> bool:
     return split_after_newlines and k > start and data[k - 1] == 10 and data[k] != 10
 
 
 def _edges(pieces, score, data, s, byte_mode, split_after_newlines, unk_score):
     """Lattice edges ``(end, id, score)`` leaving ``s``: pieces shortest first, then the unknown node if needed."""
-    mblen = 1 if byte_mode else ref_utf8_char_length(data, s)
+    mblen = 1 if byte_mode else ref_char_length(data, s)
     edges = []
     for end in range(s + 1, len(data) + 1):
         if _blocked(data, s, end - 1, split_after_newlines):
@@ -57,7 +44,7 @@ def _starts(data: bytes, byte_mode: bool) -> list[int]:
     starts, s = [], 0
     while s < len(data):
         starts.append(s)
-        s += 1 if byte_mode else ref_utf8_char_length(data, s)
+        s += 1 if byte_mode else ref_char_length(data, s)
     return starts
 
 

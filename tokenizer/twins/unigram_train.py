@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from tokenizer.twins.unigram import ref_utf8_char_length
+from tokenizer.twins.utf8 import ref_char_length
 
 UNK = None
 
@@ -20,7 +20,7 @@ UNK = None
 def _edges(scores: dict[bytes, float], text: bytes, start: int, unk_score: float, byte_mode: bool):
     """Edges ``(end, piece or UNK, score)`` from ``start``: active pieces shortest first, then the unknown node when
     no single-unit piece starts here."""
-    unit = 1 if byte_mode else ref_utf8_char_length(text, start)
+    unit = 1 if byte_mode else ref_char_length(text, start)
     edges = [(end, text[start:end], scores[text[start:end]]) for end in range(start + 1, len(text) + 1)
              if text[start:end] in scores and scores[text[start:end]] != -math.inf]
     if not any(end - start == unit for end, _, _ in edges):

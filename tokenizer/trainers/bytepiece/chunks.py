@@ -10,6 +10,7 @@ import numpy as np
 from tokenizer.errors import InputError
 from tokenizer.kernels.bytepiece_chunk import chunk_offsets_kernel
 from tokenizer.normalizers import NORMALIZERS
+from tokenizer.packed import as_packed, offsets_valid, pack
 from tokenizer.trainers.bytepiece.settings import TrainSettings
 
 _DIGIT_TABLE: np.ndarray | None = None
@@ -31,14 +32,11 @@ _NO_DIGITS = np.zeros(1, dtype=np.uint8)
 
 
 def _as_packed(data, offsets) -> tuple[np.ndarray, np.ndarray]:
-    data = np.ascontiguousarray(np.frombuffer(data, dtype=np.uint8) if isinstance(data, (bytes, bytearray,
-                                                                                         memoryview)) else data)
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    if data.dtype != np.uint8:
-        raise InputError(f"data must be a uint8 array (text bytes), got dtype {data.dtype}")
+    """:func:`tokenizer.packed.as_packed` with BytePiece's checks of the offsets (a single offset is any position)."""
+    data, offsets = as_packed(data, offsets, check=False)
     if offsets.ndim != 1 or len(offsets) < 1:
         raise InputError("offsets must be a 1-d int64 array of n_texts + 1 positions (use [0] for no text)")
-    if len(offsets) > 1 and (offsets[0] < 0 or offsets[-1] > len(data) or np.any(np.diff(offsets) < 0)):
+    if len(offsets) > 1 and not offsets_valid(offsets, len(data)):
         raise InputError(
             f"offsets must rise from >= 0 to <= len(data) = {len(data)}: rebuild them from the Arrow array's offsets"
         )
@@ -54,9 +52,7 @@ def pack_texts(texts: Iterable[bytes | str]) -> tuple[np.ndarray, np.ndarray]:
         elif not isinstance(text, (bytes, bytearray, memoryview)):
             raise InputError(f"text {i} is a {type(text).__name__}: pass str or bytes")
         blobs.append(bytes(text))
-    offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in blobs], out=offsets[1:])
-    return np.frombuffer(b"".join(blobs), dtype=np.uint8).copy(), offsets
+    return pack(blobs, writable=True)
 
 
 def chunk_texts(data, offsets, settings: TrainSettings) -> tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@ import numpy as np
 
 from tokenizer.kernels.byte_string_count import count_byte_strings_kernel, merge_byte_string_counts_kernel
 from tokenizer.kernels.ngram_segment import ngram_viterbi_kernel
+from tokenizer.packed import unpack
 from tokenizer.trainers.bytepiece.chunks import _as_packed, pack_texts
 from tokenizer.trainers.bytepiece.ngrams import NgramModel
 from tokenizer.trainers.bytepiece.settings import TrainSettings
@@ -57,11 +58,8 @@ def merge_piece_counts(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                                              np.asarray(b[1], np.int64), np.asarray(b[2], np.int64))
 
 
-def piece_list(piece_data, piece_offsets) -> list[bytes]:
-    """``(b"aab", [0, 1, 3]) -> [b"a", b"ab"]``."""
-    blob = np.asarray(piece_data, np.uint8).tobytes()
-    offsets = np.asarray(piece_offsets, np.int64).tolist()
-    return [blob[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]
+#: Pieces of packed arrays, ``(b"aab", [0, 1, 3]) -> [b"a", b"ab"]`` (:func:`tokenizer.packed.unpack`).
+piece_list = unpack
 
 
 def pack_pieces(pieces: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:

@@ -32,7 +32,8 @@ chunk table), :mod:`.seeds` (required characters and seed pieces), :mod:`.em` (E
 re-exports their public names.
 """
 
-from tokenizer.trainers.unigram.chunks import ChunkSplitter, chunk_table, pack, split_into_words
+from tokenizer.packed import pack
+from tokenizer.trainers.unigram.chunks import ChunkSplitter, chunk_table, split_into_words
 from tokenizer.trainers.unigram.em import PieceTrie, digamma, e_step, m_step, piece_alternatives, prune, viterbi_step
 from tokenizer.trainers.unigram.fit import build_model, finalize, train_from_chunks, train_unigram_local
 from tokenizer.trainers.unigram.loop import (Checkpoints, EmState, EStepRunner, TrainReport, chunk_blocks,

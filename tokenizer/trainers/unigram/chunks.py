@@ -1,19 +1,19 @@
 """Sentences -> the unigram trainer's chunk table: :class:`ChunkSplitter` (SentencePiece's sentence loading and
-whitespace splitting, a monoid over shards), :func:`split_into_words`, and the packing helpers the later steps use
-(:func:`chunk_table`, :func:`pack`)."""
+whitespace splitting, a monoid over shards), :func:`split_into_words`, and :func:`chunk_table`, the sorted table
+the later steps pack (:func:`tokenizer.packed.pack`)."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 
-from tokenizer.errors import InputError
 from tokenizer.kernels.chunk_count import (MODE_BEFORE_SPACE, MODE_BEFORE_SPACE_SYMBOL, MODE_WHOLE_DOCUMENT,
                                            count_chunk_table, gather_spans)
 from tokenizer.normalizers.sentencepiece import SentencePieceNormalizer
+from tokenizer.packed import check_offsets, pack
 from tokenizer.trainers.bytepiece.chunks import pack_texts
 from tokenizer.trainers.unigram.settings import BOUNDARY, UNK_CHAR, WS, UnigramSettings
 
@@ -86,8 +86,7 @@ class ChunkSplitter:
         s = self.settings
         data = np.ascontiguousarray(data, dtype=np.uint8)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        if len(offsets) < 1 or np.any(np.diff(offsets) < 0) or offsets[0] < 0 or offsets[-1] > len(data):
-            raise InputError(f"offsets must be 1-d, rising from >= 0 to <= len(data) = {len(data)}")
+        check_offsets(offsets, len(data))
         skipped = 0
         if s.variant != "byte":
             lengths = np.diff(offsets)
@@ -187,9 +186,7 @@ class ChunkSplitter:
             kept.append(text)
         if not kept:
             return counts, skipped
-        offsets = np.zeros(len(kept) + 1, np.int64)
-        np.cumsum([len(t) for t in kept], out=offsets[1:])
-        data, out_offsets = self.normalizer.normalize_batch(np.frombuffer(b"".join(kept), np.uint8), offsets)
+        data, out_offsets = self.normalizer.normalize_batch(*pack(kept))
         blob = data.tobytes()
         pattern = self.meta_pattern
         simple = s.split_by_whitespace and not s.treat_whitespace_as_suffix and not s.allow_whitespace_only_pieces
@@ -275,12 +272,3 @@ def chunk_table(counts: Counter | dict) -> tuple[list[bytes], np.ndarray]:
     """Chunks sorted by bytes and their int64 counts (the canonical order every later step relies on)."""
     chunks = sorted(counts)
     return chunks, np.fromiter((counts[c] for c in chunks), dtype=np.int64, count=len(chunks))
-
-
-def pack(chunks: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    """``(data uint8, offsets int64)`` of byte strings."""
-    offsets = np.zeros(len(chunks) + 1, np.int64)
-    if chunks:
-        np.cumsum(np.fromiter(map(len, chunks), np.int64, len(chunks)), out=offsets[1:])
-    data = np.frombuffer(b"".join(chunks), np.uint8) if chunks else np.zeros(0, np.uint8)
-    return data, offsets

@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from tokenizer.kernels import unigram_train as kt
-from tokenizer.trainers.unigram.chunks import pack
+from tokenizer.packed import pack
 from tokenizer.trainers.unigram.settings import E_STEP_SCALE, MIN_EXPECTED, UNK_PENALTY
 
 digamma = kt.digamma  # SentencePiece's digamma (Numba; its Python twin: tokenizer.twins.unigram_train.ref_digamma)

@@ -14,9 +14,10 @@ from tokenizer.errors import ConfigError, InputError
 from tokenizer.model import (LATTICE_SUMS, SCORE_STEP_FLOAT32_SUMS, SCORE_STEP_FLOAT64_SUMS, Model, PieceType,
                              quantize_scores)
 from tokenizer.normalizers.sentencepiece import DEFAULT_UNK_SURFACE
+from tokenizer.packed import pack
 from tokenizer.trainers.bpe import sort_chunks
 from tokenizer.trainers.bytepiece.chunks import pack_texts
-from tokenizer.trainers.unigram.chunks import ChunkSplitter, pack
+from tokenizer.trainers.unigram.chunks import ChunkSplitter
 from tokenizer.trainers.unigram.loop import Checkpoints, EStepRunner, TrainReport, local_runner, run_em
 from tokenizer.trainers.unigram.seeds import required_characters, seed_pieces
 from tokenizer.trainers.unigram.settings import MIN_SCORE_PENALTY_DELTA, UnigramSettings

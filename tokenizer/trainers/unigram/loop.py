@@ -13,7 +13,7 @@ import numpy as np
 
 from tokenizer.errors import ConfigError
 from tokenizer.kernels import unigram_train as kt
-from tokenizer.trainers.unigram.chunks import pack
+from tokenizer.packed import pack
 from tokenizer.trainers.unigram.em import PieceTrie, m_step, prune
 from tokenizer.trainers.unigram.settings import E_STEP_SCALE, LOCAL_BLOCK_BYTES, UNK_PENALTY, UnigramSettings
 

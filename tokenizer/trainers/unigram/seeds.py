@@ -12,8 +12,8 @@ import numpy as np
 from tokenizer.errors import InputError
 from tokenizer.kernels import unigram_train as kt
 from tokenizer.kernels.chunk_chars import weighted_char_counts
+from tokenizer.packed import pack
 from tokenizer.trainers.unicode_scripts import sentencepiece_scripts
-from tokenizer.trainers.unigram.chunks import pack
 from tokenizer.trainers.unigram.settings import BOUNDARY, UnigramSettings
 
 
