@@ -47,7 +47,6 @@ from tokenizer.interop.huggingface_common import (CONTROL_SCORE, added_token_ent
                                                   encode_piece, post_processor, require_distinct_texts)
 from tokenizer.interop.huggingface_sentencepiece import sentencepiece_tokenizer_json
 from tokenizer.errors import ModelError, ModelFileError
-from tokenizer.interop import read_json_file
 from tokenizer.kernels.pretokenize import PATTERN_TEXT
 from tokenizer.files import write_atomic
 from tokenizer.model import Model, PieceType
@@ -384,8 +383,3 @@ def _added_tokens(entries: Any, source: str) -> list[AddedToken]:
             raise ModelFileError(source, f"added token {entry['id']} has non-boolean flags {flags}")
         tokens.append(AddedToken(entry["id"], entry["content"], **flags))
     return tokens
-
-
-def load_tokenizer_json(path: str | os.PathLike) -> Model:
-    obj, source = read_json_file(path)
-    return model_from_tokenizer_json(obj, source)

@@ -217,10 +217,6 @@ class Message:
         value = self.last(number, VARINT)
         return default if value is None else as_int32(value)
 
-    def get_uint64(self, number: int, default: int) -> int:
-        value = self.last(number, VARINT)
-        return default if value is None else int(value)
-
     def get_bool(self, number: int, default: bool) -> bool:
         value = self.last(number, VARINT)
         return default if value is None else as_bool(value)

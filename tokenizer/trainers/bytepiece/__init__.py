@@ -51,7 +51,7 @@ re-exports their public names.
 """
 
 from tokenizer.trainers.bytepiece.chunks import chunk_texts, pack_texts
-from tokenizer.trainers.bytepiece.fit import build_model, bytepiece_json, corpus_fingerprint, train_bytepiece_local
+from tokenizer.trainers.bytepiece.fit import build_model, corpus_fingerprint, train_bytepiece_local
 from tokenizer.trainers.bytepiece.ngrams import (NgramModel, NgramTable, build_ngram_model, count_ngrams, empty_counts,
                                                  kept_ngrams, merge_counts)
 from tokenizer.trainers.bytepiece.pieces import (empty_piece_counts, merge_piece_counts, pack_pieces, piece_list,
@@ -63,7 +63,7 @@ from tokenizer.trainers.bytepiece.settings import EM_MODES, NORMALIZATIONS, Trai
 
 __all__ = [
     "EM_MODES", "NORMALIZATIONS", "EStepStatistics", "NgramModel", "NgramTable", "PieceModel", "TrainSettings",
-    "build_model", "build_ngram_model", "bytepiece_json", "candidate_mask", "chunk_texts", "complete_bytes",
+    "build_model", "build_ngram_model", "candidate_mask", "chunk_texts", "complete_bytes",
     "corpus_fingerprint", "count_ngrams", "em_e_step", "em_m_step", "empty_counts", "empty_piece_counts",
     "kept_ngrams", "merge_counts", "merge_piece_counts", "pack_pieces", "pack_texts", "piece_list",
     "prune_candidates", "prune_pieces", "refine_em", "resegment_counts", "segment_and_count_pieces", "segment_chunks",

@@ -4,7 +4,6 @@ fingerprint, and :func:`train_bytepiece_local`, which runs every step in order."
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from typing import Sequence
 
@@ -55,13 +54,6 @@ def build_model(pieces, counts, settings: TrainSettings, provenance: dict | None
     return Model.byte_level(multi, scores, specials=tuple(settings.special_tokens), algorithm="unigram",
                             normalizer={"name": settings.normalization}, provenance=info,
                             byte_scores=byte_scores)
-
-
-def bytepiece_json(pieces: Sequence[bytes], counts) -> dict:
-    """The pieces in BytePiece's model JSON layout (``{base64(piece): [id, text, count]}``, ids from 3 in
-    (length, bytes) order), so BytePiece's own ``Tokenizer`` can load a shardpiece result for comparison."""
-    rows = sorted(zip(pieces, np.asarray(counts).tolist()), key=lambda t: (len(t[0]), t[0]))
-    return {base64.b64encode(p).decode(): [i + 3, p.decode(errors="ignore"), int(c)] for i, (p, c) in enumerate(rows)}
 
 
 def corpus_fingerprint(texts: Sequence[bytes]) -> str:
