@@ -21,7 +21,7 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(_HERE))
 
-from benchmarks import common, scaling  # noqa: E402
+from benchmarks import common, processes, scaling  # noqa: E402
 
 ALGORITHMS = {"bytepiece": "shardpiece-bytepiece", "unigram": "shardpiece-unigram",
               "bpe-sp": "shardpiece-bpe-sp", "bpe-bl": "shardpiece-bpe-bl"}
@@ -41,7 +41,7 @@ def train(system: str, train_path: str, out_dir: str, bound: int | None, partiti
         vocab_size=args.vocab_size, max_table_entries=bound))
     if partitions:
         command += ["--partitions", str(partitions)]
-    measured = common.run_measured(command, env=env, cwd=common.REPO, log_path=os.path.join(out_dir, "log.txt"))
+    measured = processes.run_measured(command, env=env, cwd=common.REPO, log_path=os.path.join(out_dir, "log.txt"))
     if measured.returncode != 0:
         raise RuntimeError(f"{system} failed ({measured.returncode}):\n{measured.output_tail}")
     model = scaling.model_path(out_dir, system)

@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import argparse  # noqa: E402
 import json  # noqa: E402
 
-from benchmarks import common  # noqa: E402
+from benchmarks import common, processes  # noqa: E402
 
 GPT2_PAT_STR = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 SPECIAL_TOKENS = ("<pad>", "<s>", "</s>")
@@ -138,7 +138,7 @@ def train_all(train_path: str, train_bytes: int, args: argparse.Namespace) -> tu
         if name not in args.systems:
             continue
         print(f"training {name} ({common.load_text()}) ...", flush=True)
-        run = common.run_measured(command, env=env, cwd=common.REPO, log_path=os.path.join(work, f"{name}.log"))
+        run = processes.run_measured(command, env=env, cwd=common.REPO, log_path=os.path.join(work, f"{name}.log"))
         if run.returncode != 0:
             sys.exit(f"{name} training failed ({run.returncode}):\n{run.output_tail}")
         print(f"  {run.seconds:.1f} s wall, {run.cpu_seconds:.1f} s CPU, peak {run.memory.peak_total_mib:.0f} MiB",

@@ -46,7 +46,7 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(_HERE))
 
-from benchmarks import common  # noqa: E402
+from benchmarks import common, processes  # noqa: E402
 
 SLICES = (16, 32, 64, 128, 256, 512)
 #: system -> (algorithm it trains, whose it is)
@@ -167,7 +167,7 @@ def bytes_per_token(system: str, path: str, lines: list[str]) -> float:
     return sum(len(line.encode()) for line in lines) / max(1, tokens)
 
 
-def summarize(system: str, measured: common.Measured, run_dir: str) -> dict:
+def summarize(system: str, measured: processes.Measured, run_dir: str) -> dict:
     """One run's figures: seconds, peak memory by role, and (shardpiece) stages, tables and shuffle bytes."""
     peaks = measured.memory.peak_by_process
     java = [v["rss_mib"] for k, v in peaks.items() if k.startswith("java ")]
@@ -195,7 +195,7 @@ def run_one(system: str, slice_mib: int, args, lines: list[str]) -> dict:
     train = os.path.join(args.corpora, f"kernel-{slice_mib}m.txt")
     command, env = train_command(system, train, run_dir, args)
     print(f"[{system} {slice_mib} MiB] training ({common.load_text()})", flush=True)
-    measured = common.run_measured(command, env=env, cwd=common.REPO, log_path=os.path.join(run_dir, "log.txt"),
+    measured = processes.run_measured(command, env=env, cwd=common.REPO, log_path=os.path.join(run_dir, "log.txt"),
                                    max_seconds=args.limit_minutes * 60, max_tree_mib=args.limit_gib * 1024)
     row = {"slice_mib": slice_mib, "train_bytes": os.path.getsize(train), **summarize(system, measured, run_dir)}
     if measured.returncode == 0:

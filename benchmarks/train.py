@@ -31,7 +31,7 @@ import unicodedata
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(_HERE))
 
-from benchmarks import common  # noqa: E402
+from benchmarks import common, processes  # noqa: E402
 
 SHARDPIECE = os.path.join(os.path.dirname(common.PYTHON), "shardpiece")
 
@@ -45,9 +45,9 @@ def shardpiece_command(inputs: list[str], output: str, vocab_size: int, master: 
                       "--no-resume"]  # time every stage: never load stages a previous run left in the work dir
 
 
-def train_shardpiece_measured(inputs: list[str], output: str, vocab_size: int, master: str) -> common.Measured:
+def train_shardpiece_measured(inputs: list[str], output: str, vocab_size: int, master: str) -> processes.Measured:
     env = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": common.PYTHON, "PYSPARK_DRIVER_PYTHON": common.PYTHON}
-    measured = common.run_measured(shardpiece_command(inputs, output, vocab_size, master), env=env,
+    measured = processes.run_measured(shardpiece_command(inputs, output, vocab_size, master), env=env,
                                    cwd=common.REPO, log_path=output + ".log")
     if measured.returncode != 0:
         raise RuntimeError(f"shardpiece train failed ({measured.returncode}); log {output}.log:\n"

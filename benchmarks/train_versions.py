@@ -22,6 +22,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+from benchmarks import processes  # noqa: E402  (common put the repository on sys.path)
 
 RUNS = {  # name: (algorithm options, extra options for the new tree only)
     "bytepiece": (["--algorithm", "bytepiece", "--min-count", "8", "--normalization", "nfc", "--no-resume"], []),
@@ -72,7 +73,7 @@ def main() -> None:
                 env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1",
                            PYTHONPATH=tree + os.pathsep + os.environ.get("PYTHONPATH", ""))
                 log = os.path.join(args.work, f"versions-{slug}-{version}.log")
-                run = common.run_measured(command, env=env, cwd=tree, log_path=log)
+                run = processes.run_measured(command, env=env, cwd=tree, log_path=log)
                 if run.returncode != 0:
                     raise SystemExit(f"{version} {name} failed:\n{run.output_tail}")
                 measured[version].append(run)
