@@ -45,7 +45,7 @@ at least 70% of twice the one-thread encoder, and at least 3x the sentencepiece 
 
 from __future__ import annotations
 
-import common  # first: it moves this directory behind the standard library on sys.path (this file's name)
+import common  # first: it puts the repository on sys.path
 
 import argparse  # noqa: E402
 import os  # noqa: E402
