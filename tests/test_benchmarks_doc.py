@@ -22,7 +22,6 @@ MAX_LINES = 400
 OTHER_SECTIONS = {"Test runs recorded by hand"}
 #: Results files still in an older per-run form, with the script they belong to: encode.py's next run writes
 #: encode.json and these go (issue 19).
-LEGACY_RESULTS = {"encode-en.json": "encode.py", "encode-ja.json": "encode.py", "encode-zh.json": "encode.py"}
 PLOT_SUFFIXES = (".png", ".svg")
 
 
@@ -71,8 +70,6 @@ def results_files() -> list[str]:
 
 def owner(name: str) -> list[str]:
     """The scripts a results file belongs to (a plot image: the script whose JSON it stands beside)."""
-    if name in LEGACY_RESULTS:
-        return [LEGACY_RESULTS[name]]
     stem, ext = os.path.splitext(name)
     if ext not in (".json",) + PLOT_SUFFIXES:
         return []
@@ -113,8 +110,7 @@ def test_each_results_file_belongs_to_exactly_one_script():
         stem, ext = os.path.splitext(name)
         if ext in PLOT_SUFFIXES:
             assert os.path.isfile(os.path.join(RESULTS, stem + ".json")), f"{name} stands beside no {stem}.json"
-        if name not in LEGACY_RESULTS:
-            assert f'"{stem}"' in source(owners[0]), f"{owners[0]} does not write {stem}.json (no \"{stem}\" in it)"
+        assert f'"{stem}"' in source(owners[0]), f"{owners[0]} does not write {stem}.json (no \"{stem}\" in it)"
 
 
 def test_results_files_are_one_run_or_runs_by_key():
