@@ -244,12 +244,13 @@ class Tokenizer:
             p = float(dropout)
             if not 0.0 <= p <= 1.0 or math.isnan(p):
                 raise InputError(f"dropout={dropout!r} must be a probability in [0, 1]")
-            from tokenizer.kernels.bpe import bpe_into, dropout_buffers
+            from tokenizer.kernels.bpe import piece_bpe_into
 
             def sample(array, n, rng, out):
-                return bpe_into(compiled.units, compiled.merge_score, compiled.is_user_defined, compiled.byte_to_id,
-                                compiled.byte_mode, compiled.unk_id, compiled.byte_fallback,
-                                compiled.has_user_defined, p, rng, array, 0, n, *dropout_buffers(n), out, 0)
+                wide, narrow = compiled.work_arrays(n)
+                m = n + 1
+                return piece_bpe_into(*compiled.piece_bpe_tables, p, rng, array, 0, n, narrow[:m], narrow[m:2 * m],
+                                      narrow[2 * m:3 * m], wide[:m], wide[m:3 * m], wide[3 * m:3 * m + 1], out, 0)
         else:
             if dropout is not None:
                 raise InputError("dropout= applies to BPE models; this is a unigram model: use alpha=")

@@ -36,7 +36,7 @@ def encode(tables, data: bytes) -> tuple[list[int], int]:
                                         np.empty(n, np.int64), np.empty(2 * n, np.int64), np.zeros(1, np.int64))
     out = np.empty(len(data) + 1, np.int32)
     end = ranked_bpe_into(keys, pair_merged, rank_of, bits, IDENTITY, np.frombuffer(data, np.uint8), 0, len(data), sym, nxt,
-                          prv, cand, heap, steps, out, 0)
+                          prv, cand, heap, steps, np.zeros(1, np.uint64), out, 0)
     return out[:end].tolist(), int(steps[0])
 
 

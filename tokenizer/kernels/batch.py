@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.bpe_pairs import piece_bpe_into
+from tokenizer.kernels.bpe import piece_bpe_into
 from tokenizer.kernels.bpe_ranked import CACHE_WORDS, cache_ids, cached_ids, ranked_bpe_into
 from tokenizer.kernels.double_array import exact_match
 from tokenizer.kernels.pretokenize import next_pretoken_end
@@ -110,7 +110,7 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
 @kernel
 def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
                     wide, narrow, out_ids, out_offsets):
-    """SentencePiece-style BPE (:func:`tokenizer.kernels.bpe_pairs.piece_bpe_into`, no dropout). Tables: 0 units,
+    """SentencePiece-style BPE (:func:`tokenizer.kernels.bpe.piece_bpe_into`, no dropout). Tables: 0 units,
     1 pseudo_units; 2 byte_piece, 3 bmp_symbol, 4 pair_merged, 5 rank_of, 6 byte_to_id (int32);
     7 is_user_defined (uint8); 8 pair_keys, 9 flags (int64: has_user_defined, byte_mode, has_pseudo, vocab_size,
     bits, unk_id, byte_fallback, words).
@@ -135,6 +135,7 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
     cand, heap, steps = wide[:n], wide[n:3 * n], wide[3 * n:3 * n + 1]
     cache = wide[3 * n + 1:3 * n + 1 + CACHE_WORDS]
     sym, nxt, prv = narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n]
+    rng_state = np.zeros(1, np.uint64)  # no dropout: never drawn from
     pos = 0
     out_offsets[0] = 0
     check_valid = valid.shape[0] > 0
@@ -156,8 +157,8 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
                 first = pos
                 pos = piece_bpe_into(piece_units, is_user_defined, has_user_defined, byte_piece, bmp_symbol,
                                      byte_mode, pseudo_units, has_pseudo, vocab_size, pair_keys, pair_merged, rank_of,
-                                     bits, unk_id, byte_fallback, byte_to_id, data, p, q, sym, nxt, prv, cand, heap,
-                                     steps, out_ids, pos)
+                                     bits, unk_id, byte_fallback, byte_to_id, 0.0, rng_state, data, p, q, sym, nxt,
+                                     prv, cand, heap, steps, out_ids, pos)
                 if pos < 0:
                     return -1, i
                 if words:
@@ -189,6 +190,7 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
     cand, heap, steps = wide[:n], wide[n:3 * n], wide[3 * n:3 * n + 1]
     cache = wide[3 * n + 1:3 * n + 1 + CACHE_WORDS]
     sym, nxt, prv = narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n]
+    rng_state = np.zeros(1, np.uint64)  # no dropout: never drawn from
     pos = 0
     out_offsets[0] = 0
     check_valid = valid.shape[0] > 0
@@ -217,7 +219,7 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
                     continue
             first = pos
             pos = ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, p, q, sym, nxt, prv, cand,
-                                  heap, steps, out_ids, pos)
+                                  heap, steps, rng_state, out_ids, pos)
             cache_ids(cache, data, p, q, out_ids, first, pos)
             p = q
         if eos_id >= 0:

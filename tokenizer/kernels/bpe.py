@@ -1,24 +1,31 @@
-"""SentencePiece-style BPE segmentation kernel with BPE-dropout, over the bytes of one text (the deterministic
-encoder is :mod:`tokenizer.kernels.bpe_pairs`, the same rule by integer tables).
+"""SentencePiece-style BPE (with BPE-dropout), by a pair table: the encoder of SentencePiece-style BPE models.
 
-Algorithm (SentencePiece's ``bpe::Model::SampleEncode``):
+The rule is SentencePiece's (``bpe::Model::SampleEncode``): the initial symbols are, at each position, the longest
+USER_DEFINED piece that is a prefix (a *frozen* symbol, never merged), else one UTF-8 character (an invalid byte is
+a one-byte character), or one byte in ``byte_mode``; then, repeatedly, the adjacent pair whose concatenation is the
+best-scoring matchable piece (NORMAL or USER_DEFINED) is merged, the leftmost among equal scores; with dropout
+probability ``p`` a pair that comes up is dropped instead (``p <= 0``: never, ``p >= 1``: always, else when a
+uniform draw is ``< p``). Each final symbol becomes its piece id, or an unknown node
+(:func:`tokenizer.kernels.unigram.emit_node`). Unlike SentencePiece, UNUSED pieces are never merged into
+(SentencePiece merges and then re-splits them).
 
-1. Initial symbols: at each position the longest USER_DEFINED piece that is a prefix (a *frozen* symbol, never
-   merged), else one UTF-8 character (an invalid byte is a one-byte character), or one byte in ``byte_mode``.
-2. Every adjacent pair of unfrozen symbols whose concatenation is a matchable piece (NORMAL or USER_DEFINED) goes
-   into a max-heap keyed by the piece's score, ties to the leftmost pair.
-3. Pop the best pair; skip it if either symbol changed since it was pushed; with dropout probability ``p`` drop it
-   (``p <= 0``: never, ``p >= 1``: always, else when a uniform draw is ``< p``); otherwise merge the two symbols and
-   push the new pairs with the left and right neighbours.
-4. Each final symbol becomes its piece id, or an unknown node (see :func:`tokenizer.kernels.unigram.emit_node`).
+The same ids come from integer tables built once per model (:func:`build_piece_pairs`) instead of a lookup of each
+concatenation:
 
-Differences from SentencePiece: UNUSED pieces are never merged into (SentencePiece merges and then re-splits them).
+* every split ``z = x + y`` of a matchable piece ``z`` into two *symbols* is a pair ``(x, y) -> z`` in the open
+  addressing table of :mod:`tokenizer.kernels.bpe_ranked`, ranked by ``z``'s score (dense rank: equal scores, equal
+  rank). A symbol is a matchable piece, or a single character that occurs inside some piece without being one (a
+  *pseudo* symbol, id ``vocab_size + k``: it can merge, as SentencePiece merges any concatenation, but is emitted
+  as unknown when it stays alone);
+* the heap holds ``rank << 32 | byte position`` (lowest rank first, then leftmost), and the merge loop is merge
+  replay's (:func:`tokenizer.kernels.bpe_ranked.merge_pending`).
 
-Example (hand-checkable): pieces ``a``, ``b``, ``c``, ``ab`` (score -1), ``bc`` (score -1): ``"abc"`` -> symbols
-a|b|c, pairs ab and bc tie, the leftmost wins -> ``[ab, c]``.
+Symbol values in ``sym``: a piece or pseudo id (>= 0); -1 an unknown character that no piece contains (it never
+merges); ``-2 - id`` a frozen USER_DEFINED piece. Each merge pushes at most two entries, so the work is O(n log n)
+whatever the text. The slow twin is :func:`tokenizer.twins.bpe.ref_bpe`.
 
-Work buffers (int32 unless noted; ``n = end - start``): ``sym_start``, ``sym_len``, ``sym_prev``, ``sym_next``,
-``sym_frozen`` (length >= n), ``heap_score`` (float32), ``heap_left``, ``heap_right``, ``heap_size`` (length >= 3n).
+Example (hand-checkable): pieces ``a``=0, ``b``=1, ``c``=2, ``ab``=3 (score -1), ``bc``=4 (score -1): the pairs
+``(0, 1) -> 3`` and ``(1, 2) -> 4`` have the same rank, so ``"abc"`` merges the leftmost and gives ``[3, 2]``.
 """
 
 from __future__ import annotations
@@ -26,76 +33,99 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.double_array import exact_match, step, unit_value
-from tokenizer.kernels.random import next_float64
+from tokenizer.kernels.bpe_ranked import build_pair_table, merge_pending, merge_ranks, pair_at
+from tokenizer.kernels.double_array import DoubleArray, exact_match, step, unit_value
 from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node
 from tokenizer.kernels.utf8 import char_length
+from tokenizer.packed import pack
+
+FROZEN_BASE = -2  # sym value of a frozen USER_DEFINED piece ``id``: FROZEN_BASE - id
 
 
 @kernel
-def _better(heap_score, heap_left, i, j):
-    """Heap entry ``i`` comes before ``j``: higher score, then smaller left index."""
-    return heap_score[i] > heap_score[j] or (heap_score[i] == heap_score[j] and heap_left[i] < heap_left[j])
-
-
-@kernel
-def _swap(heap_score, heap_left, heap_right, heap_size, i, j):
-    heap_score[i], heap_score[j] = heap_score[j], heap_score[i]
-    heap_left[i], heap_left[j] = heap_left[j], heap_left[i]
-    heap_right[i], heap_right[j] = heap_right[j], heap_right[i]
-    heap_size[i], heap_size[j] = heap_size[j], heap_size[i]
-
-
-@kernel
-def _push(heap_score, heap_left, heap_right, heap_size, count, score, left, right, size):
-    i = count
-    heap_score[i] = score
-    heap_left[i] = left
-    heap_right[i] = right
-    heap_size[i] = size
-    while i > 0:
-        parent = (i - 1) // 2
-        if _better(heap_score, heap_left, i, parent):
-            _swap(heap_score, heap_left, heap_right, heap_size, i, parent)
-            i = parent
-        else:
-            break
-    return count + 1
-
-
-@kernel
-def _pop(heap_score, heap_left, heap_right, heap_size, count):
-    """Move the best entry to slot ``count - 1`` and restore the heap on ``[0, count - 1)``; returns count - 1."""
-    count -= 1
-    _swap(heap_score, heap_left, heap_right, heap_size, 0, count)
-    i = 0
-    while True:
-        left = 2 * i + 1
-        if left >= count:
-            break
-        best = left
-        right = left + 1
-        if right < count and _better(heap_score, heap_left, right, left):
-            best = right
-        if _better(heap_score, heap_left, best, i):
-            _swap(heap_score, heap_left, heap_right, heap_size, i, best)
-            i = best
-        else:
-            break
+def symbol_starts(data, offsets, byte_mode, out, out_ends):
+    """Start offsets of the symbols (UTF-8 characters, or bytes in ``byte_mode``) of each text
+    ``data[offsets[i]:offsets[i + 1]]``, relative to the text, written one text after the other to ``out``;
+    ``out_ends[i]`` = where text ``i``'s starts end in ``out``. One text ``b"a\\xe4\\xb8\\xad"`` -> ``[0, 1]``, end 2."""
+    count = 0
+    for i in range(offsets.shape[0] - 1):
+        q = offsets[i]
+        end = offsets[i + 1]
+        while q < end:
+            out[count] = q - offsets[i]
+            count += 1
+            q += 1 if byte_mode else char_length(data, q, end)
+        out_ends[i] = count
     return count
 
 
+def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndarray, vocab_size: int,
+                      byte_mode: bool) -> tuple:
+    """The tables of :func:`piece_bpe_into` for the matchable ``pieces`` (their ``ids``; ``merge_score`` float32
+    per vocabulary id): ``(pair_keys, pair_merged, rank_of, bits, byte_piece, bmp_symbol, pseudo_units,
+    has_pseudo)``.
+
+    ``pseudo_units`` is a double array from each pseudo character to its id (``vocab_size + k``). Example:
+    pieces ``[b"a", b"ab"]`` miss ``b``: pseudo ``b`` = vocab_size, pair ``(0, vocab_size) -> 1``.
+    """
+    symbol_of = {piece: int(i) for piece, i in zip(pieces, ids.tolist())}
+    data, offsets = pack(pieces)
+    starts = np.empty(max(len(data), 1), np.int64)
+    ends = np.empty(len(pieces), np.int64)
+    symbol_starts(data, offsets, byte_mode, starts, ends)
+    pseudo: dict[bytes, int] = {}
+    left, right, merged = [], [], []
+    k = 0
+    for piece, z, stop in zip(pieces, ids.tolist(), ends.tolist()):
+        bounds = starts[k:stop].tolist() + [len(piece)]
+        k = stop
+        if len(bounds) < 3:
+            continue
+        for a, b in zip(bounds, bounds[1:]):
+            char = piece[a:b]
+            if char not in symbol_of and char not in pseudo:
+                pseudo[char] = vocab_size + len(pseudo)
+        for b in bounds[1:-1]:
+            x, y = piece[:b], piece[b:]
+            ix = symbol_of.get(x, pseudo.get(x, -1))
+            iy = symbol_of.get(y, pseudo.get(y, -1))
+            if ix >= 0 and iy >= 0:
+                left.append(ix)
+                right.append(iy)
+                merged.append(z)
+    merged_ids = np.array(merged, np.int64)
+    distinct = np.unique(merge_score[merged_ids])[::-1] if len(merged_ids) else np.zeros(0, np.float32)
+    rank = np.searchsorted(-distinct, -merge_score[merged_ids]) if len(merged_ids) else merged_ids
+    pair_keys, pair_merged, bits = build_pair_table(np.array(left, np.int64), np.array(right, np.int64), merged_ids)
+    rank_of = merge_ranks(merged_ids, rank, vocab_size + len(pseudo))  # dense: equal scores, equal rank
+    pseudo_units = DoubleArray.build(list(pseudo), list(pseudo.values())).units if pseudo else np.zeros(1, np.int32)
+    byte_piece = np.full(256, -1, np.int32)
+    bmp_symbol = np.full(1 << 16, -1, np.int32)
+    for table in (symbol_of, pseudo):
+        for char, i in table.items():
+            if len(char) == 1:
+                byte_piece[char[0]] = i
+            elif not byte_mode and len(char) <= 3:
+                text = char.decode("utf-8", "replace")
+                if len(text) == 1 and text.encode("utf-8") == char:
+                    bmp_symbol[ord(text)] = i
+    return pair_keys, pair_merged, rank_of, bits, byte_piece, bmp_symbol, pseudo_units, bool(pseudo)
+
+
 @kernel
-def _maybe_push(units, merge_score, data, start, left, right, sym_start, sym_len, sym_frozen,
-                heap_score, heap_left, heap_right, heap_size, count):
-    if left < 0 or right < 0 or sym_frozen[left] or sym_frozen[right]:
-        return count
-    begin = start + sym_start[left]
-    stop = start + sym_start[right] + sym_len[right]
-    piece = exact_match(units, data, begin, stop)
-    if piece < 0:
-        return count
-    return _push(heap_score, heap_left, heap_right, heap_size, count, merge_score[piece], left, right, stop - begin)
+def _initial_symbol(units, byte_piece, bmp_symbol, pseudo_units, has_pseudo, data, q, length):
+    """The symbol of the character ``data[q:q + length]``: its piece, else its pseudo id, else -1."""
+    if length == 1:
+        return np.int64(byte_piece[data[q]])
+    if length == 2:
+        return np.int64(bmp_symbol[((np.int64(data[q]) & 0x1F) << 6) | (np.int64(data[q + 1]) & 0x3F)])
+    if length == 3:
+        return np.int64(bmp_symbol[((np.int64(data[q]) & 0x0F) << 12) | ((np.int64(data[q + 1]) & 0x3F) << 6)
+                                   | (np.int64(data[q + 2]) & 0x3F)])
+    symbol = np.int64(exact_match(units, data, q, q + length))
+    if symbol < 0 and has_pseudo:
+        symbol = np.int64(exact_match(pseudo_units, data, q, q + length))
+    return symbol
 
 
 @kernel
@@ -119,79 +149,61 @@ def user_defined_prefix(units, is_user_defined, data, pos, end):
 
 
 @kernel
-def bpe_into(units, merge_score, is_user_defined, byte_to_id, byte_mode, unk_id, byte_fallback,
-             has_user_defined, dropout, rng_state, data, start, end, sym_start, sym_len, sym_prev, sym_next,
-             sym_frozen, heap_score, heap_left, heap_right, heap_size, out, pos):
-    """BPE segmentation of ``data[start:end]``; writes ids at ``out[pos:]``, returns the new ``pos`` (or -1).
+def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, byte_mode, pseudo_units,
+                   has_pseudo, vocab_size, pair_keys, pair_merged, rank_of, bits, unk_id, byte_fallback, byte_to_id,
+                   dropout, rng_state, data, start, end, sym, nxt, prv, cand, heap, steps, out, pos):
+    """Encode ``data[start:end]``; ids to ``out[pos:]``; returns the new ``pos``, or -1 when unknown text has
+    neither an unk piece nor byte fallback.
 
-    ``merge_score`` float32 (vocab), ``is_user_defined`` uint8 (vocab), ``dropout`` float64, ``rng_state``
-    uint64[1] (used only when ``0 < dropout < 1``).
+    ``byte_piece`` int32[256]: the symbol of each one-byte character (or byte in ``byte_mode``); ``bmp_symbol``
+    int32[65536]: the symbol of each two- and three-byte character by code point (-1: none). Work buffers of
+    length >= ``end - start``: ``sym``, ``nxt``, ``prv`` (int32), ``cand`` (int64: the pending merge of each
+    node, ``rank << 32 | merged`` or -1), ``heap`` (int64, twice the length). Nodes are byte positions; node ``i``
+    spans ``[i, nxt[i])``. ``steps[0]`` (int64) grows by the heap entries popped (tests bound it). ``dropout``
+    (float64) and ``rng_state`` (uint64[1]): BPE-dropout, see :func:`tokenizer.kernels.bpe_ranked.merge_pending`.
     """
     n = end - start
     if n == 0:
         return pos
-    count = 0
+    last = -1
     q = 0
     while q < n:
-        length = user_defined_prefix(units, is_user_defined, data, start + q, end)[0] if has_user_defined else 0
-        frozen = length > 0
-        if not frozen:
+        length, piece = user_defined_prefix(units, is_user_defined, data, start + q, end) if has_user_defined \
+            else (0, -1)
+        symbol = FROZEN_BASE - np.int64(piece)
+        if length == 0:
             length = 1 if byte_mode else char_length(data, start + q, end)
-        sym_start[count] = q
-        sym_len[count] = length
-        sym_prev[count] = count - 1
-        sym_next[count] = count + 1
-        sym_frozen[count] = frozen
-        count += 1
+            symbol = _initial_symbol(units, byte_piece, bmp_symbol, pseudo_units, has_pseudo, data, start + q,
+                                     length)
+        sym[q] = symbol
+        prv[q] = last
+        if last >= 0:
+            nxt[last] = q
+        last = q
         q += length
-    sym_next[count - 1] = -1
-    heap_count = 0
-    for i in range(1, count):
-        heap_count = _maybe_push(units, merge_score, data, start, i - 1, i, sym_start, sym_len,
-                                 sym_frozen, heap_score, heap_left, heap_right, heap_size, heap_count)
-    while heap_count > 0:
-        heap_count = _pop(heap_score, heap_left, heap_right, heap_size, heap_count)
-        left = heap_left[heap_count]
-        right = heap_right[heap_count]
-        if sym_len[left] == 0 or sym_len[right] == 0 or sym_len[left] + sym_len[right] != heap_size[heap_count]:
-            continue
-        if dropout > 0.0:
-            if dropout >= 1.0:
-                continue
-            if next_float64(rng_state) < dropout:
-                continue
-        sym_len[left] += sym_len[right]
-        sym_len[right] = 0
-        following = sym_next[right]
-        sym_next[left] = following
-        if following >= 0:
-            sym_prev[following] = left
-        heap_count = _maybe_push(units, merge_score, data, start, sym_prev[left], left, sym_start,
-                                 sym_len, sym_frozen, heap_score, heap_left, heap_right, heap_size, heap_count)
-        heap_count = _maybe_push(units, merge_score, data, start, left, following, sym_start,
-                                 sym_len, sym_frozen, heap_score, heap_left, heap_right, heap_size, heap_count)
+    nxt[last] = n
+    cand[last] = -1
+    size = 0
+    node = 0
+    while nxt[node] < n:
+        size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, node, nxt[node])
+        node = nxt[node]
+    popped = merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, heap, size, n, dropout,
+                           rng_state)
+    steps[0] += popped
     prev_unknown = False
-    i = 0
-    while i >= 0:
-        begin = start + sym_start[i]
-        stop = begin + sym_len[i]
-        piece = exact_match(units, data, begin, stop)
-        node = piece if piece >= 0 else UNKNOWN_NODE
-        pos, prev_unknown = emit_node(node, data, begin, stop, unk_id, byte_fallback, byte_to_id, out, pos,
-                                      prev_unknown)
+    node = 0
+    while node < n:
+        symbol = np.int64(sym[node])
+        if symbol <= FROZEN_BASE:
+            piece = FROZEN_BASE - symbol
+        elif 0 <= symbol < vocab_size:
+            piece = symbol
+        else:
+            piece = UNKNOWN_NODE
+        pos, prev_unknown = emit_node(piece, data, start + node, start + nxt[node], unk_id, byte_fallback,
+                                      byte_to_id, out, pos, prev_unknown)
         if pos < 0:
             return pos
-        i = sym_next[i]
+        node = nxt[node]
     return pos
-
-
-def dropout_buffers(longest: int) -> tuple:
-    """Work buffers of :func:`bpe_into` for texts of up to ``longest`` bytes, 65 bytes per byte (refused when the
-    system lacks the memory: :func:`tokenizer.memory.check_work_memory`)."""
-    from tokenizer.memory import check_work_memory
-
-    n = longest + 1
-    check_work_memory(65 * n, longest)
-    return (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32),
-            np.empty(n, np.uint8), np.empty(3 * n, np.float32), np.empty(3 * n, np.int32),
-            np.empty(3 * n, np.int32), np.empty(3 * n, np.int32))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
+from tokenizer.kernels.random import next_float64
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 NO_RANK = np.int32(2**31 - 1)
@@ -199,11 +200,15 @@ def pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, 
 
 
 @kernel
-def merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, heap, size, n):
+def merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, heap, size, n, dropout, rng_state):
     """The merge loop of both BPE rules over nodes ``0 .. n - 1`` (linked by ``nxt``/``prv``, pending merges in
     ``cand``, their entries in ``heap[:size]``): pop the lowest ``rank << 32 | node``, skip it when the node's
     pending merge has changed, else merge the node with its right neighbour and record the new pairs on both
-    sides. Returns how many entries were popped."""
+    sides. Returns how many entries were popped.
+
+    BPE-dropout (``dropout`` > 0; ``rng_state`` uint64[1], drawn only when ``0 < dropout < 1``): each pending merge
+    that comes up is dropped with that probability and forgotten until one of its two symbols changes, as
+    SentencePiece's ``SampleEncode`` does: one draw per pair, in the order the pairs come up."""
     popped = 0
     while size > 0:
         key = heap[0]
@@ -213,6 +218,9 @@ def merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, he
         pending = cand[left]
         if pending < 0 or (pending >> 32) != (key >> 32):
             continue  # the pair at this node changed since the entry was pushed (or the node is gone)
+        if dropout > 0.0 and (dropout >= 1.0 or next_float64(rng_state) < dropout):
+            cand[left] = -1
+            continue
         right = nxt[left]
         sym[left] = np.int32(pending & 0xFFFFFFFF)
         cand[right] = -1
@@ -231,12 +239,13 @@ def merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, he
 
 @kernel
 def ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, start, end, sym, nxt, prv, cand, heap,
-                    steps, out, pos):
+                    steps, rng_state, out, pos):
     """Encode ``data[start:end]`` (one pre-token) by merge replay; ids to ``out[pos:]``; returns the new ``pos``.
 
     Work buffers of length >= ``end - start``: ``sym``, ``nxt``, ``prv`` (int32: each node's symbol, next and
     previous node), ``cand`` (int64: each node's pending merge, see :func:`pair_at`) and ``heap`` (int64, twice
     the length). ``steps[0]`` (int64) grows by the heap entries popped, a measure of the work done (tests bound it).
+    ``rng_state`` (uint64[1]) is :func:`merge_pending`'s, never drawn from (merge replay has no dropout here).
     """
     n = end - start
     if n == 0:
@@ -249,7 +258,8 @@ def ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, sta
     size = 0
     for i in range(n - 1):
         size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, i, i + 1)
-    popped = merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, heap, size, n)
+    popped = merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, heap, size, n, 0.0,
+                           rng_state)
     steps[0] += popped
     node = 0
     while node < n:

@@ -4,7 +4,7 @@ checks the kernel against.
 
 * One module per kernel module, named as the kernel module it mirrors: the twins of
   :mod:`tokenizer.kernels.unigram` are in :mod:`tokenizer.twins.unigram`. Two modules gather a small family:
-  :mod:`tokenizer.twins.bpe` holds the twins of ``bpe``, ``bpe_pairs`` and ``bpe_ranked``, and
+  :mod:`tokenizer.twins.bpe` holds the twins of ``bpe`` and ``bpe_ranked``, and
   :mod:`tokenizer.twins.bpe_merges` those of ``bpe_merges`` and ``bpe_pair_rules``.
 * Each twin is named ``ref_`` + the name of the kernel function it mirrors, less the ``_into`` / ``_kernel`` suffix
   of a kernel that fills caller buffers (``ref_viterbi`` is the twin of ``viterbi_into``, ``ref_ngram_viterbi`` of

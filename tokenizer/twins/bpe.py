@@ -1,5 +1,5 @@
-"""Twins of :mod:`tokenizer.kernels.bpe`, :mod:`tokenizer.kernels.bpe_pairs` (piece BPE: the same merges as
-``bpe_into`` without dropout) and :mod:`tokenizer.kernels.bpe_ranked` (merge replay, byte-level BPE).
+"""Twins of :mod:`tokenizer.kernels.bpe` (SentencePiece-style BPE, with dropout) and
+:mod:`tokenizer.kernels.bpe_ranked` (merge replay, byte-level BPE).
 
 Each twin takes plain Python data (a ``dict`` of piece bytes -> id, a ``dict`` of merges) and returns the ids.
 """
@@ -13,7 +13,7 @@ from tokenizer.twins.utf8 import ref_char_length
 
 def ref_bpe(pieces, score, user_defined, data, *, byte_mode, unk_id=-1, byte_fallback=False, byte_to_id=None,
             dropout=0.0, seed_state=None):
-    """Twin of :func:`tokenizer.kernels.bpe.bpe_into` with a plain set of live pairs instead of a heap.
+    """Twin of :func:`tokenizer.kernels.bpe.piece_bpe_into` with a plain set of live pairs instead of a heap.
 
     ``user_defined`` is the set of USER_DEFINED piece bytes. Each step takes the live pair with the highest score
     (ties: leftmost), drops it with probability ``dropout`` or merges it.
