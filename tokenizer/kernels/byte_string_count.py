@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
+from tokenizer.kernels.chunk_count import count_spans
 
 
 @kernel
@@ -19,14 +20,6 @@ def _bytes_compare(data_a, start_a, len_a, data_b, start_b, len_b):
     if len_a == len_b:
         return 0
     return -1 if len_a < len_b else 1
-
-
-@kernel
-def _hash_bytes(data, start, length):
-    h = np.uint64(0xCBF29CE484222325)
-    for t in range(length):
-        h = (h ^ np.uint64(data[start + t])) * np.uint64(0x100000001B3)
-    return h
 
 
 @kernel
@@ -70,46 +63,15 @@ def argsort_byte_strings_kernel(data, starts, lengths):
 
 @kernel
 def count_byte_strings_kernel(data, starts, ends):
-    """Count equal byte strings ``data[starts[i]:ends[i]]``; returns ``(piece_data, piece_offsets, counts)`` of
-    the distinct strings sorted by bytes. Example: ``b"ab", b"a", b"ab"`` -> ``b"aab"``, ``[0, 1, 3]``, ``[1, 2]``."""
-    n = len(starts)
-    bits = 4
-    while (np.int64(1) << bits) < 2 * n:
-        bits += 1
-    size = np.int64(1) << bits
-    mask = size - 1
-    slot_item = np.full(size, -1, dtype=np.int64)
-    slot_hash = np.zeros(size, dtype=np.uint64)
-    slot_count = np.zeros(size, dtype=np.int64)
-    n_distinct = 0
-    for i in range(n):
-        s = starts[i]
-        ln = ends[i] - s
-        h = _hash_bytes(data, s, ln)
-        slot = np.int64(h >> np.uint64(64 - bits))
-        while True:
-            item = slot_item[slot]
-            if item < 0:
-                slot_item[slot] = i
-                slot_hash[slot] = h
-                slot_count[slot] = 1
-                n_distinct += 1
-                break
-            if slot_hash[slot] == h and _bytes_compare(data, starts[item], ends[item] - starts[item], data, s, ln) == 0:
-                slot_count[slot] += 1
-                break
-            slot = (slot + 1) & mask
+    """Count equal byte strings ``data[starts[i]:ends[i]]`` (:func:`tokenizer.kernels.chunk_count.count_spans`);
+    returns ``(piece_data, piece_offsets, counts)`` of the distinct strings sorted by bytes. Example: ``b"ab", b"a", b"ab"`` -> ``b"aab"``, ``[0, 1, 3]``, ``[1, 2]``."""
+    first, d_counts = count_spans(data, starts, ends, np.ones(len(starts), np.int64))
+    n_distinct = first.shape[0]
     d_starts = np.empty(n_distinct, dtype=np.int64)
     d_lengths = np.empty(n_distinct, dtype=np.int64)
-    d_counts = np.empty(n_distinct, dtype=np.int64)
-    k = 0
-    for slot in range(size):
-        item = slot_item[slot]
-        if item >= 0:
-            d_starts[k] = starts[item]
-            d_lengths[k] = ends[item] - starts[item]
-            d_counts[k] = slot_count[slot]
-            k += 1
+    for k in range(n_distinct):
+        d_starts[k] = starts[first[k]]
+        d_lengths[k] = ends[first[k]] - starts[first[k]]
     order = argsort_byte_strings_kernel(data, d_starts, d_lengths)
     total = 0
     for k in range(n_distinct):
