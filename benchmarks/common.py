@@ -223,10 +223,11 @@ def write_results(name: str, payload: dict[str, Any], results_dir: str = RESULTS
     """Write one run's ``payload`` (plus ``machine`` info and, unless the payload has one, the ``command``) to
     ``results_dir/NAME.json``, the benchmark's one results file; returns the path.
 
-    Without ``key`` the run is the whole file (``machine`` at its top). With ``key`` (a run per corpus or variant: :func:`run_key`, or a
-    corpus name) the file is ``{"runs": {KEY: run, ...}}``: the run replaces that key's entry and keeps the
-    others, read and written under an exclusive lock on ``results_dir`` and replaced atomically, so runs of the
-    same benchmark finishing together both land. A file in the other form is replaced (git keeps it)."""
+    Without ``key`` the run is the whole file (``machine`` at its top). With ``key`` (a run per corpus or variant:
+    :func:`run_key`, or a corpus name) the file is ``{"runs": {KEY: run, ...}}``: the run replaces that key's
+    entry and keeps the others, read and written under an exclusive lock on ``results_dir`` and replaced
+    atomically, so runs of the same benchmark finishing together both land. A file in the other form is replaced
+    (git keeps it)."""
     import fcntl
 
     os.makedirs(results_dir, exist_ok=True)

@@ -22,9 +22,10 @@ newline), it times, interleaved, best of ``--repeats``:
 * bytepiece: ``Tokenizer.encode`` per line;
 
 checks that shardpiece's ids equal the peer's on every line (tiktoken merges a pair whenever its concatenation is
-a token, merge replay only listed pairs: its differing lines are counted, not a failure), and measures the one-off Numba compile time in a
-fresh subprocess (cold: an empty ``NUMBA_CACHE_DIR``; warm: the on-disk cache filled). MB/s = UTF-8 bytes of
-the lines / seconds (1 MB = 10**6 bytes). Results: a table on stdout and ``benchmarks/results/encode.json``.
+a token, merge replay only listed pairs: its differing lines are counted, not a failure), and measures the one-off
+Numba compile time in a fresh subprocess (cold: an empty ``NUMBA_CACHE_DIR``; warm: the on-disk cache filled).
+MB/s = UTF-8 bytes of the lines / seconds (1 MB = 10**6 bytes). Results: a table on stdout and
+``benchmarks/results/encode.json``.
 """
 
 from __future__ import annotations

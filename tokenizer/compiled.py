@@ -40,8 +40,9 @@ def byte_piece_value(piece: bytes) -> int:
 class CompiledModel:
     """Numpy arrays the kernels need, derived from a :class:`Model` (never pickled; see module docstring).
 
-    Attributes: ``units`` (compact double array of NORMAL and USER_DEFINED pieces), ``piece_score``
-    (unigram lattice scores, of ``score_dtype``), ``merge_score`` (float32, BPE priorities), ``is_user_defined`` (uint8),
+    Attributes: ``rule``, ``record`` and ``kernel`` (the entry point of :mod:`tokenizer.kernels.batch` and its
+    tables), ``units`` (compact double array of NORMAL and USER_DEFINED pieces), ``piece_score`` (unigram lattice
+    scores, of ``score_dtype``), ``merge_score`` (float32, BPE priorities), ``is_user_defined`` (uint8),
     ``byte_to_id`` (int32[256]), ``byte_mode``, ``split_after_newlines``, ``unk_score`` (scalar of
     ``score_dtype``), ``score_dtype`` (float32, or float64 for models with exact log-count scores),
     ``max_piece_length``.
@@ -133,7 +134,8 @@ class CompiledModel:
             encoder = self.byte_level
             self.rule, self.record = RANKED_BPE, pack_record(
                 units=[self.units], ints=[encoder.pair_merged, encoder.rank_of, encoder.byte_to_id],
-                small=[encoder.char_class], longs=[encoder.pair_keys, flags(encoder.pattern, encoder.bits, encoder.ignore_merges)])
+                small=[encoder.char_class],
+                longs=[encoder.pair_keys, flags(encoder.pattern, encoder.bits, encoder.ignore_merges)])
         elif self.byte_level is not None:
             self.rule, self.record = VITERBI, self.viterbi_record(max(self.byte_level.pattern, 0),
                                                                   self.byte_level.char_class)

@@ -46,7 +46,8 @@ FROZEN_BASE = -2  # sym value of a frozen USER_DEFINED piece ``id``: FROZEN_BASE
 def symbol_starts(data, offsets, byte_mode, out, out_ends):
     """Start offsets of the symbols (UTF-8 characters, or bytes in ``byte_mode``) of each text
     ``data[offsets[i]:offsets[i + 1]]``, relative to the text, written one text after the other to ``out``;
-    ``out_ends[i]`` = where text ``i``'s starts end in ``out``. One text ``b"a\\xe4\\xb8\\xad"`` -> ``[0, 1]``, end 2."""
+    ``out_ends[i]`` = where text ``i``'s starts end in ``out``. One text ``b"a\\xe4\\xb8\\xad"`` -> ``[0, 1]``,
+    end 2."""
     count = 0
     for i in range(offsets.shape[0] - 1):
         q = offsets[i]

@@ -64,7 +64,8 @@ def argsort_byte_strings_kernel(data, starts, lengths):
 @kernel
 def count_byte_strings_kernel(data, starts, ends):
     """Count equal byte strings ``data[starts[i]:ends[i]]`` (:func:`tokenizer.kernels.chunk_count.count_spans`);
-    returns ``(piece_data, piece_offsets, counts)`` of the distinct strings sorted by bytes. Example: ``b"ab", b"a", b"ab"`` -> ``b"aab"``, ``[0, 1, 3]``, ``[1, 2]``."""
+    returns ``(piece_data, piece_offsets, counts)`` of the distinct strings sorted by bytes. Example: ``b"ab", b"a",
+    b"ab"`` -> ``b"aab"``, ``[0, 1, 3]``, ``[1, 2]``."""
     first, d_counts = count_spans(data, starts, ends, np.ones(len(starts), np.int64))
     n_distinct = first.shape[0]
     d_starts = np.empty(n_distinct, dtype=np.int64)
