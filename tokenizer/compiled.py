@@ -159,10 +159,6 @@ class CompiledModel:
 
         pair_keys, pair_merged, rank_of, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo = build_piece_pairs(
             keys, ids, self.merge_score, vocab_size, self.byte_mode)
-        # piece_bpe_into's model arguments, for BPE-dropout (which calls it directly, text by text)
-        self.piece_bpe_tables = (self.units, self.is_user_defined, self.has_user_defined, byte_piece, bmp_symbol,
-                                 self.byte_mode, pseudo_units, has_pseudo, vocab_size, pair_keys, pair_merged, rank_of,
-                                 bits, self.unk_id, self.byte_fallback, self.byte_to_id)
         marker = "\u2581".encode()
         words = marker in keys and not any(  # no piece has another character right before a "▁"
             at > 0 and not key[:at].endswith(marker) for key in keys for at in _positions(key, marker))

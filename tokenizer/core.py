@@ -244,13 +244,14 @@ class Tokenizer:
             p = float(dropout)
             if not 0.0 <= p <= 1.0 or math.isnan(p):
                 raise InputError(f"dropout={dropout!r} must be a probability in [0, 1]")
+            from tokenizer.kernels.batch import bpe_work, piece_bpe_model
             from tokenizer.kernels.bpe import piece_bpe_into
 
+            model, _ = piece_bpe_model(*compiled.record)
+
             def sample(array, n, rng, out):
-                wide, narrow = compiled.work_arrays(n)
-                m = n + 1
-                return piece_bpe_into(*compiled.piece_bpe_tables, p, rng, array, 0, n, narrow[:m], narrow[m:2 * m],
-                                      narrow[2 * m:3 * m], wide[:m], wide[m:3 * m], wide[3 * m:3 * m + 1], out, 0)
+                sym, nxt, prv, cand, heap, steps, _ = bpe_work(*compiled.work_arrays(n))
+                return piece_bpe_into(*model, p, rng, array, 0, n, sym, nxt, prv, cand, heap, steps, out, 0)
         else:
             if dropout is not None:
                 raise InputError("dropout= applies to BPE models; this is a unigram model: use alpha=")

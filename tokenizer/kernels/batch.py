@@ -108,33 +108,40 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
 
 
 @kernel
+def bpe_work(wide, narrow):
+    """The BPE work arrays carved from ``wide`` (int64) and ``narrow`` (int32), as :func:`work_sizes` sizes them:
+    ``(sym, nxt, prv, cand, heap, steps, cache)``."""
+    n = narrow.shape[0] // 3
+    return (narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n], wide[:n], wide[n:3 * n], wide[3 * n:3 * n + 1],
+            wide[3 * n + 1:3 * n + 1 + CACHE_WORDS])
+
+
+@kernel
+def piece_bpe_model(units, scores, ints, small, longs):
+    """``(model, words)``: the model arguments of :func:`tokenizer.kernels.bpe.piece_bpe_into`, in its order, read
+    from a :func:`piece_bpe_entry` record, and the record's ``words`` flag. Tables: 0 units, 1 pseudo_units;
+    2 byte_piece, 3 bmp_symbol, 4 pair_merged, 5 rank_of, 6 byte_to_id (int32); 7 is_user_defined (uint8);
+    8 pair_keys, 9 flags (int64: has_user_defined, byte_mode, has_pseudo, vocab_size, bits, unk_id, byte_fallback,
+    words)."""
+    flags = part(longs, longs, 9)
+    model = (part(units, longs, 0), part(small, longs, 7), flags[0] != 0, part(ints, longs, 2), part(ints, longs, 3),
+             flags[1] != 0, part(units, longs, 1), flags[2] != 0, flags[3], part(longs, longs, 8),
+             part(ints, longs, 4), part(ints, longs, 5), flags[4], flags[5], flags[6] != 0, part(ints, longs, 6))
+    return model, flags[7] != 0
+
+
+@kernel
 def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
                     wide, narrow, out_ids, out_offsets):
-    """SentencePiece-style BPE (:func:`tokenizer.kernels.bpe.piece_bpe_into`, no dropout). Tables: 0 units,
-    1 pseudo_units; 2 byte_piece, 3 bmp_symbol, 4 pair_merged, 5 rank_of, 6 byte_to_id (int32);
-    7 is_user_defined (uint8); 8 pair_keys, 9 flags (int64: has_user_defined, byte_mode, has_pseudo, vocab_size,
-    bits, unk_id, byte_fallback, words).
+    """SentencePiece-style BPE (:func:`tokenizer.kernels.bpe.piece_bpe_into`, no dropout); the tables as
+    :func:`piece_bpe_model` reads them.
 
     With ``words`` set (no matchable piece has a character other than "▁" right before a "▁", and "▁" is a piece:
     :meth:`tokenizer.compiled.CompiledModel.piece_bpe_record`), no merge can cross the start of a run of "▁", so
     each text is encoded word by word (a word: its "▁" run and what follows up to the next run) through the
     pre-token cache of :func:`tokenizer.kernels.bpe_ranked.cached_ids`: the same ids, most words looked up."""
-    piece_units = part(units, longs, 0)
-    pseudo_units = part(units, longs, 1)
-    byte_piece = part(ints, longs, 2)
-    bmp_symbol = part(ints, longs, 3)
-    pair_merged = part(ints, longs, 4)
-    rank_of = part(ints, longs, 5)
-    byte_to_id = part(ints, longs, 6)
-    is_user_defined = part(small, longs, 7)
-    pair_keys = part(longs, longs, 8)
-    flags = part(longs, longs, 9)
-    has_user_defined, byte_mode, has_pseudo = flags[0] != 0, flags[1] != 0, flags[2] != 0
-    vocab_size, bits, unk_id, byte_fallback, words = flags[3], flags[4], flags[5], flags[6] != 0, flags[7] != 0
-    n = narrow.shape[0] // 3
-    cand, heap, steps = wide[:n], wide[n:3 * n], wide[3 * n:3 * n + 1]
-    cache = wide[3 * n + 1:3 * n + 1 + CACHE_WORDS]
-    sym, nxt, prv = narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n]
+    model, words = piece_bpe_model(units, scores, ints, small, longs)
+    sym, nxt, prv, cand, heap, steps, cache = bpe_work(wide, narrow)
     rng_state = np.zeros(1, np.uint64)  # no dropout: never drawn from
     pos = 0
     out_offsets[0] = 0
@@ -155,10 +162,8 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
                 pos = hit
             else:
                 first = pos
-                pos = piece_bpe_into(piece_units, is_user_defined, has_user_defined, byte_piece, bmp_symbol,
-                                     byte_mode, pseudo_units, has_pseudo, vocab_size, pair_keys, pair_merged, rank_of,
-                                     bits, unk_id, byte_fallback, byte_to_id, 0.0, rng_state, data, p, q, sym, nxt,
-                                     prv, cand, heap, steps, out_ids, pos)
+                pos = piece_bpe_into(*model, 0.0, rng_state, data, p, q, sym, nxt, prv, cand, heap, steps, out_ids,
+                                     pos)
                 if pos < 0:
                     return -1, i
                 if words:
@@ -186,10 +191,7 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
     pair_keys = part(longs, longs, 5)
     flags = part(longs, longs, 6)
     pattern, bits, ignore_merges = flags[0], flags[1], flags[2] != 0
-    n = narrow.shape[0] // 3
-    cand, heap, steps = wide[:n], wide[n:3 * n], wide[3 * n:3 * n + 1]
-    cache = wide[3 * n + 1:3 * n + 1 + CACHE_WORDS]
-    sym, nxt, prv = narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n]
+    sym, nxt, prv, cand, heap, steps, cache = bpe_work(wide, narrow)
     rng_state = np.zeros(1, np.uint64)  # no dropout: never drawn from
     pos = 0
     out_offsets[0] = 0
