@@ -36,32 +36,21 @@ import numpy as np
 from tokenizer.kernels import kernel
 from tokenizer.kernels.bpe_merge_heap import _heap_pop, _heap_push, _merged_order, _tie_value
 from tokenizer.kernels.bpe_pair_rules import SCRIPT_ANY, _set_merged, pair_allowed
-from tokenizer.kernels.chunk_count import _GOLDEN, _grown
-
-
-@kernel
-def _slot_of(keys, key, bits):
-    """Slot holding ``key`` or the empty slot (-1) where it belongs (linear probing)."""
-    mask = (np.int64(1) << bits) - 1
-    h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(64 - bits))
-    while True:
-        k = keys[h]
-        if k == key or k == -1:
-            return h
-        h = (h + 1) & mask
+from tokenizer.kernels.chunk_count import _grown
+from tokenizer.kernels.hash_table import EMPTY, find_slot
 
 
 @kernel
 def _rehashed(keys, pair_count, head, mark, bits):
     """The pair table at twice the size (``bits + 1``), every entry moved with its count, list head and mark."""
     bits += 1
-    new_keys = np.full(np.int64(1) << bits, -1, np.int64)
+    new_keys = np.full(np.int64(1) << bits, EMPTY, np.int64)
     new_count = np.zeros(np.int64(1) << bits, np.int64)
     new_head = np.full(np.int64(1) << bits, -1, np.int64)
     new_mark = np.zeros(np.int64(1) << bits, np.int64)
     for j in range(keys.shape[0]):
-        if keys[j] != -1:
-            t = _slot_of(new_keys, keys[j], bits)
+        if keys[j] != EMPTY:
+            t = find_slot(new_keys, bits, keys[j])
             new_keys[t] = keys[j]
             new_count[t] = pair_count[j]
             new_head[t] = head[j]
@@ -113,7 +102,7 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
         longest = max(longest, word_len[w])
         total += word_len[w]
     bits = 16  # grown (doubled) at half full: sized by the distinct pairs, not the symbols
-    keys = np.full(np.int64(1) << bits, -1, np.int64)
+    keys = np.full(np.int64(1) << bits, EMPTY, np.int64)
     pair_count = np.zeros(np.int64(1) << bits, np.int64)
     head = np.full(np.int64(1) << bits, -1, np.int64)
     mark = np.zeros(np.int64(1) << bits, np.int64)  # the merge that last put the pair on ``touched``
@@ -150,8 +139,8 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
                 continue
             if 2 * (used + 1) > keys.shape[0]:
                 keys, pair_count, head, mark, bits = _rehashed(keys, pair_count, head, mark, bits)
-            t = _slot_of(keys, key, bits)
-            if keys[t] == -1:
+            t = find_slot(keys, bits, key)
+            if keys[t] == EMPTY:
                 keys[t] = key
                 used += 1
             pair_count[t] += change_delta[q]
@@ -164,7 +153,7 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
                 head[t] = n_rec
                 n_rec += 1
     for j in range(keys.shape[0]):
-        if keys[j] != -1 and pair_count[j] >= min_count:
+        if keys[j] != EMPTY and pair_count[j] >= min_count:
             if heap_size == heap_count.shape[0]:
                 heap_count = _grown(heap_count, 2 * heap_size)
                 heap_tie = _grown(heap_tie, 2 * heap_size)
@@ -178,7 +167,7 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
         count = heap_count[heap_size]
         tie = heap_tie[heap_size]
         key = heap_key[heap_size]
-        slot = _slot_of(keys, key, bits)
+        slot = find_slot(keys, bits, key)
         current = pair_count[slot]
         if current != count:
             if current >= min_count:
@@ -194,7 +183,7 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
                 heap_size = _heap_pop(heap_count, heap_tie, heap_key, heap_size)
                 other_tie = heap_tie[heap_size]
                 other_key = heap_key[heap_size]
-                other_current = pair_count[_slot_of(keys, other_key, bits)]
+                other_current = pair_count[find_slot(keys, bits, other_key)]
                 if other_current != count and other_current < min_count:
                     continue  # stale and too rare now
                 if n_deferred == deferred_key.shape[0]:
@@ -218,7 +207,7 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
                     heap_key = _grown(heap_key, 2 * heap_size)
                 heap_size = _heap_push(heap_count, heap_tie, heap_key, heap_size, deferred_count[q], deferred_tie[q],
                                        deferred_key[q])
-            slot = _slot_of(keys, key, bits)
+            slot = find_slot(keys, bits, key)
         a = key >> 32
         b = key & 0xFFFFFFFF
         z = first_id + merges
@@ -286,8 +275,8 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
                         continue
                     if 2 * (used + 1) > keys.shape[0]:
                         keys, pair_count, head, mark, bits = _rehashed(keys, pair_count, head, mark, bits)
-                    t = _slot_of(keys, ckey, bits)
-                    if keys[t] == -1:
+                    t = find_slot(keys, bits, ckey)
+                    if keys[t] == EMPTY:
                         keys[t] = ckey
                         used += 1
                     pair_count[t] += change_delta[q]
@@ -307,13 +296,13 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
                             touched[n_touched] = ckey
                             n_touched += 1
             r = r_next
-        slot = _slot_of(keys, key, bits)
+        slot = find_slot(keys, bits, key)
         pair_count[slot] = 0
         # one heap entry per pair that gained, at its count after the whole merge (entries pushed at counts that
         # then fell are stale and corrected when popped; a pair's best entry is never below its count)
         for q in range(n_touched):
             ckey = touched[q]
-            current = pair_count[_slot_of(keys, ckey, bits)]
+            current = pair_count[find_slot(keys, bits, ckey)]
             if current >= min_count:
                 if heap_size == heap_count.shape[0]:
                     heap_count = _grown(heap_count, 2 * heap_size)

@@ -25,20 +25,17 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
+from tokenizer.kernels.hash_table import EMPTY, find_slot, hash_slot, table_bits
 from tokenizer.kernels.random import next_float64
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 NO_RANK = np.int32(2**31 - 1)
 
 
 def build_pair_table(left: np.ndarray, right: np.ndarray, merged: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """``(pair_keys int64, pair_merged int32, bits)`` for merges ``(left[m], right[m]) -> merged[m]`` (Python,
     load time). A repeated pair keeps its first entry, as a merges list lookup does."""
-    n = len(left)
-    bits = 4
-    while (1 << bits) < 2 * n + 16:
-        bits += 1
-    keys = np.full(1 << bits, -1, np.int64)
+    bits = int(table_bits(2 * len(left) + 16))
+    keys = np.full(1 << bits, EMPTY, np.int64)
     out_merged = np.full(1 << bits, -1, np.int32)
     _fill_pair_table(np.asarray(left, np.int64), np.asarray(right, np.int64), np.asarray(merged, np.int64),
                      keys, out_merged, bits)
@@ -55,13 +52,10 @@ def merge_ranks(merged: np.ndarray, ranks: np.ndarray, size: int) -> np.ndarray:
 
 @kernel
 def _fill_pair_table(left, right, merged, keys, out_merged, bits):
-    mask = (np.int64(1) << bits) - 1
     for m in range(left.shape[0]):
         key = (left[m] << 32) | right[m]
-        h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(64 - bits))
-        while keys[h] != -1 and keys[h] != key:
-            h = (h + 1) & mask
-        if keys[h] == -1:
+        h = find_slot(keys, bits, key)
+        if keys[h] == EMPTY:
             keys[h] = key
             out_merged[h] = merged[m]
 
@@ -71,12 +65,12 @@ def pair_lookup(pair_keys, pair_merged, bits, left, right):
     """The merged id of the pair ``(left, right)``, or -1 when it is not a merge."""
     key = (np.int64(left) << 32) | np.int64(right)
     mask = (np.int64(1) << bits) - 1
-    h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(64 - bits))
-    while True:
-        k = pair_keys[h]
-        if k == key:
+    h = hash_slot(key, bits)
+    while True:  # find_slot's probe, returning on the hit or the empty slot without a second look (a hot loop)
+        found = pair_keys[h]
+        if found == key:
             return np.int64(pair_merged[h])
-        if k == -1:
+        if found == EMPTY:
             return np.int64(-1)
         h = (h + 1) & mask
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
+from tokenizer.kernels.hash_table import EMPTY, hash_slot, table_bits
 from tokenizer.kernels.pretokenize import next_pretoken_end, sentencepiece_chunk_end
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
 
 @kernel
 def _span_hash(data, start, end):
@@ -33,6 +31,35 @@ def _same_bytes(data, a, b, length):
 
 
 @kernel
+def _span_slot(slots, bits, entry_hash, entry_start, entry_end, data, h, start, end):
+    """The slot of ``slots`` (int64 entry numbers, ``2**bits``, :mod:`tokenizer.kernels.hash_table`'s slots) whose
+    entry's bytes are ``data[start:end]`` (hash ``h``), or the empty slot where that entry belongs."""
+    mask = (np.int64(1) << bits) - 1
+    j = hash_slot(h, bits)
+    while True:
+        k = slots[j]
+        if k == EMPTY:
+            return j
+        if (entry_hash[k] == h and entry_end[k] - entry_start[k] == end - start
+                and _same_bytes(data, entry_start[k], start, end - start)):
+            return j
+        j = (j + 1) & mask
+
+
+@kernel
+def _span_slots(entry_hash, n, bits):
+    """The slots of entries ``0..n-1`` (hashes ``entry_hash``, all distinct spans) in a table of ``2**bits``."""
+    slots = np.full(np.int64(1) << bits, EMPTY, np.int64)
+    mask = (np.int64(1) << bits) - 1
+    for e in range(n):
+        j = hash_slot(entry_hash[e], bits)
+        while slots[j] != EMPTY:
+            j = (j + 1) & mask
+        slots[j] = e
+    return slots
+
+
+@kernel
 def count_spans(data, starts, ends, weights):
     """Distinct byte spans ``data[starts[i]:ends[i]]`` with summed ``weights`` (int64).
 
@@ -41,37 +68,25 @@ def count_spans(data, starts, ends, weights):
     ``1, 1, 2`` -> ``first [0, 1]``, ``counts [3, 1]``.
     """
     n = starts.shape[0]
-    bits = 4
-    while (np.int64(1) << bits) < 2 * n + 16:
-        bits += 1
-    size = np.int64(1) << bits
-    mask = size - 1
-    slot_span = np.full(size, -1, np.int64)
-    slot_hash = np.zeros(size, np.uint64)
+    bits = table_bits(2 * n + 16)
+    slots = np.full(np.int64(1) << bits, EMPTY, np.int64)
+    entry_hash = np.empty(n, np.uint64)
+    entry_start = np.empty(n, np.int64)
+    entry_end = np.empty(n, np.int64)
     first = np.empty(n, np.int64)
     counts = np.zeros(n, np.int64)
-    slot_rank = np.empty(size, np.int64)
     distinct = 0
     for i in range(n):
-        s = starts[i]
-        e = ends[i]
-        h = _span_hash(data, s, e)
-        j = np.int64((h * _GOLDEN) >> np.uint64(64 - bits))
-        while True:
-            other = slot_span[j]
-            if other == -1:
-                slot_span[j] = i
-                slot_hash[j] = h
-                slot_rank[j] = distinct
-                first[distinct] = i
-                counts[distinct] = weights[i]
-                distinct += 1
-                break
-            if slot_hash[j] == h and ends[other] - starts[other] == e - s and _same_bytes(data, starts[other], s,
-                                                                                             e - s):
-                counts[slot_rank[j]] += weights[i]
-                break
-            j = (j + 1) & mask
+        h = _span_hash(data, starts[i], ends[i])
+        j = _span_slot(slots, bits, entry_hash, entry_start, entry_end, data, h, starts[i], ends[i])
+        if slots[j] == EMPTY:
+            slots[j] = distinct
+            entry_hash[distinct] = h
+            entry_start[distinct] = starts[i]
+            entry_end[distinct] = ends[i]
+            first[distinct] = i
+            distinct += 1
+        counts[slots[j]] += weights[i]
     return first[:distinct].copy(), counts[:distinct].copy()
 
 
@@ -117,7 +132,7 @@ def count_chunk_table(mode, char_class, script, data, offsets):
     ``[1, 3]``, counts ``[2, 1]``.
     """
     bits = 12
-    slots = np.full(np.int64(1) << bits, -1, np.int64)
+    slots = np.full(np.int64(1) << bits, EMPTY, np.int64)
     capacity = 1024
     entry_hash = np.empty(capacity, np.uint64)
     entry_start = np.empty(capacity, np.int64)
@@ -135,18 +150,9 @@ def count_chunk_table(mode, char_class, script, data, offsets):
             else:
                 stop = next_pretoken_end(char_class, mode, data, pos, end)
             h = _span_hash(data, pos, stop)
-            mask = (np.int64(1) << bits) - 1
-            j = np.int64((h * _GOLDEN) >> np.uint64(64 - bits))
-            while True:
-                k = slots[j]
-                if k == -1:
-                    break
-                if (entry_hash[k] == h and entry_end[k] - entry_start[k] == stop - pos
-                        and _same_bytes(data, entry_start[k], pos, stop - pos)):
-                    break
-                j = (j + 1) & mask
-            if k >= 0:
-                counts[k] += 1
+            j = _span_slot(slots, bits, entry_hash, entry_start, entry_end, data, h, pos, stop)
+            if slots[j] != EMPTY:
+                counts[slots[j]] += 1
             else:
                 if n == capacity:
                     capacity *= 2
@@ -162,13 +168,7 @@ def count_chunk_table(mode, char_class, script, data, offsets):
                 n += 1
                 if 2 * n > slots.shape[0]:
                     bits += 1
-                    slots = np.full(np.int64(1) << bits, -1, np.int64)
-                    mask = (np.int64(1) << bits) - 1
-                    for e in range(n):
-                        t = np.int64((entry_hash[e] * _GOLDEN) >> np.uint64(64 - bits))
-                        while slots[t] != -1:
-                            t = (t + 1) & mask
-                        slots[t] = e
+                    slots = _span_slots(entry_hash, n, bits)
             pos = stop
     return entry_start[:n].copy(), entry_end[:n].copy(), counts[:n].copy()
 

@@ -46,12 +46,6 @@ def unpack_ngram(key: int) -> bytes:
 
 
 @kernel
-def _hash_slot(key, bits):
-    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-    return np.int64(h >> np.uint64(64 - bits))
-
-
-@kernel
 def _pack_window(data, i, n):
     key = np.int64(0)
     for t in range(n):

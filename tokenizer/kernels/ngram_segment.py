@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.ngram_count import NEG_INF, _hash_slot, _key_byte, _pack_window
+from tokenizer.kernels.hash_table import EMPTY, hash_slot, table_bits
+from tokenizer.kernels.ngram_count import NEG_INF, _key_byte, _pack_window
 
 
 @kernel
@@ -17,8 +18,8 @@ def build_lookup_table_kernel(keys, values):
 
     ``unigrams`` float64[256] and ``bigrams`` float64[65536] (index ``b0 * 256 + b1``) hold the values of 1- and
     2-grams directly (``-inf`` when absent); longer keys live in ``table`` (int64, ``2 * 2**bits``): slot ``s``
-    holds the key at ``2 s`` (``-1`` = empty) and the float64 value's bits at ``2 s + 1`` (one cache line per
-    probe), linear probing, load factor at most 1/2.
+    holds the key at ``2 s`` (or ``EMPTY``) and the float64 value's bits at ``2 s + 1`` (one cache line per
+    probe); the slots and probing of :mod:`tokenizer.kernels.hash_table`, load factor at most 1/2.
     """
     unigrams = np.full(256, NEG_INF, dtype=np.float64)
     bigrams = np.full(65536, NEG_INF, dtype=np.float64)
@@ -26,12 +27,10 @@ def build_lookup_table_kernel(keys, values):
     for idx in range(len(keys)):
         if (keys[idx] & 7) > 2:
             n_long += 1
-    bits = 4
-    while (np.int64(1) << bits) < 2 * n_long:
-        bits += 1
+    bits = table_bits(2 * n_long)
     size = np.int64(1) << bits
     mask = size - 1
-    table = np.full(2 * size, -1, dtype=np.int64)
+    table = np.full(2 * size, EMPTY, dtype=np.int64)
     values = values.copy()
     value_bits = values.view(np.int64)
     for idx in range(len(keys)):
@@ -42,8 +41,8 @@ def build_lookup_table_kernel(keys, values):
         elif length == 2:
             bigrams[_key_byte(key, 0) * 256 + _key_byte(key, 1)] = values[idx]
         else:
-            slot = _hash_slot(key, bits)
-            while table[2 * slot] >= 0 and table[2 * slot] != key:
+            slot = hash_slot(key, bits)
+            while table[2 * slot] != EMPTY and table[2 * slot] != key:
                 slot = (slot + 1) & mask
             table[2 * slot] = key
             table[2 * slot + 1] = value_bits[idx]
@@ -54,12 +53,12 @@ def build_lookup_table_kernel(keys, values):
 def _lookup(table, bits, key):
     """The value of ``key`` in a :func:`build_lookup_table_kernel` table, as int64 bits; ``found`` False if absent."""
     mask = (len(table) >> 1) - 1
-    slot = _hash_slot(key, bits)
+    slot = hash_slot(key, bits)
     while True:
         k = table[2 * slot]
         if k == key:
             return table[2 * slot + 1], True
-        if k < 0:
+        if k == EMPTY:
             return np.int64(0), False
         slot = (slot + 1) & mask
 

@@ -1,7 +1,7 @@
-"""Numba kernels over a fixed list of pieces (BytePiece training's pruning and EM): a byte trie of the pieces, the
-unigram Viterbi that counts the pieces (and adjacent pairs) of each text's best segmentation, and forward-backward
-expected counts. Slow, obviously-correct twins live in :mod:`tokenizer.twins.piece_lattice`; hypothesis tests
-check that each pair agrees.
+"""Numba kernels over a fixed list of pieces (BytePiece training's pruning and EM), matched through a byte trie of
+the pieces (:func:`tokenizer.kernels.hash_table.build_byte_trie`): the unigram Viterbi that counts the pieces (and
+adjacent pairs) of each text's best segmentation, and forward-backward expected counts. Slow, obviously-correct
+twins live in :mod:`tokenizer.twins.piece_lattice`; hypothesis tests check that each pair agrees.
 """
 
 from __future__ import annotations
@@ -9,62 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.ngram_count import NEG_INF, _hash_slot
+from tokenizer.kernels.hash_table import trie_child
+from tokenizer.kernels.ngram_count import NEG_INF
 from tokenizer.kernels.unigram import log_add
-
-
-@kernel
-def build_piece_trie_kernel(piece_data, piece_offsets):
-    """A byte trie of the pieces: transitions in an open-addressing table keyed ``node * 256 + byte``.
-
-    Returns ``(edge_keys, edge_child, bits, node_piece)``: ``node_piece[node]`` is the index of the piece ending at
-    that node, or -1. Node 0 is the root. Empty pieces are ignored.
-    """
-    n_pieces = len(piece_offsets) - 1
-    total = len(piece_data)
-    bits = 4
-    while (np.int64(1) << bits) < 2 * total + 2:
-        bits += 1
-    size = np.int64(1) << bits
-    mask = size - 1
-    edge_keys = np.full(size, -1, dtype=np.int64)
-    edge_child = np.zeros(size, dtype=np.int64)
-    node_piece = np.full(total + 1, -1, dtype=np.int64)
-    n_nodes = 1
-    for p in range(n_pieces):
-        node = 0
-        for t in range(piece_offsets[p], piece_offsets[p + 1]):
-            key = node * 256 + np.int64(piece_data[t])
-            slot = _hash_slot(key, bits)
-            while True:
-                k = edge_keys[slot]
-                if k == key:
-                    node = edge_child[slot]
-                    break
-                if k < 0:
-                    edge_keys[slot] = key
-                    edge_child[slot] = n_nodes
-                    node = n_nodes
-                    n_nodes += 1
-                    break
-                slot = (slot + 1) & mask
-        if piece_offsets[p + 1] > piece_offsets[p]:
-            node_piece[node] = p
-    return edge_keys, edge_child, bits, node_piece[:n_nodes].copy()
-
-
-@kernel
-def _child(edge_keys, edge_child, bits, node, byte):
-    key = node * 256 + np.int64(byte)
-    mask = len(edge_keys) - 1
-    slot = _hash_slot(key, bits)
-    while True:
-        k = edge_keys[slot]
-        if k == key:
-            return edge_child[slot]
-        if k < 0:
-            return -1
-        slot = (slot + 1) & mask
 
 
 @kernel
@@ -102,7 +49,7 @@ def piece_viterbi_counts_kernel(data, offsets, weights, edge_keys, edge_child, b
                 continue
             node = 0
             for e in range(s + 1, n + 1):
-                node = _child(edge_keys, edge_child, bits, node, data[start + e - 1])
+                node = trie_child(edge_keys, edge_child, bits, node, data[start + e - 1])
                 if node < 0:
                     break
                 p = node_piece[node]
@@ -157,7 +104,7 @@ def piece_forward_backward_kernel(data, offsets, weights, edge_keys, edge_child,
                 continue
             node = 0
             for e in range(s + 1, n + 1):
-                node = _child(edge_keys, edge_child, bits, node, data[start + e - 1])
+                node = trie_child(edge_keys, edge_child, bits, node, data[start + e - 1])
                 if node < 0:
                     break
                 p = node_piece[node]
@@ -171,7 +118,7 @@ def piece_forward_backward_kernel(data, offsets, weights, edge_keys, edge_child,
         for s in range(n - 1, -1, -1):
             node = 0
             for e in range(s + 1, n + 1):
-                node = _child(edge_keys, edge_child, bits, node, data[start + e - 1])
+                node = trie_child(edge_keys, edge_child, bits, node, data[start + e - 1])
                 if node < 0:
                     break
                 p = node_piece[node]
@@ -185,7 +132,7 @@ def piece_forward_backward_kernel(data, offsets, weights, edge_keys, edge_child,
                 continue
             node = 0
             for e in range(s + 1, n + 1):
-                node = _child(edge_keys, edge_child, bits, node, data[start + e - 1])
+                node = trie_child(edge_keys, edge_child, bits, node, data[start + e - 1])
                 if node < 0:
                     break
                 p = node_piece[node]

@@ -1,13 +1,14 @@
-"""Kernels of SentencePiece-style unigram training: a hash trie, the E-step (forward-backward expected counts),
-Viterbi piece counts, second-best segmentations of pieces (for pruning) and the suffix-array helpers of the seed
-step. Pure-Python twins live in :mod:`tokenizer.twins.unigram_train`.
+"""Kernels of SentencePiece-style unigram training: the E-step (forward-backward expected counts), Viterbi piece
+counts, second-best segmentations of pieces (for pruning) and the suffix-array helpers of the seed step. Pure-Python
+twins live in :mod:`tokenizer.twins.unigram_train`.
 
 Texts are packed Arrow-style: ``data`` uint8, ``offsets`` int64 (n + 1), ``weights`` int64 (n) how often each
 text (a chunk) occurs. The lattice's units are UTF-8 characters (``byte_mode=False``; the data must be valid
 UTF-8, as SentencePiece's normalizer guarantees) or single bytes (``byte_mode=True``). Pieces are matched through a
-hash trie (:func:`build_hash_trie`); a piece whose score is ``-inf`` is inactive (pruned) and never matched, so
-one trie serves several EM rounds. Where no active single-unit piece starts at a position, an unknown node of one
-unit with score ``unk_score`` is added, as SentencePiece's lattice does.
+byte trie (``edge_keys, edge_child, bits, node_value`` from :func:`tokenizer.kernels.hash_table.build_byte_trie`);
+a piece whose score is ``-inf`` is inactive (pruned) and never matched, so one trie serves several EM rounds. Where
+no active single-unit piece starts at a position, an unknown node of one unit with score ``unk_score`` is added, as
+SentencePiece's lattice does.
 
 Expected counts are accumulated as int64 fixed point (``round(weight * marginal * scale)`` per lattice node), so
 their sums are exact and independent of how the chunks are split into partitions.
@@ -23,62 +24,11 @@ import math
 import numpy as np
 
 from tokenizer.kernels import kernel
+from tokenizer.kernels.hash_table import trie_child
 from tokenizer.kernels.unigram import log_add
 from tokenizer.kernels.utf8 import char_length
 
-_HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 NEG_INF = -np.inf
-
-
-# ---------------------------------------------------------------------------------------------------- hash trie
-@kernel
-def _slot(key, mask):
-    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-    return np.int64((h >> np.uint64(29)) & np.uint64(mask))
-
-
-@kernel
-def build_hash_trie(key_bytes, key_offsets, key_values, table_keys, table_child, node_value):
-    """Insert keys ``key_bytes[key_offsets[i]:key_offsets[i+1]]`` with values ``key_values[i]`` (int32 >= 0).
-
-    ``table_keys`` (int64) and ``table_child`` (int32) are an open-addressing table whose length is a power of two
-    larger than the number of trie nodes; ``node_value`` (int32, at least total key bytes + 1 long) gets -1 for
-    nodes that end no key. An edge (node, byte) is stored under key ``node * 256 + byte + 1`` (0 marks a free
-    slot). Returns the number of nodes (node 0 is the root).
-    """
-    mask = len(table_keys) - 1
-    table_keys[:] = 0
-    node_value[:] = -1
-    n_nodes = 1
-    for i in range(len(key_offsets) - 1):
-        node = 0
-        for k in range(key_offsets[i], key_offsets[i + 1]):
-            key = node * 256 + np.int64(key_bytes[k]) + 1
-            s = _slot(key, mask)
-            while table_keys[s] != 0 and table_keys[s] != key:
-                s = (s + 1) & mask
-            if table_keys[s] == 0:
-                table_keys[s] = key
-                table_child[s] = n_nodes
-                n_nodes += 1
-            node = table_child[s]
-        node_value[node] = key_values[i]
-    return n_nodes
-
-
-@kernel
-def trie_child(table_keys, table_child, node, byte):
-    """Child of ``node`` along ``byte``, or -1."""
-    mask = len(table_keys) - 1
-    key = node * 256 + np.int64(byte) + 1
-    s = _slot(key, mask)
-    while True:
-        found = table_keys[s]
-        if found == key:
-            return np.int64(table_child[s])
-        if found == 0:
-            return np.int64(-1)
-        s = (s + 1) & mask
 
 
 @kernel
@@ -89,8 +39,8 @@ def _unit_length(data, pos, end, byte_mode):
 
 
 @kernel
-def _edges_from(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode, data, s, end,
-                edge_end, edge_id, edge_score):
+def _edges_from(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode, data, s,
+                end, edge_end, edge_id, edge_score):
     """Lattice edges leaving byte position ``s`` of ``data[:end]``: active pieces shortest first, then the unknown
     node (id -1) when no active single-unit piece starts here. Returns the number of edges."""
     unit = _unit_length(data, s, end, byte_mode)
@@ -99,7 +49,7 @@ def _edges_from(table_keys, table_child, node_value, piece_score, unk_score, max
     node = np.int64(0)
     limit = min(end, s + max_bytes)
     for k in range(s, limit):
-        node = trie_child(table_keys, table_child, node, data[k])
+        node = trie_child(edge_keys, edge_child, bits, node, data[k])
         if node < 0:
             break
         pid = node_value[node]
@@ -120,7 +70,7 @@ def _edges_from(table_keys, table_child, node_value, piece_score, unk_score, max
 
 # ---------------------------------------------------------------------------------------------------- E-step
 @kernel
-def expected_counts(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode, data,
+def expected_counts(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode, data,
                     offsets, weights, scale, expected_out):
     """Add each chunk's expected piece counts, ``round(weight * P(node) * scale)`` per lattice node, to
     ``expected_out`` (int64, one slot per piece id); returns ``sum(weight * log Z)`` (float64) over the chunks.
@@ -158,8 +108,8 @@ def expected_counts(table_keys, table_child, node_value, piece_score, unk_score,
         s = 0
         while s < length:
             if alpha[s] != NEG_INF:
-                n = _edges_from(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode,
-                                chunk, s, length, edge_end, edge_id, edge_score)
+                n = _edges_from(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes,
+                                byte_mode, chunk, s, length, edge_end, edge_id, edge_score)
                 base = s * width
                 edge_count[s] = n
                 for e in range(n):
@@ -219,8 +169,8 @@ def bayesian_scores(expected, keep, log_total, out):
 
 # ---------------------------------------------------------------------------------------------------- Viterbi
 @kernel
-def _viterbi_path(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode, chunk, length,
-                  excluded_id, best, back_start, back_id, edge_end, edge_id, edge_score):
+def _viterbi_path(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode, chunk,
+                  length, excluded_id, best, back_start, back_id, edge_end, edge_id, edge_score):
     """Best path over ``chunk[:length]``, never using a piece with id ``excluded_id`` that spans the whole chunk.
     Fills ``best``/``back_*``; ties keep the path found first (shorter edges from earlier positions)."""
     for p in range(length + 1):
@@ -230,8 +180,8 @@ def _viterbi_path(table_keys, table_child, node_value, piece_score, unk_score, m
     for s in range(length):
         if best[s] == NEG_INF:
             continue
-        n = _edges_from(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode, chunk, s,
-                        length, edge_end, edge_id, edge_score)
+        n = _edges_from(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode,
+                        chunk, s, length, edge_end, edge_id, edge_score)
         for e in range(n):
             if edge_id[e] == excluded_id and s == 0 and edge_end[e] == length:
                 continue
@@ -244,8 +194,8 @@ def _viterbi_path(table_keys, table_child, node_value, piece_score, unk_score, m
 
 
 @kernel
-def viterbi_counts(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode, data, offsets,
-                   weights, freq_out):
+def viterbi_counts(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode, data,
+                   offsets, weights, freq_out):
     """Add ``weight`` to ``freq_out[id]`` (int64) for every piece on each chunk's Viterbi path; returns the
     weighted number of tokens (unknown nodes included)."""
     longest = 0
@@ -263,7 +213,7 @@ def viterbi_counts(table_keys, table_child, node_value, piece_score, unk_score, 
         if length == 0:
             continue
         chunk = data[offsets[i]:offsets[i + 1]]
-        _viterbi_path(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode, chunk,
+        _viterbi_path(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode, chunk,
                       length, -2, best, back_start, back_id, edge_end, edge_id, edge_score)
         t = length
         while t > 0:
@@ -276,7 +226,7 @@ def viterbi_counts(table_keys, table_child, node_value, piece_score, unk_score, 
 
 
 @kernel
-def piece_alternatives(table_keys, table_child, node_value, piece_score, unk_score, max_bytes, byte_mode,
+def piece_alternatives(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode,
                        piece_data, piece_offsets, piece_ids, status_out, alt_offsets_out, alt_ids_out):
     """SentencePiece's pruning preparation: how each piece would be segmented without itself.
 
@@ -305,7 +255,7 @@ def piece_alternatives(table_keys, table_child, node_value, piece_score, unk_sco
             status_out[i] = 0
             alt_offsets_out[i + 1] = written
             continue
-        _viterbi_path(table_keys, table_child, node_value, piece_score, unk_score, max(max_bytes, length),
+        _viterbi_path(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max(max_bytes, length),
                       byte_mode, chunk, length, piece_ids[i], best, back_start, back_id, edge_end, edge_id,
                       edge_score)
         own = piece_score[piece_ids[i]]

@@ -9,9 +9,9 @@ from typing import Sequence
 import numpy as np
 
 from tokenizer.errors import InputError
+from tokenizer.kernels.hash_table import build_byte_trie, trie_child
 from tokenizer.kernels.ngram_count import run_length_counts_kernel
-from tokenizer.kernels.piece_lattice import (_child, build_piece_trie_kernel, piece_forward_backward_kernel,
-                                             piece_viterbi_counts_kernel)
+from tokenizer.kernels.piece_lattice import piece_forward_backward_kernel, piece_viterbi_counts_kernel
 from tokenizer.trainers.bytepiece.chunks import _as_packed, pack_texts
 from tokenizer.trainers.bytepiece.pieces import pack_pieces, piece_list
 from tokenizer.trainers.bytepiece.settings import TrainSettings
@@ -39,7 +39,8 @@ class PieceModel:
 
     def trie(self) -> tuple:
         if self._trie is None:
-            self._trie = build_piece_trie_kernel(self.piece_data, self.piece_offsets)
+            self._trie = build_byte_trie(self.piece_data, self.piece_offsets,
+                                         np.arange(len(self.pieces), dtype=np.int32))
         return self._trie
 
     def viterbi_counts(self, data, offsets, weights=None) -> tuple[np.ndarray, int]:
@@ -88,7 +89,7 @@ class PieceModel:
                 continue
             node = 0
             for e in range(s + 1, n + 1):
-                node = _child(edge_keys, edge_child, bits, node, data[e - 1])
+                node = trie_child(edge_keys, edge_child, bits, node, data[e - 1])
                 if node < 0:
                     break
                 p = node_piece[node]

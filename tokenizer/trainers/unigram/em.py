@@ -11,6 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from tokenizer.kernels import unigram_train as kt
+from tokenizer.kernels.hash_table import build_byte_trie
 from tokenizer.packed import pack
 from tokenizer.trainers.unigram.settings import E_STEP_SCALE, MIN_EXPECTED, UNK_PENALTY
 
@@ -27,12 +28,8 @@ class PieceTrie:
         self.pieces = list(pieces)
         self.byte_mode = bool(byte_mode)
         data, offsets = pack(self.pieces)
-        capacity = 1 << max(4, int(len(data) * 2 + 2).bit_length())
-        self.table_keys = np.zeros(capacity, np.int64)
-        self.table_child = np.zeros(capacity, np.int32)
-        self.node_value = np.full(len(data) + 1, -1, np.int32)
-        kt.build_hash_trie(data, offsets, np.arange(len(self.pieces), dtype=np.int32), self.table_keys,
-                           self.table_child, self.node_value)
+        self.edge_keys, self.edge_child, self.bits, self.node_value = build_byte_trie(
+            data, offsets, np.arange(len(self.pieces), dtype=np.int32))
         self.max_bytes = int(max((len(p) for p in self.pieces), default=1))
 
     @functools.cached_property
@@ -41,7 +38,8 @@ class PieceTrie:
         return {p: i for i, p in enumerate(self.pieces)}
 
     def arrays(self):
-        return self.table_keys, self.table_child, self.node_value
+        """The trie as the kernels take it: ``(edge_keys, edge_child, bits, node_value)``."""
+        return self.edge_keys, self.edge_child, self.bits, self.node_value
 
 
 def e_step(trie: PieceTrie, scores: np.ndarray, data: np.ndarray, offsets: np.ndarray,
