@@ -8,7 +8,7 @@ encoded once. Each variant writes all of them, with an int64 ``id`` column and `
 10,000 documents (one batch per row group, as the job's tasks write) to one file; best process CPU of
 ``--repeats``, interleaved, and the file's size:
 
-* ``job writer, CODEC``: :func:`pipelines.writers.open_shard_writer` as the job calls it, for every codec of
+* ``job writer, CODEC``: :func:`pipelines.tokenize.writers.open_shard_writer` as the job calls it, for every codec of
   ``--parquet-compression``;
 * ``zstd, ...``: ``pyarrow.parquet.ParquetWriter`` with the job writer's settings plus one change (statistics off,
   data page version 2.0, 8 MB data pages, 65,536-value write batches, BYTE_STREAM_SPLIT encoding of the ids);
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pipelines.writers import PARQUET_CODECS, ParquetShardWriter, open_shard_writer
+    from pipelines.tokenize.writers import PARQUET_CODECS, ParquetShardWriter, open_shard_writer
     from tokenizer import Tokenizer
 
     lines = common.read_lines(common.corpus_path(args.corpora, args.corpus, "train"))

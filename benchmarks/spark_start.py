@@ -1,5 +1,5 @@
 """How long a job's local Spark session takes to start, with and without the driver JVM's class-data-sharing
-archive (:mod:`pipelines.jvm_archive`), side by side.
+archive (:mod:`pipelines.spark.jvm_archive`), side by side.
 
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/spark_start.py --repeats 5
 
@@ -33,7 +33,7 @@ PROBE = r"""
 import json, os, time
 import psutil
 started = time.perf_counter()
-from pipelines.session import build_session
+from pipelines.spark.session import build_session
 spark = build_session("local[2]", app_name="shardpiece-bench-start", small_driver=True, single_worker=True)
 session = time.perf_counter() - started
 started = time.perf_counter()
@@ -57,7 +57,7 @@ def wait_for_archive(directory: str, seconds: float = 120.0) -> None:
     """Wait until no process names a part file of ``directory`` (the JVM that writes one has exited)."""
     import time
 
-    from pipelines.jvm_archive import _running_command_lines
+    from pipelines.spark.jvm_archive import _running_command_lines
 
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

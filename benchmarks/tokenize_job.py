@@ -153,7 +153,7 @@ def tasks_work_in_one_process(model_path: str, lake: str, output_format: str, ke
     import hashlib
     import itertools
 
-    from pipelines.arrow_read import plan_parquet, read_work_units
+    from pipelines.read.arrow_read import plan_parquet, read_work_units
     from pipelines.tokenize import MALFORMED, TEXT, TokenizeConfig, encode_task, task_options
 
     files = sorted(os.path.join(lake, name) for name in os.listdir(lake) if name.endswith(".parquet"))
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     import pyarrow as pa
     import sentencepiece as spm
 
-    from pipelines.session import build_session
+    from pipelines.spark.session import build_session
     from pipelines.tokenize import TokenizeConfig, run_tokenize
     from tokenizer import Tokenizer
 

@@ -5,7 +5,7 @@
 PySpark's daemon calls ``gc.collect()`` in a reused Python worker after each task. This script builds a process
 like a tokenize worker (imports pyspark's worker, pyarrow, numpy, the pipelines; loads a model and encodes a
 batch, which fetches the kernels from the Numba cache), then times ``gc.collect()`` ``--repeats`` times, freezes
-the heap as :func:`pipelines.worker_heap.freeze_worker_heap` does in a Spark task (``gc.freeze()``), and times it
+the heap as :func:`pipelines.spark.worker_heap.freeze_worker_heap` does in a Spark task (``gc.freeze()``), and times it
 again. The model is the tokenize benchmark's sentencepiece model when it exists, else a small byte-level one.
 Results go to ``benchmarks/results/worker-heap.json``.
 """
@@ -29,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import pyarrow as pa
     import pyspark.worker  # noqa: F401 - what a worker has imported
-    import pipelines.arrow_read  # noqa: F401
-    import pipelines.writers  # noqa: F401
+    import pipelines.read.arrow_read  # noqa: F401
+    import pipelines.tokenize.writers  # noqa: F401
     from pipelines.tokenize import load_tokenizer_bytes
     from tokenizer import Model
 

@@ -5,7 +5,7 @@
 #                                                  SPARK_WORKER_CORES, SPARK_WORKER_MEMORY)
 #   anything else     run as a command, e.g. `shardpiece train --config configs/cluster.yaml`
 # SPARK_HOST overrides the address a master (default: its hostname) or worker (default: its IP) advertises;
-# SHARDPIECE_DRIVER_HOST=auto makes a driver advertise its container IP (pipelines/session.py reads it).
+# SHARDPIECE_DRIVER_HOST=auto makes a driver advertise its container IP (pipelines/spark/session.py reads it).
 set -euo pipefail
 
 own_ip() { python -c 'import socket; print(socket.gethostbyname(socket.gethostname()))'; }

@@ -134,7 +134,7 @@ client "set -e
   python - <<'PY'
 import glob, gzip
 import pyarrow.dataset as ds
-from pipelines.commit import read_manifest
+from pipelines.tokenize.commit import read_manifest
 from tokenizer import Tokenizer
 tok = Tokenizer.load('/data/cluster.model')
 lines = sorted(l for p in glob.glob('/data/corpus/*.txt.gz') for l in gzip.open(p, 'rb').read().split(b'\n')[:-1])

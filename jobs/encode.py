@@ -205,7 +205,7 @@ def describe(model_path: str) -> dict:
 def describe_output(path: str) -> dict:
     """A JSON-able summary of a tokenize output directory: whether it is complete, its runs and the last run's
     summary (the full manifest with ``--json``)."""
-    from pipelines.commit import OutputDirectory
+    from pipelines.tokenize.commit import OutputDirectory
 
     out = OutputDirectory(path)
     manifest = out.manifest()

@@ -24,7 +24,8 @@ from typing import Callable
 from tokenizer.errors import OutputWriteError, ShardpieceError
 
 OK, RUN_FAILED, USAGE = 0, 1, 2
-#: the starts of task error messages (:func:`pipelines.session.task_error_message`) that blame the input or options
+#: the starts of task error messages (:func:`pipelines.spark.session.task_error_message`) that blame the input or
+#: options
 _USER_ERRORS_IN_TASKS = ("cannot read input file", "InputError:", "ConfigError:", "ModelFileError:", "ModelError:")
 
 
@@ -51,7 +52,7 @@ def run_command(command: str, body: Callable[[], int | None]) -> int:
         module = type(exc).__module__ or ""
         if not module.startswith(("pyspark", "py4j")):
             raise
-        from pipelines.session import task_error_message
+        from pipelines.spark.session import task_error_message
 
         message = task_error_message(exc) or type(exc).__name__
         print(f"{command}: error in a Spark task: {message}", file=sys.stderr)

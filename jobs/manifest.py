@@ -89,7 +89,7 @@ def input_fingerprint(spark, inputs: Sequence[str], hash_cache: str | None = Non
     is given). ``digest`` is SHA-256 over the sorted ``(hash or path+size+mtime)`` entries: renaming or reordering
     files leaves it unchanged, changing a byte changes it. Zero-byte files are listed and contribute nothing.
     """
-    from pipelines.readers import list_input_files
+    from pipelines.read.readers import list_input_files
 
     listed = list_input_files(spark, inputs)  # ``spark`` may be None when every input is local
     cache = _load_cache(hash_cache)

@@ -24,7 +24,7 @@ import os
 import sys
 from dataclasses import fields
 
-from pipelines.writers import PARQUET_CODECS
+from pipelines.tokenize.writers import PARQUET_CODECS
 from tokenizer.errors import ConfigError
 
 _LIST_KEYS = ("inputs", "keep_columns")
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     config, master, driver_memory = make_config(args)
     config.validate()
     from jobs.manifest import versions
-    from pipelines.session import build_session
+    from pipelines.spark.session import build_session
     from pyspark.sql import SparkSession
     from pipelines.tokenize import run_tokenize
 

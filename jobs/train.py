@@ -14,7 +14,7 @@ With one vocab size ``--output`` is the model file, the manifest ``OUTPUT.manife
 ``config.yaml``. Model files hold only what decides the result (settings, a corpus fingerprint); time, host,
 versions, input hashes, per-stage timings and output checksums go to the manifest (:mod:`jobs.manifest`). Every
 stage's output is kept in the work directory (``--work-dir``, default ``.shardpiece-work`` beside the output) keyed
-by the algorithm, its settings and the input's content fingerprint (:mod:`pipelines.workdir`): the same command
+by the algorithm, its settings and the input's content fingerprint (:mod:`pipelines.train.workdir`): the same command
 run again resumes after the last finished stage and writes the same model bytes.
 """
 
@@ -60,7 +60,7 @@ def resolved_config(options: dict[str, Any]) -> dict[str, Any]:
 def _read(source: TrainInput, options: dict, algorithm, settings, log) -> tuple[dict, str, Any]:
     """Read the input as the algorithm and the options allow; returns ``(read counts, reader, corpus or None)``
     and fills ``source`` (documents, units or local packed documents)."""
-    from pipelines.readers import ReadStats
+    from pipelines.read.readers import ReadStats
 
     holdout = source.holdout
     if source.spark is None:  # --master none: local text files in this process
@@ -79,14 +79,14 @@ def _read(source: TrainInput, options: dict, algorithm, settings, log) -> tuple[
                 held_out_documents=int(np.count_nonzero(np.diff(held_offsets))))
         return stats.to_dict(), "one process", None
     if algorithm.reads_files_in_tasks and options["reader"] == "auto" and not options.get("partitions"):
-        from pipelines.direct_count import direct_units
+        from pipelines.train.direct_count import direct_units
 
         source.units = direct_units(source.spark, options["input"], options.get("input_format"),
                                     options["text_column"])
         if source.units is not None:
             return {}, "pyarrow in the tasks", None
     from jobs.training import split_holdout
-    from pipelines.readers import read_corpus
+    from pipelines.read.readers import read_corpus
 
     corpus = read_corpus(source.spark, options["input"], input_format=options.get("input_format"),
                          text_column=options["text_column"], partitions=options.get("partitions"))
@@ -105,7 +105,7 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
     from jobs.evaluate import bytes_per_token
     from jobs.manifest import file_checksums, input_fingerprint, versions, write_manifest
     from jobs.training import evaluation_sample, evaluation_texts
-    from pipelines.workdir import StageLog, WorkDir
+    from pipelines.train.workdir import StageLog, WorkDir
     from tokenizer.files import write_atomic
 
     algorithm = ALGORITHMS[options["algorithm"]]
@@ -117,7 +117,7 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
     wall = time.perf_counter()
     spark = None
     if (options.get("master") or "").lower() != "none":
-        from pipelines.session import build_session
+        from pipelines.spark.session import build_session
 
         # a lean local driver JVM and one Python worker at a time using every local core through threads
         spark = build_session(options.get("master"), app_name=f"shardpiece-train-{algorithm.name}",

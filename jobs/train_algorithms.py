@@ -13,7 +13,7 @@ bpe        chunk table (``chunks``)                    merges of the largest siz
 =========  ==========================================  =============================================================
 
 Unigram and BPE count through one chunk-table monoid (:mod:`tokenizer.trainers.chunk_table`), reduced by Spark
-(:mod:`pipelines.reduce`), by tasks that read local files themselves (:mod:`pipelines.direct_count`) or, for
+(:mod:`pipelines.train.reduce`), by tasks that read local files themselves (:mod:`pipelines.train.direct_count`) or, for
 BPE's ``--master none``, in this process; every way gives the same table, so the same model bytes. Several vocab
 sizes always come from one count.
 """
@@ -38,8 +38,8 @@ class TrainInput:
 
     spark: Any
     options: dict
-    work: Any  # pipelines.workdir.WorkDir
-    log: Any  # pipelines.workdir.StageLog
+    work: Any  # pipelines.train.workdir.WorkDir
+    log: Any  # pipelines.train.workdir.StageLog
     documents: Any = None
     held_out: Any = None
     units: list | None = None
@@ -91,7 +91,7 @@ class Algorithm:
 
     @staticmethod
     def session_options(master: str | None) -> dict:
-        from pipelines.unigram import counting_session_options
+        from pipelines.train.unigram import counting_session_options
 
         return counting_session_options(master)
 
@@ -120,7 +120,7 @@ class BytePiece(Algorithm):
 
     @staticmethod
     def session_options(master: str | None) -> dict:
-        from pipelines.reduce import CACHED_PLAN_OPTIONS
+        from pipelines.train.reduce import CACHED_PLAN_OPTIONS
 
         return dict(CACHED_PLAN_OPTIONS)
 
@@ -133,7 +133,7 @@ class BytePiece(Algorithm):
 
     @staticmethod
     def fit(source: TrainInput, settings, progress: Callable[[str], None]) -> Trained:
-        from pipelines.bytepiece import train_bytepiece
+        from pipelines.train.bytepiece import train_bytepiece
 
         result = train_bytepiece(source.documents, settings, progress=progress,
                                  provenance={"holdout_fraction": source.holdout} if source.holdout > 0 else None,
@@ -145,10 +145,11 @@ class BytePiece(Algorithm):
 # ---------------------------------------------------------------------------------------------------- chunk tables
 def count_chunk_table(source: TrainInput, counter, count_local: Callable | None) -> Any:
     """The ``chunks`` stage of unigram and BPE: the chunk table of whichever input the job read (see
-    :class:`TrainInput`), counted by ``counter`` (:data:`pipelines.reduce.Counter`) in Spark tasks, or by
+    :class:`TrainInput`), counted by ``counter`` (:data:`pipelines.train.reduce.Counter`) in Spark tasks, or by
     ``count_local`` in this process (``--master none``); resumed from the work directory when a run before finished
     it. The table keeps the first documents for the evaluation sample, whichever way it was counted."""
-    from pipelines import direct_count, reduce
+    from pipelines.train import direct_count
+    from pipelines.train import reduce
 
     limit, keep = source.limit, int(source.options["eval_documents"])
 
@@ -189,7 +190,7 @@ def local_table(source: TrainInput, count: Callable) -> Any:
     """The chunk table of ``--master none``'s packed documents, with the first ones kept for evaluation, cut to
     the memory bound as the Spark reduce cuts it."""
     from jobs.training import first_documents
-    from pipelines import reduce
+    from pipelines.train import reduce
     from tokenizer.trainers import chunk_table as T
 
     import numpy as np
@@ -249,7 +250,7 @@ class Unigram(Algorithm):
 
     @staticmethod
     def fit(source: TrainInput, settings: dict, progress: Callable[[str], None]) -> Trained:
-        from pipelines import unigram as pu
+        from pipelines.train import unigram as pu
         from tokenizer.trainers import unigram as ug
         from tokenizer.trainers.bpe import bpe_table_fingerprint
 
@@ -325,7 +326,7 @@ class Bpe(Algorithm):
             return local_table(source, lambda data, offsets: bpe.count_chunks_threaded(data, offsets, settings,
                                                                                          threads))
 
-        from pipelines.bpe import counter
+        from pipelines.train.bpe import counter
 
         table = count_chunk_table(source, counter(settings), count_local)
         fingerprint = bpe.bpe_table_fingerprint(table.chunks, table.counts)

@@ -81,7 +81,7 @@ def read_text_lines(inputs: list[str]) -> tuple[np.ndarray, np.ndarray, list[str
     directories expanded, sorted), split at ``\\n`` as Spark's text source does, without the newlines."""
     import glob
 
-    from pipelines.readers import read_local_text_file
+    from pipelines.read.readers import read_local_text_file
 
     files: list[str] = []
     for pattern in inputs:

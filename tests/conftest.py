@@ -15,7 +15,7 @@ warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\..*")
 def spark():
     """A local[2] SparkSession bound to loopback, 4 shuffle partitions, errors-only logging."""
     pytest.importorskip("pyspark")
-    from pipelines.session import build_session
+    from pipelines.spark.session import build_session
 
     session = build_session(
         "local[2]", app_name="shardpiece-tests", shuffle_partitions=4, driver_memory="1g",

@@ -2,16 +2,16 @@
 
 Steps (:func:`run_tokenize`):
 
-1. Prepare the output directory for the run mode (:mod:`pipelines.commit`): ``error`` refuses a non-empty one,
+1. Prepare the output directory for the run mode (:mod:`pipelines.tokenize.commit`): ``error`` refuses a non-empty one,
    ``skip`` returns at once when it is complete, ``incremental`` keeps the committed runs, ``overwrite`` clears it.
-2. List the input files (Hadoop filesystems, via :func:`pipelines.readers.list_input_files`) with their size and
+2. List the input files (Hadoop filesystems, via :func:`pipelines.read.readers.list_input_files`) with their size and
    modification time; in incremental mode keep only files the manifest does not list (a listed file whose size or
    time changed is an error: its old tokens are in the output).
 3. Read only those files, as batches of one text column, a malformed-row flag and the kept columns; nulls and empty
    documents are kept (they are documents too, or bad rows to account for). Two readers give the same batches:
 
    * Parquet (``reader: auto``, the default): the driver reads the footers and plans row-group work units
-     (:mod:`pipelines.arrow_read`); Spark distributes only the unit lists (``parallelize`` + ``mapPartitions``,
+     (:mod:`pipelines.read.arrow_read`); Spark distributes only the unit lists (``parallelize`` + ``mapPartitions``,
      :func:`encode_units`) and each Python task reads its row groups with pyarrow. The JVM never touches the data.
      Units are cut in input order (sorted files, row groups, rows), so the shards in manifest order hold the
      documents in input order. ``--partitions N`` gives N tasks (row groups are split by rows when there are fewer);
@@ -29,7 +29,8 @@ Steps (:func:`run_tokenize`):
    return one row of counts.
 5. The driver checks the results (one per partition, verify mismatches, document counts from the shards' metadata
    and, with ``verify``, an independent count of the input rows: Spark's ``count()``, or the Parquet footers' row
-   counts on the direct path), then commits: rename the winners, then the manifest with the summary (pipelines.commit).
+   counts on the direct path), then commits: rename the winners, then the manifest with the summary
+   (:mod:`pipelines.tokenize.commit`).
 
 Every input row is accounted for: ``rows_read == documents + skipped_bad_rows`` for each run (checked before the
 commit); bad rows (null text, malformed JSON lines, invalid UTF-8, documents over ``max_document_bytes``) follow
@@ -48,7 +49,7 @@ from pipelines.tokenize.results import merge_megatron
 from pipelines.tokenize.run import run_tokenize
 from pipelines.tokenize.stats import bucket_floor, histogram_quantiles, token_buckets
 from pipelines.tokenize.task import classify_rows, encode_partition, encode_task, encode_units, load_tokenizer_bytes
-from pipelines.writers import OUTPUT_FORMATS, shard_files
+from pipelines.tokenize.writers import OUTPUT_FORMATS, shard_files
 
 __all__ = [
     "BAD_ROW_KINDS", "BAD_ROW_POLICIES", "MALFORMED", "OUTPUT_FORMATS", "READERS", "RESULT_SCHEMA", "TASK_OPTIONS",

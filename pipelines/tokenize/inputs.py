@@ -1,5 +1,5 @@
 """The tokenize job's input side, on the driver: list the input files with sizes and modification times, plan
-the direct read (pyarrow in the Python tasks, :mod:`pipelines.arrow_read`) or fall back to Spark's reader, and
+the direct read (pyarrow in the Python tasks, :mod:`pipelines.read.arrow_read`) or fall back to Spark's reader, and
 Spark's reader itself (:func:`read_documents`)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Sequence
 
 import pyarrow as pa
 
-from pipelines.arrow_read import TextPlan, plan_parquet, plan_text
-from pipelines.commit import InputFile
-from pipelines.readers import InputFiles, _read_lines, detect_format, list_input_files, missing_column_error
+from pipelines.read.arrow_read import TextPlan, plan_parquet, plan_text
+from pipelines.tokenize.commit import InputFile
+from pipelines.read.readers import InputFiles, _read_lines, detect_format, list_input_files, missing_column_error
 from pipelines.tokenize.options import MALFORMED, TEXT, TokenizeConfig
 from tokenizer.errors import ConfigError, InputError
 
@@ -30,7 +30,7 @@ def list_inputs(spark, inputs: Sequence[str]) -> tuple[list[InputFile], list[Inp
 def read_documents(spark, files: Sequence[str], input_format: str, text_column: str, keep_columns: Sequence[str]):
     """DataFrame of ``__text`` (binary, nulls kept), ``__malformed`` (bool) and the kept columns of ``files``.
 
-    Unlike :func:`pipelines.readers.read_corpus`, rows with null or empty text stay (they are documents or bad rows
+    Unlike :func:`pipelines.read.readers.read_corpus`, rows with null or empty text stay (they are documents or bad rows
     to account for) and extra columns come along. JSONL fields are kept as strings (JSON text for non-strings).
     """
     from pyspark.sql import functions as F
@@ -71,7 +71,7 @@ def read_documents(spark, files: Sequence[str], input_format: str, text_column: 
 
 def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[InputFile]):
     """``(work units, kept columns' Arrow schema)`` for reading Parquet in the Python tasks
-    (:mod:`pipelines.arrow_read`), or ``(None, None)`` for Spark's reader (text/JSONL input, ``reader: spark``, or
+    (:mod:`pipelines.read.arrow_read`), or ``(None, None)`` for Spark's reader (text/JSONL input, ``reader: spark``, or
     files pyarrow cannot take, said on stderr). A missing column raises the Spark path's error."""
     if input_format == "text" and config.keep_columns:  # for either reader
         raise ConfigError("--keep-columns: text input has no columns; use JSONL or Parquet input")

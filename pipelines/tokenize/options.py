@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipelines.writers import check_format, check_parquet_codec
+from pipelines.tokenize.writers import check_format, check_parquet_codec
 from tokenizer.errors import ConfigError
 
 TEXT = "__text"
@@ -34,7 +34,7 @@ class TokenizeConfig:
     keep_columns: list[str] = field(default_factory=list)
     output_format: str = "parquet"            # parquet | megatron | npy
     parquet_ids_dtype: str = "int32"          # int32 | uint16 (Parquet's input_ids element type)
-    parquet_compression: str = "zstd"         # one of pipelines.writers.PARQUET_CODECS
+    parquet_compression: str = "zstd"         # one of pipelines.tokenize.writers.PARQUET_CODECS
     add_bos: bool = False
     add_eos: bool = False
     #: Match control tokens spelled in the text (``<s>``) as their ids; default: such text is ordinary text.

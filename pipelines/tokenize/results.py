@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pipelines.commit import OutputDirectory, TaskResult
+from pipelines.tokenize.commit import OutputDirectory, TaskResult
 from pipelines.tokenize.options import BAD_ROW_KINDS, TokenizeConfig
 from pipelines.tokenize.stats import histogram_quantiles
-from pipelines.writers import shard_document_count
+from pipelines.tokenize.writers import shard_document_count
 from tokenizer.errors import InputError
 from tokenizer.interop.megatron import merge_datasets
 

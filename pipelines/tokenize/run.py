@@ -11,9 +11,9 @@ import threading
 import time
 from typing import Any
 
-from pipelines.arrow_read import assign_units, default_tasks
-from pipelines.commit import OutputDirectory, TaskResult
-from pipelines.session import default_parallelism
+from pipelines.read.arrow_read import assign_units, default_tasks
+from pipelines.tokenize.commit import OutputDirectory, TaskResult
+from pipelines.spark.session import default_parallelism
 from pipelines.tokenize.inputs import _direct_plan, list_inputs, read_documents
 from pipelines.tokenize.options import RESULT_SCHEMA, TokenizeConfig, resolved_options, task_options
 from pipelines.tokenize.results import _check_results, _summary
@@ -44,7 +44,8 @@ class _Progress(threading.Thread):
 
 
 def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Run the tokenize job; returns the summary (also kept in ``OUTPUT/_manifest.parquet``: pipelines.commit.read_summary).
+    """Run the tokenize job; returns the summary (also kept in ``OUTPUT/_manifest.parquet``:
+    :func:`pipelines.tokenize.commit.read_summary`).
 
     The summary records the resolved options (``config``: every field of ``config`` after the config file and the
     command line were merged, defaults included, and the session's Spark master) and ``versions`` as given (the

@@ -14,12 +14,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.arrow_read import read_work_units
-from pipelines.commit import OutputDirectory
+from pipelines.read.arrow_read import read_work_units
+from pipelines.tokenize.commit import OutputDirectory
 from pipelines.tokenize.options import BAD_ROW_KINDS, MALFORMED, RESULT_SCHEMA, TEXT
 from pipelines.tokenize.stats import token_buckets
-from pipelines.worker_heap import freeze_worker_heap
-from pipelines.writers import open_shard_writer, read_shard
+from pipelines.spark.worker_heap import freeze_worker_heap
+from pipelines.tokenize.writers import open_shard_writer, read_shard
 from tokenizer.added_tokens import with_control_tokens_in_text
 from tokenizer.core import Tokenizer
 from tokenizer.errors import ConfigError, InputError
@@ -125,7 +125,7 @@ def encode_units(
     output: str, run_id: str, config: dict[str, Any],
 ) -> Iterator[dict]:
     """RDD step of the direct read path: this partition's Parquet work units (one list per partition, see
-    :mod:`pipelines.arrow_read`) are read with pyarrow in this Python task, encoded and written as its shard;
+    :mod:`pipelines.read.arrow_read`) are read with pyarrow in this Python task, encoded and written as its shard;
     yields one dict of counts (the ``RESULT_SCHEMA`` fields)."""
     partition, attempt = _task_identity()
     for units in groups:

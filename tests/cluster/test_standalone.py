@@ -29,8 +29,8 @@ import urllib.request
 
 import pytest
 
-from pipelines.bytepiece import multiset_fingerprint
-from pipelines.commit import OutputDirectory
+from pipelines.train.bytepiece import multiset_fingerprint
+from pipelines.tokenize.commit import OutputDirectory
 from tokenizer.core import Tokenizer
 from tokenizer.trainers.bytepiece import TrainSettings, train_bytepiece_local
 

@@ -15,8 +15,8 @@ import random
 import pytest
 
 from jobs.train import main as train_main
-from pipelines.bytepiece import multiset_fingerprint
-from pipelines.commit import OutputDirectory
+from pipelines.train.bytepiece import multiset_fingerprint
+from pipelines.tokenize.commit import OutputDirectory
 from tokenizer.errors import OutputWriteError
 from tokenizer.files import write_atomic
 from tokenizer.core import Tokenizer

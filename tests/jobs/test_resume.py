@@ -16,8 +16,8 @@ import random
 import pytest
 
 from jobs.train import main
-from pipelines.bytepiece import multiset_fingerprint
-from pipelines.workdir import FAULT_ENV, InjectedFault, WorkDir, run_key
+from pipelines.train.bytepiece import multiset_fingerprint
+from pipelines.train.workdir import FAULT_ENV, InjectedFault, WorkDir, run_key
 from tokenizer.trainers.bytepiece import TrainSettings, train_bytepiece_local
 
 def corpus_lines(n: int = 400, seed: int = 3) -> list[bytes]:

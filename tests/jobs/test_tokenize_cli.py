@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from jobs.tokenize import build_parser, main, make_config
-from pipelines.commit import InputFile, OutputDirectory, TaskResult
-from pipelines.writers import open_shard_writer
+from pipelines.tokenize.commit import InputFile, OutputDirectory, TaskResult
+from pipelines.tokenize.writers import open_shard_writer
 from tokenizer.errors import ConfigError
 from tokenizer.interop.megatron import MegatronDataset
 

@@ -13,7 +13,7 @@ from jobs.config import validate_config
 from jobs.train import build_parser, main, resolve_options
 from jobs.train_options import SCHEMA, load_config
 from jobs.training import model_paths
-from pipelines.bytepiece import multiset_fingerprint
+from pipelines.train.bytepiece import multiset_fingerprint
 from tokenizer.errors import ConfigError
 from tokenizer.model import Model
 from tokenizer.trainers.bytepiece import TrainSettings, train_bytepiece_local

@@ -45,9 +45,9 @@ def random_lines(n: int = 3000, seed: int = 4) -> list[bytes]:
 
 @pytest.mark.spark
 def test_bounded_reduce_is_the_top_of_the_full_table_for_any_partitioning(spark):
-    from pipelines import bpe as pb
-    from pipelines import bytepiece as pbp
-    from pipelines import reduce
+    from pipelines.train import bpe as pb
+    from pipelines.train import bytepiece as pbp
+    from pipelines.train import reduce
     from tokenizer.trainers.bpe import BpeSettings
     from tokenizer.trainers.bytepiece import TrainSettings
 

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from pipelines.bpe import counter
-from pipelines.reduce import count_chunk_table
+from pipelines.train.bpe import counter
+from pipelines.train.reduce import count_chunk_table
 from tokenizer import Tokenizer
 from tokenizer.model import Model
 from tokenizer.trainers import bpe

@@ -9,10 +9,10 @@ import pyarrow as pa
 import pytest
 
 
-from pipelines.bytepiece import (
+from pipelines.train.bytepiece import (
     count_ngram_shards, count_piece_shards, em_partition, kept_ngram_table, multiset_fingerprint, train_bytepiece,
 )
-from pipelines.shards import binary_buffers, iter_shards, map_shards
+from pipelines.read.shards import binary_buffers, iter_shards, map_shards
 from tokenizer.errors import InputError
 from tokenizer.packed import to_arrow
 from tokenizer.trainers import bytepiece as bp

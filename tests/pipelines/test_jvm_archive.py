@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from pipelines import jvm_archive
-from pipelines.jvm_archive import ARCHIVE_DIR_ENV, driver_archive_options, record_class_path
+from pipelines.spark import jvm_archive
+from pipelines.spark.jvm_archive import ARCHIVE_DIR_ENV, driver_archive_options, record_class_path
 
 OPTIONS = "-XX:+UseSerialGC -Xss512k"
 

@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from pipelines.readers import _list_hadoop, detect_format, list_input_files, list_local_files, read_corpus, split_lines
+from pipelines.read.readers import (_list_hadoop, detect_format, list_input_files, list_local_files, read_corpus,
+                                    split_lines)
 from tokenizer.errors import InputError
 
 pytestmark = pytest.mark.spark

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from pipelines import reduce
+from pipelines.train import reduce
 
 int_keys = st.dictionaries(st.integers(0, 1 << 40), st.integers(1, 50), max_size=40)
 byte_keys = st.dictionaries(st.binary(max_size=6), st.integers(1, 50), max_size=40)

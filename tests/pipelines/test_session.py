@@ -6,7 +6,7 @@ import pytest
 
 import os
 
-from pipelines.session import (
+from pipelines.spark.session import (
     SMALL_DRIVER_JAVA_OPTIONS, SMALL_DRIVER_MEMORY, is_local_master, local_cores, session_config,
 )
 
@@ -93,7 +93,7 @@ def test_extra_settings_override_the_small_defaults():
 
 
 def test_an_out_of_memory_error_names_the_fix():
-    from pipelines.session import task_error_message
+    from pipelines.spark.session import task_error_message
 
     class Py4JJavaError(Exception):
         pass

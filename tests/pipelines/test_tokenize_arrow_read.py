@@ -8,11 +8,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.arrow_read import ParquetUnit, arrow_filesystem, assign_units, default_tasks, plan_parquet, \
+from pipelines.read.arrow_read import ParquetUnit, arrow_filesystem, assign_units, default_tasks, plan_parquet, \
     read_units, split_units
-from pipelines.commit import OutputDirectory, read_manifest
+from pipelines.tokenize.commit import OutputDirectory, read_manifest
 from pipelines.tokenize import TokenizeConfig
-from pipelines.writers import read_shard
+from pipelines.tokenize.writers import read_shard
 from tokenizer import Model, Tokenizer
 
 EMPTY = pa.schema([])
@@ -218,8 +218,8 @@ def test_parquet_files_without_rows_commit_no_shards(spark, tmp_path, model_path
 # ---------------------------------------------------------------------------------------------- text files
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from pipelines.arrow_read import TextUnit, line_blocks, plan_text, read_text_units  # noqa: E402
-from pipelines.readers import split_lines  # noqa: E402
+from pipelines.read.arrow_read import TextUnit, line_blocks, plan_text, read_text_units  # noqa: E402
+from pipelines.read.readers import split_lines  # noqa: E402
 
 
 def _lines_of(units) -> list[bytes]:
@@ -274,7 +274,7 @@ def test_direct_text_read_writes_what_the_spark_reader_writes(spark, tmp_path, m
 
     import zstandard
 
-    import pipelines.arrow_read as arrow_read
+    import pipelines.read.arrow_read as arrow_read
 
     monkeypatch.setattr(arrow_read, "TEXT_UNIT_BYTES", 1000)  # lines straddle unit boundaries
     documents = [d if d is not None else "" for d in make_documents(900, seed=9)]

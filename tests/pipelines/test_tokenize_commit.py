@@ -8,8 +8,8 @@ import os
 import pyarrow as pa
 import pytest
 
-from pipelines.commit import MANIFEST, TEMPORARY, InputFile, OutputDirectory, TaskResult, read_summary
-from pipelines.writers import open_shard_writer, read_shard
+from pipelines.tokenize.commit import MANIFEST, TEMPORARY, InputFile, OutputDirectory, TaskResult, read_summary
+from pipelines.tokenize.writers import open_shard_writer, read_shard
 from tokenizer.errors import ConfigError, InputError
 
 SETTINGS = {"model_sha256": "abc", "output_format": "npy"}

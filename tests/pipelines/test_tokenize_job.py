@@ -9,8 +9,8 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.commit import OutputDirectory, read_manifest, read_summary
-from pipelines.writers import read_shard
+from pipelines.tokenize.commit import OutputDirectory, read_manifest, read_summary
+from pipelines.tokenize.writers import read_shard
 
 PIECES = [b"th", b"the", b" the", b"in", b"ing", b"\xe4\xb8\xad\xe6\x96\x87", b"  ", b"\xf0\x9f\x98\x80"]
 WORDS = ["the", "thing", "sing", "中文", "字符", "日本語", "😀", "🎉🎉", "a\tb", "e\u0301", "x\x00y", "  ", "ok\r",

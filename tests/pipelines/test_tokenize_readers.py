@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.commit import read_manifest
+from pipelines.tokenize.commit import read_manifest
 from pipelines.tokenize import TokenizeConfig, run_tokenize
 from tokenizer import Model, Tokenizer
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pipelines.writers import (
+from pipelines.tokenize.writers import (
     OUTPUT_FORMATS, PARQUET_CODECS, npy_header, npy_token_dtype, open_shard_writer, read_shard, shard_document_count,
     shard_files,
 )

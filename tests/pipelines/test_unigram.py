@@ -25,14 +25,14 @@ def fit(table, settings, runner=None, threads: int = 1) -> bytes:
 
 
 def count_chunks(frame, settings, threads=None, shard_bytes=None):
-    from pipelines.reduce import count_chunk_table
-    from pipelines.unigram import counter
+    from pipelines.train.reduce import count_chunk_table
+    from pipelines.train.unigram import counter
 
     return count_chunk_table(frame, counter(settings, *([shard_bytes] if shard_bytes else [])), threads)
 
 
 def test_models_identical_across_partitions_and_estep_modes(spark):
-    from pipelines.unigram import spark_runner, table_frame
+    from pipelines.train.unigram import spark_runner, table_frame
 
     texts = sentences()
     settings = ug.UnigramSettings(vocab_size=120)
@@ -91,11 +91,11 @@ def test_direct_count_is_the_spark_count_of_the_training_documents(spark, tmp_pa
     held-out documents in input order."""
     import gzip
 
-    import pipelines.arrow_read as arrow_read
+    import pipelines.read.arrow_read as arrow_read
     from jobs.training import split_holdout
-    from pipelines.readers import read_corpus
-    from pipelines.direct_count import count_chunks_direct
-    from pipelines.unigram import counter
+    from pipelines.read.readers import read_corpus
+    from pipelines.train.direct_count import count_chunks_direct
+    from pipelines.train.unigram import counter
 
     texts = sentences(seed=5, lines=600) + ["x\u2585y".encode(), b"", b"<s> ka </s>"]
     (tmp_path / "a.txt").write_bytes(b"\n".join(texts[:400]) + b"\n")
@@ -150,14 +150,14 @@ def test_unigram_job_names_a_corrupt_compressed_input(spark, tmp_path, capsys):
 
 
 def test_driver_threads_of_masters():
-    from pipelines.unigram import driver_threads
+    from pipelines.train.unigram import driver_threads
 
     assert driver_threads("local[2]") == 2 and driver_threads("local") == 1
     assert driver_threads("spark://127.0.0.1:7077") == 1
 
 
 def test_counting_session_options():
-    from pipelines.unigram import COUNT_SPLIT_BYTES, counting_session_options
+    from pipelines.train.unigram import COUNT_SPLIT_BYTES, counting_session_options
 
     cached = {"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true"}
     assert counting_session_options("local[2]") == {

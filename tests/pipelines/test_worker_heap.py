@@ -4,7 +4,7 @@ import gc
 
 import pytest
 
-from pipelines.worker_heap import freeze_worker_heap
+from pipelines.spark.worker_heap import freeze_worker_heap
 
 pytestmark = pytest.mark.spark
 
@@ -24,7 +24,7 @@ def _heap_after(run_task):
     def partition(_):
         import gc as worker_gc
 
-        from pipelines import worker_heap
+        from pipelines.spark import worker_heap
 
         result = run_task()
         yield {"result": result, "frozen_flag": worker_heap._frozen, "frozen": worker_gc.get_freeze_count(),
@@ -34,7 +34,7 @@ def _heap_after(run_task):
 
 def _shards_task():
     def run():
-        from pipelines.shards import map_shards
+        from pipelines.read.shards import map_shards
 
         return list(map_shards(len, [b"ab", b"c"], threads=1))
     return run

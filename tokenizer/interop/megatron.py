@@ -106,7 +106,8 @@ class MegatronWriter:
     """Stream documents into ``PREFIX.bin`` and write ``PREFIX.idx`` on :meth:`close` (one sequence per document).
 
     The files are written under the names given; atomic publication (temporary names, then rename) is the caller's
-    job (``pipelines.writers`` does it). Use as a context manager; on an exception the partial files are removed.
+    job (``pipelines.tokenize.writers`` does it). Use as a context manager; on an exception the partial files are
+    removed.
     """
 
     def __init__(self, prefix: str | os.PathLike, *, vocab_size: int | None = None, dtype: np.dtype | None = None):

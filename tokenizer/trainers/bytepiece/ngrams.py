@@ -59,7 +59,7 @@ def merge_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarr
 
 @dataclass
 class NgramTable:
-    """What the driver gets from the n-gram pass (pipelines.bytepiece.reduce_ngrams): the kept n-grams' packed
+    """What the driver gets from the n-gram pass (pipelines.train.bytepiece.reduce_ngrams): the kept n-grams' packed
     keys and counts (int64), the pass's statistics and what the driver's memory bound dropped."""
 
     keys: np.ndarray

@@ -3,7 +3,7 @@
     documents (text: binary)
       -> mapInArrow: ChunkSplitter.count (normalize, meta pieces -> boundary, split at "▁", hash count: Numba)
          per ~2 MB shard on the task's threads, summed over the partition
-      -> the count reduce of :mod:`pipelines.reduce` (exact integer sums; side statistics: documents, skipped
+      -> the count reduce of :mod:`pipelines.train.reduce` (exact integer sums; side statistics: documents, skipped
          sentences)
       -> the chunk table: collected and sorted on the driver (seeds, M-step and pruning run there)
     EM rounds (``shardpiece train``, :mod:`jobs.train_algorithms`), each E-step either
@@ -16,7 +16,7 @@ the number of partitions or on the E-step mode.
 
 Example::
 
-    table = pipelines.reduce.count_chunk_table(corpus.documents, counter(UnigramSettings(vocab_size=32000)))
+    table = pipelines.train.reduce.count_chunk_table(corpus.documents, counter(UnigramSettings(vocab_size=32000)))
     model = train_from_chunks(table.chunks, table.counts, UnigramSettings(vocab_size=32000))
 """
 
@@ -27,8 +27,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from pipelines import reduce
-from pipelines.shards import SHARD_BYTES, iter_shards, map_shards
+from pipelines.train import reduce
+from pipelines.read.shards import SHARD_BYTES, iter_shards, map_shards
 from tokenizer.trainers import chunk_table as T
 from tokenizer.trainers import unigram as ug
 
@@ -50,7 +50,7 @@ def counting_session_options(master: str | None) -> dict[str, str]:
     reads input splits of up to 32 MB (counting chunks holds a few bytes per text byte, not BytePiece's ~30, so
     fewer, larger tasks are safe). Example: ``counting_session_options("local[2]")["spark.python.worker.reuse"]``
     -> ``"true"``."""
-    from pipelines.session import is_local_master, session_config
+    from pipelines.spark.session import is_local_master, session_config
 
     options = dict(reduce.CACHED_PLAN_OPTIONS)
     if is_local_master(session_config(master)["spark.master"]):
@@ -63,7 +63,7 @@ def count_shards(settings: ug.UnigramSettings, batches: Iterator, threads: int, 
     """``((chunk data, chunk offsets, counts), {"documents": n, "skipped_sentences": k})`` of Arrow batches of one
     text column: cut into ~``shard_bytes`` shards counted by ``threads`` threads at once
     (:meth:`~tokenizer.trainers.unigram.ChunkSplitter.count`, Numba, nogil), the tables summed in one pass (a
-    :data:`pipelines.reduce.Counter` once ``settings`` is bound)."""
+    :data:`pipelines.train.reduce.Counter` once ``settings`` is bound)."""
     splitter = ug.ChunkSplitter(settings)
     splitter.normalizer, splitter.meta_pattern  # built once, before the threads share them
 
@@ -82,7 +82,7 @@ def counter(settings: ug.UnigramSettings, shard_bytes: int = SHARD_BYTES) -> red
 
 
 def table_frame(spark, table: T.ChunkTable, partitions: int | None = None):
-    """A persisted DataFrame of a collected table's buckets (:data:`pipelines.reduce.SCHEMA`; Spark E-steps of a
+    """A persisted DataFrame of a collected table's buckets (:data:`pipelines.train.reduce.SCHEMA`; Spark E-steps of a
     table counted in the tasks or resumed from the work directory), in ``partitions`` pieces (default: the
     session's parallelism)."""
     from pyspark import StorageLevel
@@ -99,7 +99,7 @@ def _stats_partition(state_broadcast, kind: str) -> Callable:
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
-        from pipelines.worker_heap import freeze_worker_heap
+        from pipelines.spark.worker_heap import freeze_worker_heap
 
         trie, scores = state_broadcast.value
         total = np.zeros(len(trie.pieces), np.int64)
@@ -116,7 +116,7 @@ def _stats_partition(state_broadcast, kind: str) -> Callable:
                     part, value = ug.viterbi_step(trie, scores, data, offsets, weights)
                 total += part
                 extra += value
-                freeze_worker_heap()  # once per worker (pipelines.worker_heap)
+                freeze_worker_heap()  # once per worker (pipelines.spark.worker_heap)
         yield pa.RecordBatch.from_arrays([pa.array([total.tobytes()], pa.binary()), pa.array([float(extra)])],
                                          names=["stats", "extra"])
 
@@ -148,7 +148,7 @@ def spark_runner(table) -> ug.EStepRunner:
 def driver_threads(master: str) -> int:
     """Threads of driver-side E-steps: the local master's cores (``local[2]`` -> 2), 1 on a cluster master
     (its driver machine's cores are not the job's). Example: ``driver_threads("local[*]")`` -> the CPU count."""
-    from pipelines.session import is_local_master, local_cores
+    from pipelines.spark.session import is_local_master, local_cores
 
     return local_cores(master) if is_local_master(master) else 1
 

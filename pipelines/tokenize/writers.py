@@ -1,8 +1,8 @@
 """Shard writers and readers for tokenized output: Parquet, Megatron indexed datasets and flat npy token streams.
 
-One task writes one shard under a temporary stem (see :mod:`pipelines.commit`); the driver publishes it by renaming
-every file of the shard. Writers stream Arrow batches (a table of kept columns plus a ``list<int32>`` ids array), so
-a partition is never held in memory whole. No Spark here: the same code runs in executors and in tests.
+One task writes one shard under a temporary stem (see :mod:`pipelines.tokenize.commit`); the driver publishes it by
+renaming every file of the shard. Writers stream Arrow batches (a table of kept columns plus a ``list<int32>`` ids
+array), so a partition is never held in memory whole. No Spark here: the same code runs in executors and in tests.
 
 Files per shard, for the stem ``S``:
 

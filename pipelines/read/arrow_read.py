@@ -117,7 +117,7 @@ def plan_parquet(
     """
     import pyarrow.parquet as pq
 
-    from pipelines.readers import missing_column_error
+    from pipelines.read.readers import missing_column_error
     from tokenizer.errors import InputError
 
     units: list[ParquetUnit] = []
@@ -338,7 +338,7 @@ def read_text_units(units: Sequence[TextUnit], text_name: str, malformed_name: s
                     read_bytes: int = TEXT_READ_BYTES) -> Iterator[pa.RecordBatch]:
     """Batches (at most ``BATCH_ROWS`` lines) of ``text_name`` (each line's bytes, binary) and ``malformed_name``
     (all false) for ``units`` in order: together, every line of every unit's file exactly once, in file order, the
-    lines Spark's text source gives (:func:`pipelines.readers.split_lines`). A corrupt compressed file raises
+    lines Spark's text source gives (:func:`pipelines.read.readers.split_lines`). A corrupt compressed file raises
     :class:`~tokenizer.errors.InputError` naming it."""
     from tokenizer.packed import to_arrow
 

@@ -2,18 +2,18 @@
 local masters).
 
 Spark's text reader hands every line from the JVM to the Python worker as Arrow, which on a local master costs
-more than the counting itself (``benchmarks/bpe.py``, its reader rows in BENCHMARKS.md). Here each task opens its files with
-pyarrow (:func:`pipelines.arrow_read.read_text_units`: the same lines as Spark's text source;
-:func:`pipelines.arrow_read.read_units`: a Parquet file's text column, nulls dropped), drops the held-out
+more than the counting itself (``benchmarks/bpe.py``, its reader rows in BENCHMARKS.md). Here each task opens its
+files with pyarrow (:func:`pipelines.read.arrow_read.read_text_units`: the same lines as Spark's text source;
+:func:`pipelines.read.arrow_read.read_units`: a Parquet file's text column, nulls dropped), drops the held-out
 documents by Spark's own ``xxhash64`` rule (:mod:`tokenizer.kernels.xxhash`, so ``jobs.training.split_holdout``
 would hold out the same ones), counts the rest with the job's counter and hands its table to the job's reduce
-(:mod:`pipelines.reduce`, with its memory bound). The result equals the Spark path's table on the same training
+(:mod:`pipelines.train.reduce`, with its memory bound). The result equals the Spark path's table on the same training
 documents, so the models' bytes are the same.
 
 Example::
 
     units, _ = plan_text([("file:/data/a.txt", 1234)], None)
-    table = count_chunks_direct(spark, units, pipelines.bpe.counter(BpeSettings()), 0.001)
+    table = count_chunks_direct(spark, units, pipelines.train.bpe.counter(BpeSettings()), 0.001)
     table.chunks[:2], table.counts[:2], table.stats["documents"], table.held_out[:2]
 """
 
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from pipelines import reduce
-from pipelines.reduce import Counter
-from pipelines.shards import binary_buffers
+from pipelines.train import reduce
+from pipelines.train.reduce import Counter
+from pipelines.read.shards import binary_buffers
 
 DIRECT_TASK_BYTES = 64 << 20  # text per task
 
@@ -33,14 +33,14 @@ def direct_count_task(groups: list, counter: Counter, threads: int, holdout_frac
     """``mapInArrow`` function over ``spark.range(len(groups))`` (one id per partition): read the units of
     ``groups[id]`` with pyarrow (text lines, or a Parquet file's ``text_column``, nulls dropped and strings taken
     as their UTF-8 bytes, as Spark's reader gives them), drop the held-out documents, count the rest with
-    ``counter`` (:data:`pipelines.reduce.Counter`) on ``threads`` threads; yields the reduce's ``(bucket, blob)``
-    rows (:func:`pipelines.reduce.counted_rows`) and the first ``keep_documents`` held-out and training documents
-    (:func:`pipelines.reduce.documents_row`), as Arrow batches."""
+    ``counter`` (:data:`pipelines.train.reduce.Counter`) on ``threads`` threads; yields the reduce's ``(bucket, blob)``
+    rows (:func:`pipelines.train.reduce.counted_rows`) and the first ``keep_documents`` held-out and training documents
+    (:func:`pipelines.train.reduce.documents_row`), as Arrow batches."""
 
     def run(batches):
         import pyarrow as pa
 
-        from pipelines.arrow_read import read_work_units
+        from pipelines.read.arrow_read import read_work_units
         from tokenizer.kernels.xxhash import held_out_documents
 
         def documents(units):
@@ -80,14 +80,14 @@ def direct_count_task(groups: list, counter: Counter, threads: int, holdout_frac
 def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float, *, threads: int | None = None,
                         keep_documents: int = 2000, text_column: str = "text",
                         limit: int | None = None):
-    """The chunk table of local text or Parquet files (:func:`pipelines.arrow_read.plan_text` or
-    :func:`~pipelines.arrow_read.plan_parquet` units; ``text_column`` is a Parquet file's text), ``counter`` run in
+    """The chunk table of local text or Parquet files (:func:`pipelines.read.arrow_read.plan_text` or
+    :func:`~pipelines.read.arrow_read.plan_parquet` units; ``text_column`` is a Parquet file's text), ``counter`` run in
     Spark tasks of up to ``DIRECT_TASK_BYTES`` of text each (see the module docstring) with ``threads`` threads
-    (default: the session's :func:`~pipelines.session.task_threads`); the tasks' tables go through the job's
-    reduce and its memory bound (``limit`` entries, :func:`pipelines.reduce.bounded_collect`), with the first
+    (default: the session's :func:`~pipelines.spark.session.task_threads`); the tasks' tables go through the job's
+    reduce and its memory bound (``limit`` entries, :func:`pipelines.train.reduce.bounded_collect`), with the first
     ``keep_documents`` held-out and training documents in input order."""
-    from pipelines.arrow_read import assign_units
-    from pipelines.session import task_threads
+    from pipelines.read.arrow_read import assign_units
+    from pipelines.spark.session import task_threads
 
     threads = task_threads(spark) if threads is None else max(1, int(threads))
     total_weight = sum(unit.weight for unit in units)
@@ -103,13 +103,13 @@ def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float,
 
 def direct_units(spark, inputs: list[str], input_format: str | None, text_column: str = "text"):
     """Work units of ``inputs`` when a job on a local master can count them in its tasks: text files
-    (:func:`pipelines.arrow_read.plan_text`) or Parquet files (:func:`~pipelines.arrow_read.plan_parquet`; a missing
-    or non-text ``text_column`` raises the error of Spark's reader) that pyarrow opens, the format named by
+    (:func:`pipelines.read.arrow_read.plan_text`) or Parquet files (:func:`~pipelines.read.arrow_read.plan_parquet`;
+    a missing or non-text ``text_column`` raises the error of Spark's reader) that pyarrow opens, the format named by
     ``input_format`` or guessed from the names; else ``None`` (JSONL, other filesystems or codecs: the job reads
     through Spark, with the same model bytes)."""
-    from pipelines.arrow_read import plan_parquet, plan_text
-    from pipelines.readers import detect_format, list_input_files
-    from pipelines.session import is_local_master
+    from pipelines.read.arrow_read import plan_parquet, plan_text
+    from pipelines.read.readers import detect_format, list_input_files
+    from pipelines.spark.session import is_local_master
 
     if not is_local_master(spark.sparkContext.master):
         return None

@@ -3,7 +3,7 @@
 The math lives in :mod:`tokenizer.trainers.bytepiece`; this module only moves arrays::
 
     documents (text: binary)
-      -> the reduce of :mod:`pipelines.reduce` (packed int64 keys): chunk_texts + count_ngrams per ~2 MB shard,
+      -> the reduce of :mod:`pipelines.train.reduce` (packed int64 keys): chunk_texts + count_ngrams per ~2 MB shard,
          merge_counts over a partition's shards, the table cut into hash buckets and shuffled as a few binary
          rows, each bucket merged exactly; only single bytes and n-grams with count >= min_count are kept
       -> collect them                                                      (the driver's memory bound)
@@ -40,9 +40,9 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from pipelines import reduce
-from pipelines.shards import SHARD_BYTES, iter_shards, map_shards
-from pipelines.workdir import StageLog, StageReport
+from pipelines.train import reduce
+from pipelines.read.shards import SHARD_BYTES, iter_shards, map_shards
+from pipelines.train.workdir import StageLog, StageReport
 from tokenizer.errors import InputError
 from tokenizer.trainers import bytepiece as bp
 from tokenizer.trainers import table_bound
@@ -76,7 +76,7 @@ def multiset_fingerprint(texts) -> str:
 
 # ---------------------------------------------------------------------------------------------- step 1: n-grams
 def count_ngram_shards(settings: bp.TrainSettings, batches: Iterator, threads: int, shard_bytes: int = SHARD_BYTES):
-    """The n-gram pass's counter (:data:`pipelines.reduce.Counter` once ``settings`` is bound): the byte n-grams
+    """The n-gram pass's counter (:data:`pipelines.train.reduce.Counter` once ``settings`` is bound): the byte n-grams
     of a partition's documents, ``threads`` shards chunked and counted at once (:func:`map_shards`), summed, and
     the side statistics ``documents``, ``chunks``, ``chunk_bytes`` and ``fingerprint_limb_0..7`` (the 32-bit limb
     sums of the documents' SHA-256 digests, for :func:`format_fingerprint`)."""
@@ -122,7 +122,7 @@ def kept_ngram_table(min_count: int, table: tuple[np.ndarray, np.ndarray]) -> tu
 
 def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
                   threads: int | None = None, limit: int | None = None) -> bp.NgramTable:
-    """Count n-grams over ``documents`` (``text: binary``), reduce (:mod:`pipelines.reduce`, packed int64 keys),
+    """Count n-grams over ``documents`` (``text: binary``), reduce (:mod:`pipelines.train.reduce`, packed int64 keys),
     and collect the pruned table: only single bytes and n-grams with ``count >= min_count`` reach the driver, and
     of those at most ``limit`` (the most frequent)."""
     reduced = reduce.reduce_counts(
@@ -261,14 +261,14 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
     """Train BytePiece models (one per ``settings.vocab_sizes``) on a DataFrame of documents (``text: binary``).
 
     ``progress`` receives one line per stage. Raises :class:`InputError` for a corpus without text.
-    ``workdir`` (a :class:`pipelines.workdir.WorkDir`) persists every stage's output and loads the stages a
+    ``workdir`` (a :class:`pipelines.train.workdir.WorkDir`) persists every stage's output and loads the stages a
     previous run with the same key finished (ngrams, ngram_model, pieces, prune, refine_em_SIZE, models).
     ``threads``: shards each task counts at once; by default the session's ``spark.task.cpus`` (the small local
     driver runs one task at a time over all cores; other sessions give 1). The models do not depend on it.
     ``limit``: at most this many n-grams and pieces reach the driver (the most frequent; None: no bound); what it
     dropped is in the result's ``bounds`` and, when it dropped anything, in the models' provenance.
     """
-    from pipelines.session import task_threads
+    from pipelines.spark.session import task_threads
 
     threads = task_threads(documents.sparkSession) if threads is None else max(1, int(threads))
 

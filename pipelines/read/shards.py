@@ -64,9 +64,9 @@ def map_shards(function: Callable[[_Shard], _Result], shards: Iterable[_Shard], 
     after the oldest result has been handed to the caller (who merges it in the calling thread). ``threads=1``
     runs everything in the calling thread. Example: ``list(map_shards(len, [b"ab", b"c"], threads=2))`` -> ``[2, 1]``.
 
-    In a Spark task, the worker's heap is frozen after the first result (:mod:`pipelines.worker_heap`).
+    In a Spark task, the worker's heap is frozen after the first result (:mod:`pipelines.spark.worker_heap`).
     """
-    from pipelines.worker_heap import freeze_worker_heap
+    from pipelines.spark.worker_heap import freeze_worker_heap
 
     for index, result in enumerate(_map_shards(function, shards, threads)):
         yield result

@@ -49,7 +49,7 @@ import pyarrow.parquet as pq
 
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.files import write_atomic
-from pipelines.writers import SHARD_SUFFIXES, shard_files
+from pipelines.tokenize.writers import SHARD_SUFFIXES, shard_files
 
 MODES = ("error", "overwrite", "skip", "incremental")
 MANIFEST = "_manifest.parquet"

@@ -26,7 +26,7 @@ Example::
 
     reduced = reduce_counts(documents, counter, "bytes", limit=10_000_000)   # counter: (batches, threads) ->
     reduced.table, reduced.stats, reduced.bound                               #   (table, stats)
-    chunks = count_chunk_table(documents, pipelines.bpe.counter(settings))   # sorted, as a ChunkTable
+    chunks = count_chunk_table(documents, pipelines.train.bpe.counter(settings))   # sorted, as a ChunkTable
 """
 
 from __future__ import annotations
@@ -276,8 +276,8 @@ def merged_frame(counted, kind: str, keep: Callable | None = None):
 def reduced_frame(documents, counter: Counter, kind: str, keep: Callable | None = None,
                   threads: int | None = None):
     """The reduced tables of ``documents`` (``text: binary``) as a DataFrame of :data:`SCHEMA` rows, not collected
-    (``threads``: counting threads per task, default the session's :func:`~pipelines.session.task_threads`)."""
-    from pipelines.session import task_threads
+    (``threads``: counting threads per task, default the session's :func:`~pipelines.spark.session.task_threads`)."""
+    from pipelines.spark.session import task_threads
 
     spark = documents.sparkSession
     threads = task_threads(spark) if threads is None else max(1, int(threads))
@@ -316,7 +316,7 @@ def chunk_table_of(reduced: Reduced) -> T.ChunkTable:
 def count_chunk_table(documents, counter: Counter, threads: int | None = None,
                       limit: int | None = None) -> T.ChunkTable:
     """The chunk table of a DataFrame of documents (``text: binary``) counted by ``counter`` (unigram's or BPE's,
-    ``pipelines.unigram.counter`` / ``pipelines.bpe.counter``), reduced, at most ``limit`` chunks (the most
+    ``pipelines.train.unigram.counter`` / ``pipelines.train.bpe.counter``), reduced, at most ``limit`` chunks (the most
     frequent) collected; ``threads``: counting threads per task (default: the session's task cores)."""
     return chunk_table_of(reduce_counts(documents, counter, "bytes", threads=threads, limit=limit))
 

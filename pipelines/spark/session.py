@@ -43,9 +43,9 @@ SMALL_DRIVER_ARROW_BATCH_BYTES = 32 << 20
 SMALL_DRIVER_SPLIT_BYTES = 4 << 20
 SMALL_DRIVER_REDUCE_BYTES = 16 << 20
 # JVM options of a small local driver (see session_config). Serial GC: no concurrent GC threads or remembered
-# sets, and the heap is only grown when a collection cannot make room; a 64m young generation (the default, a
-# third of the heap, is all touched between two minor collections) and a small initial heap; C1 only (TieredStopAtLevel=1): the C2
-# compiler's arenas cost tens of MB; the rest caps memory the JVM would otherwise reserve lazily and keep.
+# sets, and the heap is only grown when a collection cannot make room; a 64m young generation (the default, a third of
+# the heap, is all touched between two minor collections) and a small initial heap; C1 only (TieredStopAtLevel=1): the
+# C2 compiler's arenas cost tens of MB; the rest caps memory the JVM would otherwise reserve lazily and keep.
 SMALL_DRIVER_JAVA_OPTIONS = (
     "-XX:+UseSerialGC -Xms96m -Xmn64m -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
     "-XX:MaxDirectMemorySize=256m -Xss512k -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
@@ -227,7 +227,7 @@ def build_session(
         os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(1 << 20))
     archive_options = ""
     if small_driver and is_local_master(conf["spark.master"]) and SparkContext._active_spark_context is None:
-        from pipelines.jvm_archive import driver_archive_options
+        from pipelines.spark.jvm_archive import driver_archive_options
 
         # the JVM's classes from a class-data-sharing archive: the session starts in about half the time
         archive_options = driver_archive_options(conf["spark.driver.extraJavaOptions"])
@@ -238,7 +238,7 @@ def build_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if "ArchiveClassesAtExit" in archive_options:
-        from pipelines.jvm_archive import record_class_path
+        from pipelines.spark.jvm_archive import record_class_path
 
         record_class_path(archive_options, spark.sparkContext._jvm.java.lang.System.getProperty("java.class.path"))
     spark.sparkContext.setLogLevel(log_level.upper())
