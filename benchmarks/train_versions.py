@@ -5,10 +5,11 @@ seconds of the whole process tree and whether the model bytes are equal, for eve
 
 The old revision is exported with ``git archive`` into ``--work`` and run with the same Python (its own ``jobs`` and
 ``tokenizer`` packages first on ``PYTHONPATH``), one subprocess per run, old and new alternating, each with
-``--no-resume`` where the revision has it (every stage computed; older revisions resumed only BytePiece). Runs: bytepiece (Spark's reader), unigram
-and bpe with ``--reader auto`` (pyarrow in the tasks) and ``--reader spark`` (Spark's reader and the job's reduce),
-all at ``--vocab-size`` on ``local[2]``. Old revisions took ``--max-piece-length`` and ran unigram and BPE without a
-work directory; the commands here use only options both understand. Prints a table (best wall and CPU seconds of
+``--no-resume`` where the revision has it, so every stage is computed (:func:`takes_no_resume`: revisions before the
+one training job resumed only BytePiece). Runs: bytepiece (Spark's reader), unigram and bpe with ``--reader auto``
+(pyarrow in the tasks) and ``--reader spark`` (Spark's reader and the job's reduce), all at ``--vocab-size`` on
+``local[2]``. Old revisions took ``--max-piece-length`` and ran unigram and BPE without a work directory; the commands
+here use only options both understand. Prints a table (best wall and CPU seconds of
 ``--repeats``, new / old) and writes the run into
 ``benchmarks/results/train-versions.json`` under the corpus's name (a later run on that corpus replaces it).
 """
@@ -44,6 +45,18 @@ def export_revision(revision: str, work: str) -> str:
     return target
 
 
+def takes_no_resume(tree: str) -> bool:
+    """Whether the revision in ``tree`` resumes unigram and BPE training from a work directory (and so takes
+    ``--no-resume`` for them): then both trees run with it, so neither reuses a stage."""
+    jobs = os.path.join(tree, "jobs")
+    for name in os.listdir(jobs):
+        if name.endswith(".py"):
+            with open(os.path.join(jobs, name), encoding="utf-8") as handle:
+                if '"--no-resume"' in handle.read():
+                    return True
+    return False
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--old", required=True, help="git revision to compare with")
@@ -58,6 +71,7 @@ def main() -> None:
     old_tree = export_revision(args.old, args.work)
     train = common.corpus_path(args.corpora, args.corpus, "train")
     trees = {"old": old_tree, "new": common.REPO}
+    old_takes_no_resume = takes_no_resume(old_tree)
     results, rows = [], []
     for name in args.runs:
         options, new_only = RUNS[name]
@@ -69,7 +83,7 @@ def main() -> None:
                 out = os.path.join(args.work, f"versions-{args.corpus}-{slug}-{version}.model")
                 command = [common.PYTHON, "-m", "jobs.cli", "train", *options, "--input", train, "--vocab-size",
                            str(args.vocab_size), "--output", out, "--master", "local[2]", "--holdout-fraction", "0",
-                           "--quiet", *(new_only if version == "new" else [])]
+                           "--quiet", *(new_only if version == "new" or old_takes_no_resume else [])]
                 env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1",
                            PYTHONPATH=tree + os.pathsep + os.environ.get("PYTHONPATH", ""))
                 log = os.path.join(args.work, f"versions-{slug}-{version}.log")
