@@ -9,8 +9,6 @@ per-call encoders over them. :class:`~tokenizer.core.Tokenizer` is the API aroun
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from tokenizer.errors import InputError, ModelError
@@ -23,7 +21,6 @@ MATCHABLE_TYPES = (PieceType.NORMAL, PieceType.USER_DEFINED)
 UNK_PENALTY = np.float32(10.0)            # SentencePiece's kUnkPenalty
 FLOAT32_MAX = np.float32(np.finfo(np.float32).max)
 FLOAT32_TINY = np.float32(np.finfo(np.float32).tiny)  # SentencePiece starts max_score at FLT_MIN
-_MAX_CACHED_BUFFER = 1 << 20  # per-thread encode() buffers kept for texts up to this many bytes
 ALL_VALID = np.zeros(0, dtype=np.uint8)
 
 
@@ -144,7 +141,7 @@ class CompiledModel:
         else:
             self.rule, self.record = VITERBI, self.viterbi_record(0, np.zeros(0, np.uint8))
         self.kernel = ENTRIES[self.rule]
-        self.encode_array = self.single_text_encoder()
+        self._encode_one = None
 
     def viterbi_record(self, pattern: int, char_class: np.ndarray) -> tuple:
         """The record of :func:`tokenizer.kernels.batch.viterbi_entry` (``pattern`` 0: no pre-split)."""
@@ -194,88 +191,12 @@ class CompiledModel:
         return int(total)
 
     def encode_one(self, data: bytes, bos_id: int, eos_id: int) -> list[int]:
-        """Ids of one normalized text (bytes)."""
-        return self.encode_array(np.frombuffer(data, dtype=np.uint8), len(data), bos_id, eos_id)
+        """Ids of one normalized text (bytes), by :func:`tokenizer.one_text.one_text_encoder` (built on first use)."""
+        if self._encode_one is None:
+            from tokenizer.one_text import one_text_encoder
 
-    def single_text_encoder(self, normalizer_kernel: tuple | None = None, normalize_bytes=None):
-        """``encode(data uint8, n, bos_id, eos_id) -> list[int]``: the per-call path of ``Tokenizer.encode`` for one
-        text of ``n`` bytes, with the kernel's arguments bound once and per-thread buffers (kept for texts up to
-        ``_MAX_CACHED_BUFFER`` bytes).
-
-        Without arguments the text must be normalized already. With ``normalizer_kernel`` (``(kernel, tables)``,
-        as ``SentencePieceNormalizer.kernel_parts()``) the normalizer kernel runs first and its output buffer and
-        offsets go straight to the encoder kernel; a text it cannot fit in 4n + 144 bytes takes
-        ``normalize_bytes`` (bytes -> bytes) instead."""
-        from tokenizer.kernels import direct_entry
-
-        kernel, (units, scores, ints, small, longs), valid = self.kernel, self.record, ALL_VALID
-        local = threading.local()
-
-        def grow(n):
-            capacity = max(256, 1 << (n - 1).bit_length())  # input bytes
-            in_offsets = np.zeros(2, np.int64)
-            if normalizer_kernel is None:
-                normalized, normalized_offsets, longest = None, in_offsets, capacity
-            else:
-                normalized, normalized_offsets = np.empty(4 * capacity + 144, np.uint8), np.zeros(2, np.int64)
-                longest = normalized.shape[0]
-            out_ids = np.empty(longest + 2, np.int32)
-            state = (capacity, in_offsets, normalized, normalized_offsets, out_ids, *self.work_arrays(longest),
-                     np.empty(2, np.int64))
-            if capacity <= _MAX_CACHED_BUFFER:  # a huge text: don't keep its buffers alive
-                local.state = state
-            return state
-
-        # After the first call, the kernels' machine code is called directly (direct_entry: no per-call type
-        # resolution); the argument types never change on this path (read-only uint8 text, the buffers below).
-        encode_call = kernel
-
-        if normalizer_kernel is None:
-            def encode(data, n, bos_id, eos_id):
-                nonlocal encode_call
-                state = getattr(local, "state", None)
-                if state is None or state[0] < n:
-                    state = grow(n)
-                _, offsets, _, _, out_ids, wide, narrow, out_offsets = state
-                offsets[1] = n
-                args = (units, scores, ints, small, longs, data, offsets, valid, 0, 1, bos_id, eos_id, wide, narrow,
-                        out_ids, out_offsets)
-                total, failed = encode_call(*args)
-                if encode_call is kernel:
-                    encode_call = direct_entry(kernel, args) or kernel
-                if total < 0:
-                    raise unrepresentable_error(failed)
-                return out_ids[:total].tolist()
-
-            return encode
-
-        normalize, tables = normalizer_kernel
-        normalize_call = normalize
-        encode_normalized = self.encode_array if hasattr(self, "encode_array") else self.single_text_encoder()
-
-        def normalize_and_encode(data, n, bos_id, eos_id):
-            nonlocal normalize_call, encode_call
-            state = getattr(local, "state", None)
-            if state is None or state[0] < n:
-                state = grow(n)
-            _, in_offsets, normalized, offsets, out_ids, wide, narrow, out_offsets = state
-            in_offsets[1] = n
-            normalize_args = (data, in_offsets, 0, normalized, offsets, *tables)
-            if normalize_call(*normalize_args) < 1:  # did not fit: the bytes path
-                normalized_bytes = normalize_bytes(data.tobytes())
-                return encode_normalized(np.frombuffer(normalized_bytes, np.uint8), len(normalized_bytes), bos_id,
-                                         eos_id)
-            args = (units, scores, ints, small, longs, normalized, offsets, valid, 0, 1, bos_id, eos_id, wide, narrow,
-                    out_ids, out_offsets)
-            total, failed = encode_call(*args)
-            if encode_call is kernel:
-                normalize_call = direct_entry(normalize, normalize_args) or normalize
-                encode_call = direct_entry(kernel, args) or kernel
-            if total < 0:
-                raise unrepresentable_error(failed)
-            return out_ids[:total].tolist()
-
-        return normalize_and_encode
+            self._encode_one = one_text_encoder(self)
+        return self._encode_one(data, bos_id, eos_id)
 
 
 def _positions(data: bytes, sub: bytes) -> list[int]:

@@ -203,31 +203,26 @@ class Tokenizer:
         """``encode_plain(raw bytes, bos_id, eos_id) -> list[int]`` (normalize, cut added tokens, encode), with the
         normalizer and kernel choices made once; kept as ``self._encode_plain``."""
         compiled, normalizer, splitter = self.compiled, self.normalizer, self.added_token_splitter
-        encode_array, frombuffer, uint8 = compiled.encode_array, np.frombuffer, np.uint8
+        encode_one = compiled.encode_one
         normalize, identity = normalizer.normalize, normalizer.is_identity
         if splitter is not None:
             def encode_plain(data, bos_id, eos_id):
                 normalized = data if identity else normalize(data)
                 if splitter.needs_split(data, normalized):
                     return encode_split(compiled, splitter, data, bos_id, eos_id)
-                return encode_array(frombuffer(normalized, uint8), len(normalized), bos_id, eos_id)
+                return encode_one(normalized, bos_id, eos_id)
         elif identity:
-            def encode_plain(data, bos_id, eos_id):
-                return encode_array(frombuffer(data, uint8), len(data), bos_id, eos_id)
-        elif hasattr(normalizer, "kernel_parts"):  # a kernel normalizer: its output buffer goes to the encoder
-            normalize_and_encode = compiled.single_text_encoder(normalizer.kernel_parts(), normalize)
+            encode_plain = encode_one
+        elif hasattr(normalizer, "kernel_parts"):  # a kernel normalizer: it runs in the same compiled call
+            from tokenizer.one_text import one_text_encoder
 
-            def encode_plain(data, bos_id, eos_id):
-                return normalize_and_encode(frombuffer(data, uint8), len(data), bos_id, eos_id)
+            encode_plain = one_text_encoder(compiled, normalizer)
         elif normalizer.name in ("nfc", "nfkc"):  # ASCII is invariant under both: no call, no copy
             def encode_plain(data, bos_id, eos_id):
-                if not data.isascii():
-                    data = normalize(data)
-                return encode_array(frombuffer(data, uint8), len(data), bos_id, eos_id)
+                return encode_one(data if data.isascii() else normalize(data), bos_id, eos_id)
         else:
             def encode_plain(data, bos_id, eos_id):
-                data = normalize(data)
-                return encode_array(frombuffer(data, uint8), len(data), bos_id, eos_id)
+                return encode_one(normalize(data), bos_id, eos_id)
         self._encode_plain = encode_plain
         return encode_plain
 

@@ -75,17 +75,20 @@ def _install_package_stamped_locators() -> bool:
 _CACHE_IS_SAFE = not _DISABLE_JIT and _install_package_stamped_locators()
 
 
-def kernel(*args, parallel: bool = False, **kwargs):
+def kernel(*args, parallel: bool = False, c_signature=None, **kwargs):
     """The house ``@njit``: ``cache=True`` (see the module docstring), ``nogil=True``, ``fastmath`` off (results
-    must be exact).
+    must be exact). With ``c_signature`` (a Numba signature of C types) the kernel is a C-callable ``cfunc``
+    instead, compiled at once; its ``address`` is the function pointer (see :mod:`tokenizer.kernels.one_text`).
 
-    Usage: ``@kernel`` or ``@kernel(parallel=True)``.
+    Usage: ``@kernel``, ``@kernel(parallel=True)`` or ``@kernel(c_signature=types.int64(types.int64))``.
     """
     options = {"cache": _CACHE_IS_SAFE, "nogil": True, "parallel": parallel, **kwargs}
 
     def wrap(function):
         if _DISABLE_JIT:
             return function
+        if c_signature is not None:
+            return numba.cfunc(c_signature, cache=_CACHE_IS_SAFE, **kwargs)(function)
         return numba.njit(**options)(function)
 
     if args and callable(args[0]):

@@ -1,0 +1,74 @@
+"""The per-call encoder (tokenizer/one_text.py, the C entry points of tokenizer/kernels/one_text.py) gives the ids of
+the batch encoder for every model type, with and without the SentencePiece normalizer in the same call, on real text,
+texts larger than the kept buffers, and text a model cannot represent."""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+import numpy as np
+import pytest
+
+from tokenizer import Model, Tokenizer
+from tokenizer.errors import InputError
+from tokenizer.kernels import _DISABLE_JIT
+from tokenizer.one_text import MAX_KEPT_BUFFER
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def sample_lines(count: int) -> list[bytes]:
+    lines = []
+    for name in ("en", "zh", "ja"):
+        with gzip.open(os.path.join(REPO, "data", "sample", f"{name}.txt.gz"), "rb") as handle:
+            lines.extend(line for line in handle.read().split(b"\n")[:count] if line)
+    return lines
+
+
+@pytest.fixture(scope="module")
+def tokenizers() -> dict[str, Tokenizer]:
+    from tokenizer.trainers import bpe, bytepiece, unigram
+
+    lines = sample_lines(300)
+    return {
+        "unigram": Tokenizer(unigram.train_unigram_local(lines, unigram.UnigramSettings(vocab_size=2000))),
+        "bytepiece": Tokenizer(bytepiece.train_bytepiece_local(
+            lines, bytepiece.TrainSettings(vocab_sizes=(2000,), min_count=2))[2000]),
+        "bpe sentencepiece": Tokenizer(bpe.train_bpe_local(
+            lines, bpe.BpeSettings(vocab_sizes=(2000,), pretokenizer="sentencepiece"))[2000]),
+        "bpe byte_level": Tokenizer(bpe.train_bpe_local(lines, bpe.BpeSettings(vocab_sizes=(2000,)))[2000]),
+    }
+
+
+@pytest.mark.parametrize("kind", ["unigram", "bytepiece", "bpe sentencepiece", "bpe byte_level"])
+def test_per_call_ids_equal_the_batch_encoder(tokenizers, kind):
+    tok = tokenizers[kind]
+    texts = [line.decode("utf-8", "replace") for line in sample_lines(600)[::3]]
+    texts += ["", " ", "  a  b  ", "中" * 5000, "a" * (MAX_KEPT_BUFFER + 10), "x", "ﬁ①\ufdfa" * 40]
+    for bos, eos in ((False, False), (True, True)):
+        expected = tok.encode_batch(texts, num_threads=1, add_bos=bos, add_eos=eos)
+        assert [tok.encode(text, add_bos=bos, add_eos=eos) for text in texts] == expected
+
+
+@pytest.mark.skipif(_DISABLE_JIT, reason="no C entry points without the JIT")
+def test_the_per_call_path_is_the_c_entry_point(tokenizers):
+    from tokenizer.kernels.one_text import one_text_entry
+
+    for tok in tokenizers.values():
+        compiled = tok.compiled
+        units, scores = compiled.record[:2]
+        wide = compiled.score_dtype if compiled.rule == 0 else "int64"
+        assert one_text_entry(compiled.rule, units.dtype, scores.dtype, wide).address > 0
+
+
+@pytest.mark.parametrize("algorithm", ["unigram", "bpe"])
+def test_text_the_model_cannot_represent_is_refused_like_the_batch(algorithm):
+    model = Model([b"<s>", b"a"], np.array([0.0, -1.0], np.float32), np.array([3, 1], np.int8), algorithm=algorithm)
+    tok = Tokenizer(model)  # no <unk> piece, no byte fallback: only "a" can be encoded
+    assert tok.encode("aa") == [1, 1]
+    with pytest.raises(InputError) as batch_error:
+        tok.encode_batch(["ab"], num_threads=1)
+    with pytest.raises(InputError) as call_error:
+        tok.encode("ab")
+    assert str(call_error.value) == str(batch_error.value)
