@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenizer.errors import InputError, ModelError
+from tokenizer.errors import ModelError, unrepresentable_error
 from tokenizer.kernels.batch import ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, flags, work_sizes
 from tokenizer.kernels.bpe_ranked import CACHE_WORDS
 from tokenizer.kernels.tables import pack_record
@@ -219,10 +219,3 @@ def encode_split(compiled: CompiledModel, splitter, data: bytes, bos: int, eos: 
     if eos >= 0:
         ids.append(eos)
     return ids
-
-
-def unrepresentable_error(failed: int) -> InputError:
-    return InputError(
-        f"text {failed} contains characters the model cannot represent: it has no <unk> piece and no byte "
-        "fallback. Use a model with byte_fallback (or a byte-level model), or remove those characters"
-    )

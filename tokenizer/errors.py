@@ -28,3 +28,12 @@ class ConfigError(ShardpieceError, ValueError):
 
 class OutputWriteError(ShardpieceError, OSError):
     """An output (model, manifest, stage file) could not be written: a full disk, a read-only or missing place."""
+
+
+def unrepresentable_error(failed: int) -> InputError:
+    """The error for document ``failed`` holding text the model can represent neither by an unk piece nor by byte
+    fallback."""
+    return InputError(
+        f"text {failed} contains characters the model cannot represent: it has no <unk> piece and no byte "
+        "fallback. Use a model with byte_fallback (or a byte-level model), or remove those characters"
+    )

@@ -14,6 +14,7 @@ import threading
 
 import numpy as np
 
+from tokenizer.errors import unrepresentable_error
 from tokenizer.kernels.batch import VITERBI
 from tokenizer.kernels.one_text import (BLOCK_WORDS, DID_NOT_FIT, IN_OFFSETS, NORMALIZE, NORMALIZED,
                                         NORMALIZER_FLAGS, OFFSETS, OUT_IDS, OUT_OFFSETS, NARROW, TRIE,
@@ -36,8 +37,6 @@ def one_text_encoder(compiled, normalizer=None):
     kernel into the thread's buffer first (a text its growth bound cannot hold takes ``normalizer.normalize``).
     Each thread has its own block and buffers, kept for texts up to :data:`MAX_KEPT_BUFFER` bytes. Raises what
     :meth:`CompiledModel.encode_range` raises."""
-    from tokenizer.compiled import unrepresentable_error
-
     units, scores, ints, small, longs = compiled.record
     wide_dtype = compiled.score_dtype if compiled.rule == VITERBI else np.int64
     entry = one_text_entry(compiled.rule, units.dtype, scores.dtype, wide_dtype)
@@ -60,7 +59,8 @@ def one_text_encoder(compiled, normalizer=None):
         longest = capacity if normalizer is None else 4 * capacity + 144
         arrays = {WIDE: None, NARROW: None, OUT_IDS: np.empty(longest + 2, np.int32),
                   OUT_OFFSETS: np.zeros(2, np.int64), OFFSETS: np.zeros(2, np.int64),
-                  IN_OFFSETS: np.zeros(2, np.int64), NORMALIZED: np.empty(longest, np.uint8)}
+                  IN_OFFSETS: np.zeros(2, np.int64),
+                  NORMALIZED: np.empty(longest if normalizer is not None else 0, np.uint8)}
         arrays[WIDE], arrays[NARROW] = compiled.work_arrays(longest)
         block = fixed.copy()
         for k, array in arrays.items():
