@@ -72,3 +72,19 @@ def test_text_the_model_cannot_represent_is_refused_like_the_batch(algorithm):
     with pytest.raises(InputError) as call_error:
         tok.encode("ab")
     assert str(call_error.value) == str(batch_error.value)
+
+
+@pytest.mark.skipif(_DISABLE_JIT, reason="no C entry points without the JIT")
+def test_a_new_process_loads_the_c_entry_point_from_the_disk_cache():
+    """The entry point is built in a closure; Numba keys a closure's cache entry by its cell contents, so they must
+    pickle the same in every process (a compiled function as a cell would make every process compile again)."""
+    import subprocess
+    import sys
+
+    script = ("import numpy as np; from tokenizer.kernels.one_text import one_text_entry; "
+              "print(one_text_entry(0, np.int32, np.float32, np.float32).cache_hits)")
+    env = {**os.environ, "PYTHONPATH": REPO}
+    runs = [subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                           timeout=600) for _ in range(2)]
+    assert all(run.returncode == 0 for run in runs), runs[-1].stderr[-2000:]
+    assert runs[1].stdout.split()[-1] == "1"  # the first run compiled it at most; the second found it on disk

@@ -25,7 +25,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.batch import ENTRIES
+from tokenizer.kernels.batch import PIECE_BPE, VITERBI, piece_bpe_entry, ranked_bpe_entry, viterbi_entry
 from tokenizer.kernels.normalize import normalize_batch_into
 
 BLOCK_ARRAYS = ("units", "scores", "ints", "small", "longs", "wide", "narrow", "out_ids", "out_offsets", "offsets",
@@ -68,12 +68,15 @@ def one_text_entry(rule: int, units_dtype, score_dtype, wide_dtype):
     disabled it is plain Python and has no ``address`` (callers take another path)."""
     key = (rule, np.dtype(units_dtype).name, np.dtype(score_dtype).name, np.dtype(wide_dtype).name)
     if key not in _ENTRIES:
-        _ENTRIES[key] = _build_entry(ENTRIES[rule], np.dtype(units_dtype).type, np.dtype(score_dtype).type,
+        _ENTRIES[key] = _build_entry(int(rule), np.dtype(units_dtype).type, np.dtype(score_dtype).type,
                                      np.dtype(wide_dtype).type)
     return _ENTRIES[key]
 
 
-def _build_entry(entry, units_type, score_type, wide_type):
+def _build_entry(rule, units_type, score_type, wide_type):
+    # The closure holds an int and numpy scalar types only: Numba keys a closure's disk cache by its pickled cell
+    # contents, which for a compiled function differ from process to process (a cache miss every time). ``rule``
+    # is a constant, so only its branch below is compiled.
     @kernel(c_signature=SIGNATURE)
     def encode_one_text(block, data, n, bos_id, eos_id):
         units = _block_array(block, UNITS, units_type)
@@ -106,8 +109,15 @@ def _build_entry(entry, units_type, score_type, wide_type):
             text = normalized
         else:
             offsets[1] = n
-        total, failed = entry(units, scores, ints, small, longs, text, offsets, all_valid, 0, 1, bos_id, eos_id, wide,
-                              narrow, out_ids, out_offsets)
+        if rule == VITERBI:
+            total, failed = viterbi_entry(units, scores, ints, small, longs, text, offsets, all_valid, 0, 1, bos_id,
+                                          eos_id, wide, narrow, out_ids, out_offsets)
+        elif rule == PIECE_BPE:
+            total, failed = piece_bpe_entry(units, scores, ints, small, longs, text, offsets, all_valid, 0, 1, bos_id,
+                                            eos_id, wide, narrow, out_ids, out_offsets)
+        else:
+            total, failed = ranked_bpe_entry(units, scores, ints, small, longs, text, offsets, all_valid, 0, 1,
+                                             bos_id, eos_id, wide, narrow, out_ids, out_offsets)
         return total if failed < 0 else UNREPRESENTABLE
 
     return encode_one_text
