@@ -6,17 +6,18 @@ classic incremental BPE loop:
 
 1. Every chunk (a *word*) is a sequence of symbol ids with a count. Pair counts (int64) live in a hash table keyed
    by ``left << 32 | right``; each pair keeps a list of the words it occurs in.
-2. A max-heap holds ``(count, tie, key)`` entries, best = highest count; equal counts go to the pair of smaller
-   ids (the smallest key), or, for SentencePiece-style training, to the merged piece with fewer characters, then
-   the smaller string (SentencePiece's ``bpe_model_trainer.cc``; ``tie`` packs the length and first bytes, so
-   most comparisons never read the strings). Entries go stale as counts change: a popped entry whose count differs from
-   the table's is pushed again with the current count (if still >= ``min_count``) and the pop repeats.
+2. A heap (:func:`tokenizer.kernels.heaps.triple_heap_push`) holds ``(count, tie, key)`` entries, best = highest
+   count; equal counts go to the pair of smaller ids (the smallest key), or, for SentencePiece-style training, to the
+   merged piece with fewer characters, then the smaller string (SentencePiece's ``bpe_model_trainer.cc``; ``tie``
+   packs the length and first bytes, so most comparisons never read the strings). Entries go stale as counts change:
+   a popped entry whose count differs from the table's is pushed again with the current count (if still >=
+   ``min_count``) and the pop repeats.
 3. Merging ``(a, b)`` into the new id ``z`` rewrites only the words on the pair's list, left to right without
    overlaps (``a a a`` with ``(a, a)`` -> ``z a``), and applies the pair-count changes of each occurrence:
    ``(a, b)``, ``(prev, a)``, ``(b, next)`` lose the word's count; ``(prev, z)``, ``(z, next)`` gain it. Each
    pair that gained is pushed on the heap once, with its count after the whole merge (not once per word: fewer
-   stale heap entries; BENCHMARKS.md has the merge stage's times). The pair table starts small and doubles at half full,
-   so it is sized by the distinct pairs and stays in cache longer.
+   stale heap entries; BENCHMARKS.md has the merge stage's times). The pair table starts small and doubles at half
+   full, so it is sized by the distinct pairs and stays in cache longer.
 
 Pairs that may not merge are never counted: the merged piece would be longer than ``max_piece_length`` units
 (bytes or characters: ``symbol_lengths`` says), or it breaks SentencePiece's piece rules, given per symbol by
@@ -34,10 +35,11 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.bpe_merge_heap import _heap_pop, _heap_push, _merged_order, _tie_value
+from tokenizer.kernels.bpe_merge_ties import _merged_order, _tie_value
 from tokenizer.kernels.bpe_pair_rules import SCRIPT_ANY, _set_merged, pair_allowed
 from tokenizer.kernels.chunk_count import _grown
 from tokenizer.kernels.hash_table import EMPTY, find_slot
+from tokenizer.kernels.heaps import triple_heap_pop, triple_heap_push
 
 
 @kernel
@@ -159,11 +161,11 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
                 heap_tie = _grown(heap_tie, 2 * heap_size)
                 heap_key = _grown(heap_key, 2 * heap_size)
             tie = _tie_value(exact, piece_len, piece_data, piece_start, piece_end, keys[j])
-            heap_size = _heap_push(heap_count, heap_tie, heap_key, heap_size, pair_count[j], tie, keys[j])
+            heap_size = triple_heap_push(heap_count, heap_tie, heap_key, heap_size, pair_count[j], tie, keys[j])
 
     merges = 0
     while merges < max_merges and heap_size > 0:
-        heap_size = _heap_pop(heap_count, heap_tie, heap_key, heap_size)
+        heap_size = triple_heap_pop(heap_count, heap_tie, heap_key, heap_size)
         count = heap_count[heap_size]
         tie = heap_tie[heap_size]
         key = heap_key[heap_size]
@@ -171,7 +173,7 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
         current = pair_count[slot]
         if current != count:
             if current >= min_count:
-                heap_size = _heap_push(heap_count, heap_tie, heap_key, heap_size, current, tie, key)
+                heap_size = triple_heap_push(heap_count, heap_tie, heap_key, heap_size, current, tie, key)
             continue
         if exact:
             # the heap orders equal counts by tie value; the entries right behind with the same count and tie (or
@@ -180,7 +182,7 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
             capped = (tie >> 56) == 127
             while heap_size > 0 and heap_count[0] == count and (
                     heap_tie[0] == tie or (capped and (heap_tie[0] >> 56) == 127)):
-                heap_size = _heap_pop(heap_count, heap_tie, heap_key, heap_size)
+                heap_size = triple_heap_pop(heap_count, heap_tie, heap_key, heap_size)
                 other_tie = heap_tie[heap_size]
                 other_key = heap_key[heap_size]
                 other_current = pair_count[find_slot(keys, bits, other_key)]
@@ -205,8 +207,8 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
                     heap_count = _grown(heap_count, 2 * heap_size)
                     heap_tie = _grown(heap_tie, 2 * heap_size)
                     heap_key = _grown(heap_key, 2 * heap_size)
-                heap_size = _heap_push(heap_count, heap_tie, heap_key, heap_size, deferred_count[q], deferred_tie[q],
-                                       deferred_key[q])
+                heap_size = triple_heap_push(heap_count, heap_tie, heap_key, heap_size, deferred_count[q],
+                                             deferred_tie[q], deferred_key[q])
             slot = find_slot(keys, bits, key)
         a = key >> 32
         b = key & 0xFFFFFFFF
@@ -309,5 +311,5 @@ def learn_merges(symbols, word_offsets, word_counts, symbol_lengths, symbol_firs
                     heap_tie = _grown(heap_tie, 2 * heap_size)
                     heap_key = _grown(heap_key, 2 * heap_size)
                 tie = _tie_value(exact, piece_len, piece_data, piece_start, piece_end, ckey)
-                heap_size = _heap_push(heap_count, heap_tie, heap_key, heap_size, current, tie, ckey)
+                heap_size = triple_heap_push(heap_count, heap_tie, heap_key, heap_size, current, tie, ckey)
     return out_left[:merges].copy(), out_right[:merges].copy(), out_count[:merges].copy()

@@ -26,6 +26,7 @@ import numpy as np
 
 from tokenizer.kernels import kernel
 from tokenizer.kernels.hash_table import EMPTY, find_slot, hash_slot, table_bits
+from tokenizer.kernels.heaps import min_heap_pop, min_heap_push
 from tokenizer.kernels.random import next_float64
 
 NO_RANK = np.int32(2**31 - 1)
@@ -141,41 +142,6 @@ def cache_ids(cache, data, start, end, out, first, stop):
 
 
 @kernel
-def _heap_push(heap, size, key):
-    """Push ``key`` onto the binary min-heap ``heap[:size]``; returns the new size."""
-    i = size
-    heap[i] = key
-    while i > 0:
-        parent = (i - 1) >> 1
-        if heap[parent] <= key:
-            break
-        heap[i] = heap[parent]
-        i = parent
-    heap[i] = key
-    return size + 1
-
-
-@kernel
-def _heap_pop(heap, size):
-    """Remove the smallest key (``heap[0]``, read it before) from ``heap[:size]``; returns the new size."""
-    size -= 1
-    last = heap[size]
-    i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
-        if child + 1 < size and heap[child + 1] < heap[child]:
-            child += 1
-        if last <= heap[child]:
-            break
-        heap[i] = heap[child]
-        i = child
-    heap[i] = last
-    return size
-
-
-@kernel
 def pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, right):
     """Record in ``cand[left]`` the merge of node ``left`` with node ``right`` (``rank << 32 | merged``, or -1 when
     their symbols are no merge) and push its heap entry ``rank << 32 | left``; returns the heap size. A node's
@@ -190,7 +156,7 @@ def pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, 
         return size
     rank = np.int64(rank_of[merged])
     cand[left] = (rank << 32) | merged
-    return _heap_push(heap, size, (rank << 32) | np.int64(left))
+    return min_heap_push(heap, size, (rank << 32) | np.int64(left))
 
 
 @kernel
@@ -206,7 +172,7 @@ def merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, he
     popped = 0
     while size > 0:
         key = heap[0]
-        size = _heap_pop(heap, size)
+        size = min_heap_pop(heap, size)
         popped += 1
         left = np.int64(key & 0xFFFFFFFF)
         pending = cand[left]

@@ -1,6 +1,6 @@
-"""The order of BPE training's merge candidates: a binary max-heap of ``(count, tie, key)`` entries (highest count
-first, then the smaller tie value, then the smaller pair key) and the tie values that reproduce SentencePiece's order
-of equal counts (fewer characters, then the smaller string)."""
+"""The tie values of BPE training's merge candidates (the middle of the ``(count, tie, key)`` entries of
+:func:`tokenizer.kernels.heaps.triple_heap_push`), which reproduce SentencePiece's order of equal counts: fewer
+characters, then the smaller string."""
 
 from __future__ import annotations
 
@@ -63,56 +63,6 @@ def _merged_order(piece_len, piece_data, piece_start, piece_end, key_x, key_y):
             return -1 if piece_data[i] < piece_data[j] else 1
         i += 1
         j += 1
-
-
-@kernel
-def _better(count_x, tie_x, key_x, count_y, tie_y, key_y):
-    return count_x > count_y or (count_x == count_y and (tie_x < tie_y or (tie_x == tie_y and key_x < key_y)))
-
-
-@kernel
-def _heap_push(heap_count, heap_tie, heap_key, size, count, tie, key):
-    i = size
-    heap_count[i] = count
-    heap_tie[i] = tie
-    heap_key[i] = key
-    while i > 0:
-        parent = (i - 1) >> 1
-        if _better(heap_count[i], heap_tie[i], heap_key[i], heap_count[parent], heap_tie[parent], heap_key[parent]):
-            heap_count[i], heap_count[parent] = heap_count[parent], heap_count[i]
-            heap_tie[i], heap_tie[parent] = heap_tie[parent], heap_tie[i]
-            heap_key[i], heap_key[parent] = heap_key[parent], heap_key[i]
-            i = parent
-        else:
-            break
-    return size + 1
-
-
-@kernel
-def _heap_pop(heap_count, heap_tie, heap_key, size):
-    """Remove the best entry (left at index ``size - 1``); returns the new size."""
-    size -= 1
-    heap_count[0], heap_count[size] = heap_count[size], heap_count[0]
-    heap_tie[0], heap_tie[size] = heap_tie[size], heap_tie[0]
-    heap_key[0], heap_key[size] = heap_key[size], heap_key[0]
-    i = 0
-    while True:
-        best = i
-        left = 2 * i + 1
-        right = left + 1
-        if left < size and _better(heap_count[left], heap_tie[left], heap_key[left], heap_count[best],
-                                   heap_tie[best], heap_key[best]):
-            best = left
-        if right < size and _better(heap_count[right], heap_tie[right], heap_key[right], heap_count[best],
-                                    heap_tie[best], heap_key[best]):
-            best = right
-        if best == i:
-            break
-        heap_count[i], heap_count[best] = heap_count[best], heap_count[i]
-        heap_tie[i], heap_tie[best] = heap_tie[best], heap_tie[i]
-        heap_key[i], heap_key[best] = heap_key[best], heap_key[i]
-        i = best
-    return size
 
 
 @kernel
