@@ -45,7 +45,8 @@ def tokenizers() -> dict[str, Tokenizer]:
 def test_per_call_ids_equal_the_batch_encoder(tokenizers, kind):
     tok = tokenizers[kind]
     texts = [line.decode("utf-8", "replace") for line in sample_lines(600)[::3]]
-    texts += ["", " ", "  a  b  ", "中" * 5000, "a" * (MAX_KEPT_BUFFER + 10), "x", "ﬁ①\ufdfa" * 40]
+    texts += ["", " ", "  a  b  ", "中" * 5000, "a" * (MAX_KEPT_BUFFER + 10), "x", "ﬁ①\ufdfa" * 40,
+              "a\x00b\x00", "\x00"]  # NUL bytes pass by length, not as C string ends
     for bos, eos in ((False, False), (True, True)):
         expected = tok.encode_batch(texts, num_threads=1, add_bos=bos, add_eos=eos)
         assert [tok.encode(text, add_bos=bos, add_eos=eos) for text in texts] == expected
