@@ -13,5 +13,6 @@ model = train_bytepiece_local(texts, TrainSettings(vocab_sizes=(300,), min_count
 path = os.path.join(tempfile.mkdtemp(), "warm.model")
 model.save(path)
 tokenizer = Tokenizer.load(path)
-assert tokenizer.decode_bytes(tokenizer.encode(texts[0])) == texts[0]
+assert tokenizer.decode_bytes(tokenizer.encode(texts[0])) == texts[0]  # the per-call entry point
+assert tokenizer.encode_batch(texts[:2]) == [tokenizer.encode(t) for t in texts[:2]]  # the batch one executors run
 print("numba cache:", sum(len(files) for _, _, files in os.walk(os.environ["NUMBA_CACHE_DIR"])), "files")
