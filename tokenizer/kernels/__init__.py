@@ -94,18 +94,3 @@ def kernel(*args, parallel: bool = False, c_signature=None, **kwargs):
     if args and callable(args[0]):
         return wrap(args[0])
     return wrap
-
-
-def direct_entry(dispatcher, args: tuple):
-    """The machine code ``dispatcher`` compiled for the types of ``args`` (an earlier call with such arguments
-    compiled it), to call like the dispatcher minus its per-call type resolution (tens of nanoseconds per
-    argument: a microsecond for a kernel of 20 arrays, which a per-text call path notices). ``None`` when there
-    is none: JIT disabled, or no compilation for exactly these types. Example: after ``add(1, 2)``,
-    ``direct_entry(add, (1, 2))(3, 4) == 7``."""
-    if _DISABLE_JIT:
-        return None
-    try:
-        return dispatcher.overloads[tuple(numba.typeof(value) for value in args)].entry_point
-    except (AttributeError, KeyError, ValueError, TypeError):
-        return None
-
