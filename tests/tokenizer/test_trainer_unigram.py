@@ -397,32 +397,65 @@ def test_digamma_kernel_is_the_python_digamma_exactly(values):
 @settings(max_examples=60, deadline=None)
 @given(words=st.lists(st.text(alphabet="abc\u4e2d", min_size=1, max_size=7), min_size=1, max_size=12),
        data=st.data())
-def test_seeds_do_not_depend_on_the_order_of_equal_suffixes(words, data):
-    """The suffix array's order among suffixes with equal first ``depth`` symbols is unspecified (unstable sort):
-    seeds from suffix arrays whose ties are in position order and in reverse position order are the same."""
+def test_seeds_do_not_depend_on_the_order_of_equal_suffixes_or_the_buckets(words, data):
+    """The order among suffixes with equal first ``depth`` symbols is unspecified (an unstable sort), and the
+    suffixes are sorted in buckets: seeds from sorts whose ties are in position order and in reverse position
+    order, and from buckets of 1, 2 or 5 suffixes (groups split between second symbols), are the same."""
+    from tokenizer.trainers.unigram import seeds
+
     counts = np.array(data.draw(st.lists(st.integers(1, 6), min_size=len(words), max_size=len(words))), np.int64)
     chunks, chunk_counts = ug.chunk_table({("\u2581" + w).encode(): int(c) for w, c in zip(words, counts)})
     s = ug.UnigramSettings(vocab_size=60, max_sentencepiece_length=4, seed_sentencepiece_size=7)
     required, _ = ug.required_characters(chunks, chunk_counts, 1.0)
-    original = ug.suffix_array_prefix
+    original = seeds.sorted_suffixes
 
     def ordered(direction):
-        def suffix_array(text, depth):
-            padded = [int(x) + 1 for x in text] + [0] * depth
-            key = [tuple(padded[i:i + depth]) for i in range(len(text))]
-            return np.array(sorted(range(len(text)), key=lambda i: (key[i], direction * i)), np.int64)
-        return suffix_array
+        def sort(text, suffixes, depth):
+            padded = [int(x) for x in text] + [0] * depth
+            return np.array(sorted(suffixes.tolist(), key=lambda i: (padded[i:i + depth], direction * i)),
+                            np.int64)
+        return sort
 
     try:
         results = []
         for direction in (1, -1):
-            ug.suffix_array_prefix = ordered(direction)
+            seeds.sorted_suffixes = ordered(direction)
             results.append(ug.seed_pieces(chunks, chunk_counts, s, required))
     finally:
-        ug.suffix_array_prefix = original
+        seeds.sorted_suffixes = original
+    results += [ug.seed_pieces(chunks, chunk_counts, s, required, bucket_suffixes=size) for size in (1, 2, 5)]
     fast = ug.seed_pieces(chunks, chunk_counts, s, required)
     for pieces, scores in results:
         assert pieces == fast[0] and scores.tolist() == fast[1].tolist()
+
+
+def test_seed_buckets_hold_every_startable_suffix_once_and_split_large_groups():
+    chunks, counts = ug.chunk_table({"\u2581abab".encode(): 3, "\u2581ba".encode(): 2, "\u2581\u4e2da".encode(): 2})
+    s = ug.UnigramSettings(vocab_size=60)
+    required, _ = ug.required_characters(chunks, counts, 1.0)
+    table = ug.symbol_table(chunks, counts, s, [c for c, _ in required])
+    buckets = list(ug.seeds.suffix_buckets(table, 2))
+    starts = np.concatenate(buckets)
+    startable = np.flatnonzero(table.symbol_class[table.text] != 2)
+    assert sorted(starts.tolist()) == startable.tolist()  # every suffix but the separators', once
+    prefixes = [{tuple(table.text[p:p + 2].tolist()) for p in b} for b in buckets]
+    assert all(len(b) <= 2 or len(p) == 1 for b, p in zip(buckets, prefixes))  # larger: one two-symbol group
+    assert any(len(p) == 1 and len(b) == 2 for b, p in zip(buckets, prefixes))  # a group of more than 2 was split
+    assert all(not (a & b) for i, a in enumerate(prefixes) for b in prefixes[i + 1:])  # no two-symbol prefix shared
+    assert table.piece_bytes(table.chunk_start, table.chunk_end - table.chunk_start) == chunks
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 6), max_size=40))
+def test_positions_by_symbol_kernel_matches_twin(text):
+    from tokenizer.twins.unigram_train import ref_positions_by_symbol
+
+    text = np.array(text, np.int32)
+    group_starts = np.zeros(8, np.int64)
+    np.cumsum(np.bincount(text, minlength=7), out=group_starts[1:])
+    out = np.full(len(text), -1, np.int64)
+    kt.positions_by_symbol(text, group_starts, out)
+    assert out.tolist() == ref_positions_by_symbol(text)
 
 
 def test_pruning_on_threads_is_the_same():

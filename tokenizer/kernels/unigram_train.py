@@ -304,6 +304,20 @@ def pruning_losses(order, freq, status, alt_offsets, alt_ids, sentence_total, to
 
 # ---------------------------------------------------------------------------------------------------- seeds
 @kernel
+def positions_by_symbol(text, group_starts, out_positions):
+    """Counting sort of the positions of ``text`` (int32 symbols) by their symbol: ``out_positions`` (int32 or
+    int64, ``len(text)``) gets the positions of symbol 0, then of symbol 1, ..., each group in position order;
+    ``group_starts`` (int64, ``n_symbols + 1``) is where each symbol's group begins (the cumulative counts).
+    Example: text [2, 0, 2, 1], group_starts [0, 1, 2, 4] -> [1, 3, 0, 2]."""
+    cursor = group_starts[:-1].copy()
+    for position in range(len(text)):
+        symbol = text[position]
+        out_positions[cursor[symbol]] = position
+        cursor[symbol] += 1
+    return 0
+
+
+@kernel
 def clipped_lcp(text, suffixes, limit, lcp_out):
     """``lcp_out[j]`` = length of the common prefix of the suffixes ``suffixes[j-1]`` and ``suffixes[j]`` of
     ``text`` (int32 symbols, 0 = chunk separator, which never matches), at most ``limit``; ``lcp_out[0] = 0``.

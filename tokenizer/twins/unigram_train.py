@@ -128,3 +128,8 @@ def ref_digamma(x: float) -> float:
     xx2 = xx * xx
     xx4 = xx2 * xx2
     return result + math.log(x) + xx2 / 24 - 7 * xx4 / 960 + 31 * xx4 * xx2 / 8064 - 127 * xx4 * xx4 / 30720
+
+
+def ref_positions_by_symbol(text) -> list[int]:
+    """Twin of ``positions_by_symbol``: positions sorted by (symbol, position)."""
+    return sorted(range(len(text)), key=lambda p: (int(text[p]), p))

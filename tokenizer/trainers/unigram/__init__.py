@@ -38,7 +38,7 @@ from tokenizer.trainers.unigram.em import PieceTrie, digamma, e_step, m_step, pi
 from tokenizer.trainers.unigram.fit import build_model, finalize, train_from_chunks, train_unigram_local
 from tokenizer.trainers.unigram.loop import (Checkpoints, EmState, EStepRunner, TrainReport, chunk_blocks,
                                              local_runner, run_em)
-from tokenizer.trainers.unigram.seeds import (SymbolTable, required_characters, seed_pieces, suffix_array_prefix,
+from tokenizer.trainers.unigram.seeds import (SymbolTable, required_characters, seed_pieces, sorted_suffixes,
                                               symbol_table)
 from tokenizer.trainers.unigram.settings import (BOUNDARY, E_STEP_SCALE, LOCAL_BLOCK_BYTES, MIN_EXPECTED,
                                                  MIN_SCORE_PENALTY_DELTA, UNK_CHAR, UNK_PENALTY, VARIANTS, WS,
@@ -49,6 +49,6 @@ __all__ = [
     "UNK_PENALTY", "VARIANTS", "WS", "Checkpoints", "ChunkSplitter", "EStepRunner", "EmState", "PieceTrie",
     "SymbolTable", "TrainReport", "UnigramSettings", "build_model", "chunk_blocks", "chunk_table", "digamma",
     "e_step", "finalize", "local_runner", "m_step", "pack", "piece_alternatives", "prune", "required_characters",
-    "run_em", "seed_pieces", "split_into_words", "suffix_array_prefix", "symbol_table", "train_from_chunks",
+    "run_em", "seed_pieces", "sorted_suffixes", "split_into_words", "symbol_table", "train_from_chunks",
     "train_unigram_local", "viterbi_step",
 ]

@@ -1,11 +1,17 @@
 """The unigram trainer's seed step: the required characters (character coverage) and the seed pieces, the
-frequent substrings found with a suffix array over the distinct chunks, each suffix weighted by its chunk's count."""
+frequent substrings found with a suffix array over the distinct chunks, each suffix weighted by its chunk's count.
+
+The suffix array is never built whole. Suffixes are grouped by their first symbol (a counting sort), the groups
+gathered into buckets of at most ``bucket_suffixes`` suffixes (a larger group is split between its second
+symbols), and each bucket is sorted, walked and cut to its best candidates on its own. A seed has two or more
+symbols, so all its occurrences start with the same two symbols and fall in one bucket: the seeds are those of the
+whole array, while the step holds the symbol text, one int32 per suffix and one bucket at a time."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -16,32 +22,47 @@ from tokenizer.packed import pack
 from tokenizer.trainers.unicode_scripts import sentencepiece_scripts
 from tokenizer.trainers.unigram.settings import BOUNDARY, UnigramSettings
 
+SEED_BUCKET_SUFFIXES = 1 << 20  # suffixes sorted at once by the seed step (its working memory: ~150 bytes each)
+PIECE_BYTES_BATCH = 1 << 18  # pieces spelled at once by SymbolTable.piece_bytes
+
 
 @dataclass
 class SymbolTable:
-    """Chunks as int32 symbol ids for the seed step: 0 separates chunks; for text, symbols are characters (ids
-    in code-point order of the covered ones, one id for every uncovered character), for bytes ``byte + 1``."""
+    """Chunks as int32 symbol ids for the seed step: ``text`` is 0, chunk 0's symbols, 0, chunk 1's symbols, ...,
+    0 (0 separates chunks); for text, symbols are characters (ids in code-point order of the covered ones, one id
+    for every uncovered character), for bytes ``byte + 1``. Chunk ``i`` is ``text[chunk_start[i]:chunk_end[i]]``.
+    Example: byte chunks [b"ab", b"c"] -> text [0, 98, 99, 0, 100, 0], chunk_start [1, 4], chunk_end [3, 5]."""
 
-    text: np.ndarray          # int32, chunks joined with 0
-    weights: np.ndarray       # int64 per text position: the count of its chunk (0 at separators)
-    to_end: np.ndarray        # int32 per text position: symbols left in its chunk
+    text: np.ndarray          # int32
+    chunk_start: np.ndarray   # int64 per chunk
+    chunk_end: np.ndarray     # int64 per chunk
+    counts: np.ndarray        # int64 per chunk
     symbols: list[bytes]      # bytes of each symbol id (b"" for 0 and the unknown id)
     symbol_class: np.ndarray  # uint8, see kt.valid_pieces
     symbol_script: np.ndarray  # int32
-    blob: bytes = b""         # the chunks' bytes, packed
-    unit_bytes: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # byte offset of each unit, + end
-    chunk_text_start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # text position of chunks
 
     def piece_bytes(self, positions: np.ndarray, lengths: np.ndarray) -> list[bytes]:
-        """Bytes of the pieces ``text[p:p + n]`` (within one chunk, no unknown symbol): their units' bytes are
-        contiguous in ``blob`` (each covered symbol's bytes are the character's own UTF-8, or the byte)."""
+        """Bytes of the pieces ``text[p:p + n]`` (within one chunk): their symbols' bytes joined."""
         positions = np.asarray(positions, np.int64)
-        chunk = np.searchsorted(self.chunk_text_start, positions, side="right") - 1
-        unit = positions - chunk - 1
-        starts = self.unit_bytes[unit].tolist()
-        ends = self.unit_bytes[unit + np.asarray(lengths, np.int64)].tolist()
-        blob = self.blob
-        return [blob[a:b] for a, b in zip(starts, ends)]
+        lengths = np.asarray(lengths, np.int64)
+        width = max(map(len, self.symbols))
+        spelling = np.zeros((len(self.symbols), max(width, 1)), np.uint8)
+        symbol_length = np.zeros(len(self.symbols), np.int64)
+        for k, symbol in enumerate(self.symbols):
+            spelling[k, :len(symbol)] = np.frombuffer(symbol, np.uint8)
+            symbol_length[k] = len(symbol)
+        pieces: list[bytes] = []
+        for first in range(0, len(positions), PIECE_BYTES_BATCH):
+            at, size = positions[first:first + PIECE_BYTES_BATCH], lengths[first:first + PIECE_BYTES_BATCH]
+            longest = int(size.max()) if len(size) else 0
+            steps = np.arange(longest)
+            ids = self.text[np.minimum(at[:, None] + steps, len(self.text) - 1)]
+            ids[steps >= size[:, None]] = 0  # symbol 0 spells nothing
+            ids = ids.ravel()  # row-major: piece by piece, each symbol in order
+            blob = spelling[ids][np.arange(spelling.shape[1]) < symbol_length[ids][:, None]].tobytes()
+            ends = np.cumsum(symbol_length[ids].reshape(len(at), longest).sum(axis=1)).tolist()
+            pieces += [blob[a:b] for a, b in zip([0] + ends[:-1], ends)]
+        return pieces
 
 
 def required_characters(chunks: Sequence[bytes], counts: np.ndarray,
@@ -73,29 +94,35 @@ def required_characters(chunks: Sequence[bytes], counts: np.ndarray,
     return required, all_count
 
 
+
 def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramSettings,
                  required: Sequence[str]) -> SymbolTable:
+    """The chunks as symbols (:class:`SymbolTable`); ``required`` are the covered characters (text variant)."""
     data, offsets = pack(chunks)
     n_chunks = len(chunks)
     if settings.variant == "byte":
-        sym = data.astype(np.int32) + 1
+        symbols_of_units = data.astype(np.int32) + 1
+        units = np.diff(offsets)
         symbols = [b""] + [bytes([b]) for b in range(256)]
         symbol_class = np.zeros(258, np.uint8)
         symbol_class[0] = 2
         symbol_class[ord(" ") + 1] = 1
         symbol_class[257] = 2
         symbol_script = np.full(258, -1, np.int32)
-        unit_offsets = offsets
     else:
-        code_points = np.frombuffer(data.tobytes().decode("utf-8").encode("utf-32-le"), dtype="<u4").astype(np.int64)
-        starts = np.flatnonzero((data & 0xC0) != 0x80)
-        unit_offsets = np.searchsorted(starts, offsets)
+        code_points = np.frombuffer(data.tobytes().decode("utf-8").encode("utf-32-le"), dtype="<u4")
+        lead = (data & 0xC0) != 0x80  # a character starts here
+        units = np.add.reduceat(lead, np.minimum(offsets[:-1], max(len(lead) - 1, 0)), dtype=np.int64) \
+            if len(lead) else np.zeros(n_chunks, np.int64)
+        units[np.diff(offsets) == 0] = 0  # reduceat gives an empty segment's first element
+        del lead
         alphabet = np.array(sorted(ord(c) for c in required), dtype=np.int64)
         unk_id = len(alphabet) + 1
         symbol_of = np.full(int(code_points.max()) + 1 if len(code_points) else 1, unk_id, np.int32)
         covered = alphabet[alphabet < len(symbol_of)]
         symbol_of[covered] = np.searchsorted(alphabet, covered).astype(np.int32) + 1  # code-point order ids
-        sym = symbol_of[code_points]
+        symbols_of_units = symbol_of[code_points]
+        del code_points
         symbols = [b""] + [chr(int(c)).encode() for c in alphabet] + [b""]
         symbol_class = np.zeros(unk_id + 1, np.uint8)
         symbol_script = np.full(unk_id + 1, -1, np.int32)
@@ -109,91 +136,142 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
             elif 0x30 <= c <= 0x39 or 0xFF10 <= c <= 0xFF19:
                 symbol_class[k] = 3
             symbol_script[k] = table[c]
-    total_units = len(sym)
-    unit_offsets = np.asarray(unit_offsets, np.int64)
-    unit_chunk = np.repeat(np.arange(n_chunks, dtype=np.int64), np.diff(unit_offsets))
-    text = np.zeros(total_units + n_chunks + 1, np.int32)
-    # chunk i's units go to [unit_offsets[i] + i + 1, unit_offsets[i+1] + i + 1): a separator before each chunk
-    unit_index = np.arange(total_units)
-    destination = unit_index + unit_chunk + 1
-    text[destination] = sym
-    weights = np.zeros(len(text), np.int64)
-    weights[destination] = counts[unit_chunk]
-    to_end = np.zeros(len(text), np.int32)
-    to_end[destination] = (unit_offsets[unit_chunk + 1] - unit_index).astype(np.int32)
-    if settings.variant == "byte":
-        unit_bytes = np.arange(len(data) + 1, dtype=np.int64)
-    else:
-        unit_bytes = np.append(starts, len(data)).astype(np.int64)
-    chunk_text_start = np.asarray(unit_offsets[:-1], np.int64) + np.arange(n_chunks, dtype=np.int64) + 1
-    return SymbolTable(text, weights, to_end, symbols, symbol_class, symbol_script, data.tobytes(), unit_bytes,
-                       chunk_text_start)
+    units = np.asarray(units, np.int64)
+    chunk_start = np.concatenate([[0], np.cumsum(units)[:-1]]).astype(np.int64) + np.arange(n_chunks) + 1 \
+        if n_chunks else np.zeros(0, np.int64)
+    text = np.zeros(len(symbols_of_units) + n_chunks + 1, np.int32)
+    is_unit = np.ones(len(text), bool)
+    is_unit[chunk_start - 1] = False
+    is_unit[-1] = False
+    text[is_unit] = symbols_of_units
+    return SymbolTable(text, chunk_start, chunk_start + units, np.asarray(counts, np.int64), symbols, symbol_class,
+                       symbol_script)
 
 
-def suffix_array_prefix(text: np.ndarray, depth: int) -> np.ndarray:
-    """Suffix start positions of ``text`` (int32) sorted by their first ``depth`` symbols (prefix doubling with
-    numpy's unstable sort, faster than a stable one here: suffixes whose first ``depth`` symbols are equal may
-    come in any order, which the seed step never looks at: it uses whole groups of equal prefixes, their summed
-    weights and any member's string). Symbols past the end count as smaller than all."""
-    n = len(text)
-    alphabet = int(text.max()) + 2 if n else 2
+def sorted_suffixes(text: np.ndarray, suffixes: np.ndarray, depth: int) -> np.ndarray:
+    """``suffixes`` (int64 start positions in ``text``, int32 symbols ending with 0) sorted by their first
+    ``depth`` symbols (reading 0 past the end). Suffixes whose first ``depth`` symbols are equal may come in any
+    order, which the seed step never looks at: it uses whole groups of equal prefixes, their summed weights and
+    any member's string. Example: text [0, 2, 1, 2, 0], suffixes [1, 2, 3], depth 1 -> [2, 1, 3] or [2, 3, 1]."""
+    alphabet = int(text.max()) + 1 if len(text) else 1
     bits = max(1, math.ceil(math.log2(alphabet)))
-    per_key = max(1, min(depth, 62 // bits))
-    key = np.zeros(n, np.int64)
-    padded = np.concatenate([text.astype(np.int64) + 1, np.zeros(per_key, np.int64)])
-    for k in range(per_key):
-        key = (key << bits) | padded[k:k + n]
-    order = np.argsort(key, kind="quicksort")
-    sorted_keys = key[order]
-    rank = np.empty(n, np.int64)
-    rank[order] = np.concatenate([[0], np.cumsum(sorted_keys[1:] != sorted_keys[:-1])]) + 1
-    span = per_key
-    while span < depth and n:
-        following = np.zeros(n, np.int64)
-        following[:n - span] = rank[span:]
-        key = rank * (n + 2) + following
-        order = np.argsort(key, kind="quicksort")
-        sorted_keys = key[order]
-        rank = np.empty(n, np.int64)
-        rank[order] = np.concatenate([[0], np.cumsum(sorted_keys[1:] != sorted_keys[:-1])]) + 1
-        span *= 2
-    return order.astype(np.int64)
+    per_key = max(1, 62 // bits)
+    last = len(text) - 1
+    keys = []
+    for first in range(0, depth, per_key):
+        key = np.zeros(len(suffixes), np.int64)
+        for k in range(first, min(depth, first + per_key)):
+            key <<= bits
+            key |= text[np.minimum(suffixes + k, last)]
+        keys.append(key)
+    return suffixes[np.lexsort(keys[::-1])]
 
 
-def seed_pieces(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramSettings,
-                required: Sequence[tuple[str, int]]) -> tuple[list[bytes], np.ndarray]:
-    """Seed vocabulary ``(pieces, log-probabilities float64)``: the characters (``required``, with counts) then
-    the best ``seed_sentencepiece_size`` frequent substrings, scored frequency x length, as SentencePiece."""
+def _pack_groups(bounds: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """Consecutive groups (``bounds``: int64 group edges, first 0) gathered into spans of at most ``size`` items,
+    whole groups only (a larger group alone). Example: bounds [0, 2, 3, 9, 10], size 4 -> [(0, 3), (3, 9), (9, 10)]."""
+    spans, start = [], int(bounds[0])
+    for previous, edge in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        if edge - start > size and previous > start:
+            spans.append((start, previous))
+            start = previous
+    if bounds[-1] > start:
+        spans.append((start, int(bounds[-1])))
+    return spans
+
+
+def suffix_buckets(table: SymbolTable, size: int) -> Iterator[np.ndarray]:
+    """Buckets (int64 suffix start positions) of the suffixes that may start a seed (first symbol not forbidden):
+    whole first-symbol groups up to ``size`` suffixes each; a larger group in buckets of whole second-symbol
+    groups. Every bucket's suffixes share no two-symbol prefix with another bucket's."""
+    text = table.text
+    group_starts = np.zeros(len(table.symbol_class) + 1, np.int64)
+    np.cumsum(np.bincount(text, minlength=len(table.symbol_class)), out=group_starts[1:])
+    positions = np.empty(len(text), np.int32 if len(text) < 2 ** 31 else np.int64)
+    kt.positions_by_symbol(text, group_starts, positions)
+    allowed = table.symbol_class != 2
+    bounds = np.unique(np.concatenate([[0], group_starts[1:][allowed], group_starts[:-1][allowed], [len(text)]]))
+    for lo, hi in _pack_groups(bounds, size):
+        suffixes = positions[lo:hi].astype(np.int64)
+        suffixes = suffixes[allowed[text[suffixes]]]
+        if len(suffixes) <= size:
+            if len(suffixes):
+                yield suffixes
+            continue
+        suffixes = suffixes[np.argsort(text[suffixes + 1], kind="stable")]
+        second = text[suffixes + 1]
+        edges = np.concatenate([[0], np.flatnonzero(second[1:] != second[:-1]) + 1, [len(second)]])
+        for a, b in _pack_groups(edges, size):
+            yield suffixes[a:b]
+
+
+def bucket_candidates(table: SymbolTable, suffixes: np.ndarray,
+                      settings: UnigramSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Candidate seeds ``(start, length, frequency)`` (int64) of one bucket: the suffix-tree nodes of 2..max
+    symbols (substrings occurring at least twice) and the chunk-final substrings of one distinct chunk, valid
+    pieces with a frequency of at least 2."""
     s = settings
     max_len = s.max_sentencepiece_length
-    table = symbol_table(chunks, counts, s, [c for c, _ in required])
     text = table.text
-    sa = suffix_array_prefix(text, max_len + 1)
-    lcp = np.zeros(len(sa), np.int64)
+    sa = sorted_suffixes(text, suffixes, max_len + 1)
+    lcp = np.empty(len(sa), np.int32)
     kt.clipped_lcp(text, sa, max_len + 1, lcp)
-    cumulative = np.concatenate([[0], np.cumsum(table.weights[sa])])
-    left = np.empty(len(sa), np.int64)
-    right = np.empty(len(sa), np.int64)
-    depth = np.empty(len(sa), np.int64)
+    chunk = np.searchsorted(table.chunk_start, sa, side="right") - 1
+    weights = table.counts[chunk]
+    remaining = table.chunk_end[chunk] - sa  # symbols left in the chunk
+    del chunk
+    cumulative = np.concatenate([[0], np.cumsum(weights)])
+    left, right, depth = (np.empty(len(sa), np.int64) for _ in range(3))
     n_nodes = kt.lcp_interval_nodes(lcp, 2, max_len, left, right, depth)
-    node_start = sa[left[:n_nodes]]
-    node_len = depth[:n_nodes]
-    node_freq = cumulative[right[:n_nodes] + 1] - cumulative[left[:n_nodes]]
+    left, right = left[:n_nodes], right[:n_nodes]
+    node_freq = cumulative[right + 1] - cumulative[left]
+    del cumulative
     # chunk-final substrings found in one distinct chunk only (a leaf): frequent when the chunk is
     neighbour = np.maximum(lcp, np.append(lcp[1:], 0))
-    remaining = table.to_end[sa].astype(np.int64)
-    leaf = (remaining >= 2) & (remaining <= max_len) & (remaining > neighbour) & (table.weights[sa] >= 2)
-    starts = np.concatenate([node_start, sa[leaf]])
-    lengths = np.concatenate([node_len, remaining[leaf]])
-    freqs = np.concatenate([node_freq, table.weights[sa][leaf]])
+    leaf = (remaining >= 2) & (remaining <= max_len) & (remaining > neighbour) & (weights >= 2)
+    starts = np.concatenate([sa[left], sa[leaf]])
+    lengths = np.concatenate([depth[:n_nodes], remaining[leaf]])
+    freqs = np.concatenate([node_freq, weights[leaf]])
     valid = np.zeros(len(starts), np.uint8)
     kt.valid_pieces(text, starts, lengths, table.symbol_class, table.symbol_script, s.split_by_whitespace,
                     s.treat_whitespace_as_suffix, s.allow_whitespace_only_pieces, s.split_by_number,
                     s.split_by_unicode_script, s.split_digits, valid)
     keep = (valid == 1) & (freqs >= 2)
-    starts, lengths, freqs = starts[keep], lengths[keep], freqs[keep]
-    scores = freqs * lengths
+    return starts[keep], lengths[keep], freqs[keep]
+
+
+def _at_least_best(candidates: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                   limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The candidates joined, cut to those scoring (frequency x length) at least the ``limit``-th best score: a
+    superset of the best ``limit`` of every larger set that holds them, ties at the cut included."""
+    starts, lengths, freqs = (np.concatenate([c[k] for c in candidates]) if candidates else np.zeros(0, np.int64)
+                              for k in range(3))
+    if len(starts) > limit:
+        scores = freqs * lengths
+        keep = scores >= np.partition(scores, len(scores) - limit)[len(scores) - limit]
+        starts, lengths, freqs = starts[keep], lengths[keep], freqs[keep]
+    return starts, lengths, freqs
+
+
+def seed_pieces(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramSettings,
+                required: Sequence[tuple[str, int]],
+                bucket_suffixes: int = SEED_BUCKET_SUFFIXES) -> tuple[list[bytes], np.ndarray]:
+    """Seed vocabulary ``(pieces, log-probabilities float64)``: the characters (``required``, with counts) then
+    the best ``seed_sentencepiece_size`` frequent substrings, scored frequency x length (ties by bytes), as
+    SentencePiece. ``bucket_suffixes`` bounds the suffixes sorted at once (never changes the seeds)."""
+    s = settings
+    table = symbol_table(chunks, counts, s, [c for c, _ in required])
     limit = s.seed_sentencepiece_size
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    held = 0
+    for suffixes in suffix_buckets(table, bucket_suffixes):
+        found.append(bucket_candidates(table, suffixes, s))
+        held += len(found[-1][0])
+        if held > 2 * limit:
+            found = [_at_least_best(found, limit)]
+            held = len(found[0][0])
+    starts, lengths, freqs = _at_least_best(found, limit)
+    scores = freqs * lengths
     if len(scores) > limit:
         threshold = np.partition(scores, len(scores) - limit)[len(scores) - limit]
         above = np.flatnonzero(scores > threshold)
