@@ -107,6 +107,9 @@ def _log4j_file(level: str) -> str:
     return path
 
 
+DEFAULT_LOG_LEVEL = "ERROR"  # Spark's own messages below errors are not shown
+
+
 def session_config(
     master: str | None = None,
     *,
@@ -114,7 +117,7 @@ def session_config(
     shuffle_partitions: int | None = None,
     driver_memory: str | None = None,
     threads_per_task: int = 1,
-    log_level: str = "ERROR",
+    log_level: str = DEFAULT_LOG_LEVEL,
     extra: Mapping[str, Any] | None = None,
     small_driver: bool = False,
     single_worker: bool = False,
@@ -182,29 +185,21 @@ def session_config(
     return conf
 
 
-def build_session(
-    master: str | None = None,
-    *,
-    app_name: str = "shardpiece",
-    shuffle_partitions: int | None = None,
-    driver_memory: str | None = None,
-    threads_per_task: int = 1,
-    log_level: str = "ERROR",
-    extra: Mapping[str, Any] | None = None,
-    small_driver: bool = False,
-    single_worker: bool = False,
-):
-    """Start a loopback-bound SparkSession (or return the running one, with the SQL options updated).
+def build_session(master: str | None = None, **options: Any):
+    """Start a loopback-bound SparkSession (or return the running one, with the SQL options updated), configured
+    by :func:`session_config` (``options``: its keywords).
 
     Driver-JVM options (master, memory, log configuration) only take effect when no session is running yet;
     the runtime SQL options (shuffle partitions, Arrow) are applied to a reused session too.
     """
+    conf = session_config(master, **options)
+    small_driver = bool(options.get("small_driver")) and is_local_master(conf["spark.master"])
     if not os.environ.get("SHARDPIECE_DRIVER_HOST"):
         os.environ["SPARK_LOCAL_IP"] = LOOPBACK
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # Python workers of a local master inherit the driver's environment.
-    os.environ.setdefault("NUMBA_NUM_THREADS", str(threads_per_task))
+    os.environ.setdefault("NUMBA_NUM_THREADS", conf["spark.executorEnv.NUMBA_NUM_THREADS"])
     import warnings
 
     # pyspark 4.x warns that pandas 3 is "not fully supported"; mapInArrow does not go through pandas.
@@ -212,12 +207,7 @@ def build_session(
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    conf = session_config(
-        master, app_name=app_name, shuffle_partitions=shuffle_partitions, driver_memory=driver_memory,
-        threads_per_task=threads_per_task, log_level=log_level, extra=extra, small_driver=small_driver,
-        single_worker=single_worker,
-    )
-    if small_driver and is_local_master(conf["spark.master"]):
+    if small_driver:
         # glibc's default of 8 malloc arenas per core lets native memory of many threads (the JVM's, the Python
         # workers' numba/arrow) sit in RSS; two arenas are plenty for local tasks. The JVM and the Python workers
         # it starts inherit this environment.
@@ -226,7 +216,7 @@ def build_session(
         # which the workers' numpy arrays of a few MB come from the heap and their pages are kept after use.
         os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(1 << 20))
     archive_options = ""
-    if small_driver and is_local_master(conf["spark.master"]) and SparkContext._active_spark_context is None:
+    if small_driver and SparkContext._active_spark_context is None:
         from pipelines.spark.jvm_archive import driver_archive_options
 
         # the JVM's classes from a class-data-sharing archive: the session starts in about half the time
@@ -241,7 +231,7 @@ def build_session(
         from pipelines.spark.jvm_archive import record_class_path
 
         record_class_path(archive_options, spark.sparkContext._jvm.java.lang.System.getProperty("java.class.path"))
-    spark.sparkContext.setLogLevel(log_level.upper())
+    spark.sparkContext.setLogLevel(str(options.get("log_level", DEFAULT_LOG_LEVEL)).upper())
     for key in ("spark.sql.shuffle.partitions", "spark.sql.execution.arrow.pyspark.enabled",
                 "spark.sql.execution.arrow.maxRecordsPerBatch", "spark.sql.execution.arrow.maxBytesPerBatch"):
         if key in conf:
