@@ -146,6 +146,19 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     return "\n".join(lines)
 
 
+def git_revision() -> dict[str, Any]:
+    """``{"git_commit": short hash, "git_dirty_files": n}`` of the checkout the benchmark runs from (``{}`` without
+    git): which code a result measured."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    return {"git_commit": commit, "git_dirty_files": len(dirty.splitlines())}
+
+
 def machine_info() -> dict[str, Any]:
     import numba
     import numpy
@@ -164,14 +177,7 @@ def machine_info() -> dict[str, Any]:
         info["memory_gib"] = round(psutil.virtual_memory().total / 2**30, 1)
     except ImportError:
         pass
-    try:
-        info["git_commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                                            text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        info["git_dirty_files"] = len(dirty.splitlines())
-    except (OSError, subprocess.CalledProcessError):
-        pass
+    info.update(git_revision())
     for module in ("sentencepiece", "pyspark"):
         try:
             info[module] = __import__(module).__version__

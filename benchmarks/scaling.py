@@ -27,10 +27,12 @@ bound dropped) and the shuffle bytes that Spark's event log records. Then bytes/
 file's lines. A run that takes longer than ``--limit-minutes`` or whose tree grows past ``--limit-gib`` is killed;
 that system is not run on larger slices, and the table says where it stopped.
 
-Each (system, slice) result is kept in ``--work``/runs, so the benchmark resumes where it was stopped (it takes
-hours: run it in the background). Output: tables on stdout (one row per run; the growth factor per doubling of
-time, driver memory and tree memory), ``benchmarks/results/scaling.json`` and a log-log plot beside it
-(``scaling.png``, time and memory against corpus size, one line per system; needs matplotlib, the ``bench`` extra).
+Each (system, slice) result is kept in ``--work``/results, so the benchmark resumes where it was stopped (it takes
+hours: run it in the background); on a machine whose ``--work`` is empty, the runs recorded in
+``benchmarks/results/scaling.json`` count as done (each row says the commit it measured; ``--rerun`` repeats).
+Output: tables on stdout (one row per run; the growth factor per doubling of time, driver memory and tree memory),
+``benchmarks/results/scaling.json`` and a log-log plot beside it (``scaling.png``, time and memory against corpus
+size, one line per system; needs matplotlib, the ``bench`` extra).
 """
 
 from __future__ import annotations
@@ -197,7 +199,8 @@ def run_one(system: str, slice_mib: int, args, lines: list[str]) -> dict:
     print(f"[{system} {slice_mib} MiB] training ({common.load_text()})", flush=True)
     measured = processes.run_measured(command, env=env, cwd=common.REPO, log_path=os.path.join(run_dir, "log.txt"),
                                    max_seconds=args.limit_minutes * 60, max_tree_mib=args.limit_gib * 1024)
-    row = {"slice_mib": slice_mib, "train_bytes": os.path.getsize(train), **summarize(system, measured, run_dir)}
+    row = {"slice_mib": slice_mib, "train_bytes": os.path.getsize(train), **common.git_revision(),
+           **summarize(system, measured, run_dir)}
     if measured.returncode == 0:
         row["bytes_per_token"] = round(bytes_per_token(system, model_path(run_dir, system), lines), 4)
     shutil.rmtree(os.path.join(run_dir, "work"), ignore_errors=True)  # keep the model, log and events, not stages
@@ -220,6 +223,26 @@ def load_rows(args) -> list[dict]:
                 with open(path, encoding="utf-8") as handle:
                     rows.append(json.load(handle))
     return rows
+
+
+def restore_results(args) -> int:
+    """Put the runs of ``benchmarks/results/scaling.json`` (made with the same vocab size and bound) into
+    ``--work`` where it holds none for that (system, slice), so a new machine goes on where the last one stopped
+    (``--rerun`` measures them again). Returns how many it restored."""
+    path = os.path.join(common.RESULTS_DIR, "scaling.json")
+    if not os.path.isfile(path):
+        return 0
+    with open(path, encoding="utf-8") as handle:
+        recorded = json.load(handle)
+    same = {k: recorded.get("settings", {}).get(k) for k in ("vocab_size", "max_table_entries")} == {
+        "vocab_size": args.vocab_size, "max_table_entries": args.max_table_entries}
+    restored = 0
+    for row in recorded.get("runs", []) if same else []:
+        target = result_path(args, row["system"], row["slice_mib"])
+        if not os.path.isfile(target):
+            common.write_atomic(target, (json.dumps(row, indent=2) + "\n").encode())
+            restored += 1
+    return restored
 
 
 def finished(row: dict) -> bool:
@@ -424,6 +447,10 @@ def main() -> int:
     parser.add_argument("--report", action="store_true", help="only print and write what --work holds")
     args = parser.parse_args()
     os.makedirs(os.path.join(args.work, "results"), exist_ok=True)
+    if not args.rerun:
+        restored = restore_results(args)
+        if restored:
+            print(f"{restored} runs restored from benchmarks/results/scaling.json (--rerun measures them again)")
     if not args.report:
         lines = held_out_lines(args.corpora)
         for slice_mib in sorted(args.slices):
