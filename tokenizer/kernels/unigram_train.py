@@ -305,7 +305,7 @@ def pruning_losses(order, freq, status, alt_offsets, alt_ids, sentence_total, to
 # ---------------------------------------------------------------------------------------------------- seeds
 @kernel
 def positions_by_symbol(text, group_starts, out_positions):
-    """Counting sort of the positions of ``text`` (int32 symbols) by their symbol: ``out_positions`` (int32 or
+    """Counting sort of the positions of ``text`` (integer symbols) by their symbol: ``out_positions`` (int32 or
     int64, ``len(text)``) gets the positions of symbol 0, then of symbol 1, ..., each group in position order;
     ``group_starts`` (int64, ``n_symbols + 1``) is where each symbol's group begins (the cumulative counts).
     Example: text [2, 0, 2, 1], group_starts [0, 1, 2, 4] -> [1, 3, 0, 2]."""
@@ -320,7 +320,7 @@ def positions_by_symbol(text, group_starts, out_positions):
 @kernel
 def clipped_lcp(text, suffixes, limit, lcp_out):
     """``lcp_out[j]`` = length of the common prefix of the suffixes ``suffixes[j-1]`` and ``suffixes[j]`` of
-    ``text`` (int32 symbols, 0 = chunk separator, which never matches), at most ``limit``; ``lcp_out[0] = 0``.
+    ``text`` (integer symbols, 0 = chunk separator, which never matches), at most ``limit``; ``lcp_out[0] = 0``.
     Example: text [1, 2, 0, 1, 2, 3, 0], suffixes [0, 3] -> lcp [0, 2]."""
     n = len(text)
     lcp_out[0] = 0

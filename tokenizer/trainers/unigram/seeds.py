@@ -5,7 +5,8 @@ The suffix array is never built whole. Suffixes are grouped by their first symbo
 gathered into buckets of at most ``bucket_suffixes`` suffixes (a larger group is split between its second
 symbols), and each bucket is sorted, walked and cut to its best candidates on its own. A seed has two or more
 symbols, so all its occurrences start with the same two symbols and fall in one bucket: the seeds are those of the
-whole array, while the step holds the symbol text, one int32 per suffix and one bucket at a time."""
+whole array, while the step holds the symbol text (two bytes per symbol), one int32 per suffix and one bucket at a
+time."""
 
 from __future__ import annotations
 
@@ -22,18 +23,19 @@ from tokenizer.packed import pack
 from tokenizer.trainers.unicode_scripts import sentencepiece_scripts
 from tokenizer.trainers.unigram.settings import BOUNDARY, UnigramSettings
 
-SEED_BUCKET_SUFFIXES = 1 << 20  # suffixes sorted at once by the seed step (its working memory: ~150 bytes each)
+SEED_BUCKET_SUFFIXES = 1 << 19  # suffixes sorted at once by the seed step (its working memory: ~200 bytes each)
 PIECE_BYTES_BATCH = 1 << 18  # pieces spelled at once by SymbolTable.piece_bytes
+SYMBOL_BLOCK_BYTES = 1 << 20  # chunk bytes turned into symbols at once by symbol_table
 
 
 @dataclass
 class SymbolTable:
-    """Chunks as int32 symbol ids for the seed step: ``text`` is 0, chunk 0's symbols, 0, chunk 1's symbols, ...,
+    """Chunks as integer symbol ids for the seed step: ``text`` is 0, chunk 0's symbols, 0, chunk 1's symbols, ...,
     0 (0 separates chunks); for text, symbols are characters (ids in code-point order of the covered ones, one id
     for every uncovered character), for bytes ``byte + 1``. Chunk ``i`` is ``text[chunk_start[i]:chunk_end[i]]``.
     Example: byte chunks [b"ab", b"c"] -> text [0, 98, 99, 0, 100, 0], chunk_start [1, 4], chunk_end [3, 5]."""
 
-    text: np.ndarray          # int32
+    text: np.ndarray          # uint16 (int32 for more than 65,536 symbols)
     chunk_start: np.ndarray   # int64 per chunk
     chunk_end: np.ndarray     # int64 per chunk
     counts: np.ndarray        # int64 per chunk
@@ -97,11 +99,12 @@ def required_characters(chunks: Sequence[bytes], counts: np.ndarray,
 
 def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramSettings,
                  required: Sequence[str]) -> SymbolTable:
-    """The chunks as symbols (:class:`SymbolTable`); ``required`` are the covered characters (text variant)."""
+    """The chunks as symbols (:class:`SymbolTable`); ``required`` are the covered characters (text variant).
+    ``text`` is uint16 where the symbols fit (else int32), written :data:`SYMBOL_BLOCK_BYTES` of chunks at a time."""
     data, offsets = pack(chunks)
     n_chunks = len(chunks)
+    blocks = _chunk_blocks(offsets)
     if settings.variant == "byte":
-        symbols_of_units = data.astype(np.int32) + 1
         units = np.diff(offsets)
         symbols = [b""] + [bytes([b]) for b in range(256)]
         symbol_class = np.zeros(258, np.uint8)
@@ -109,20 +112,13 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
         symbol_class[ord(" ") + 1] = 1
         symbol_class[257] = 2
         symbol_script = np.full(258, -1, np.int32)
+        symbol_of = np.arange(1, 257, dtype=np.int32)  # byte -> symbol
     else:
-        code_points = np.frombuffer(data.tobytes().decode("utf-8").encode("utf-32-le"), dtype="<u4")
-        lead = (data & 0xC0) != 0x80  # a character starts here
-        units = np.add.reduceat(lead, np.minimum(offsets[:-1], max(len(lead) - 1, 0)), dtype=np.int64) \
-            if len(lead) else np.zeros(n_chunks, np.int64)
-        units[np.diff(offsets) == 0] = 0  # reduceat gives an empty segment's first element
-        del lead
+        units = _characters_per_chunk(data, offsets, blocks)
         alphabet = np.array(sorted(ord(c) for c in required), dtype=np.int64)
         unk_id = len(alphabet) + 1
-        symbol_of = np.full(int(code_points.max()) + 1 if len(code_points) else 1, unk_id, np.int32)
-        covered = alphabet[alphabet < len(symbol_of)]
-        symbol_of[covered] = np.searchsorted(alphabet, covered).astype(np.int32) + 1  # code-point order ids
-        symbols_of_units = symbol_of[code_points]
-        del code_points
+        symbol_of = np.full(0x110000, unk_id, np.int32)  # code point -> symbol
+        symbol_of[alphabet] = np.arange(1, len(alphabet) + 1, dtype=np.int32)  # code-point order ids
         symbols = [b""] + [chr(int(c)).encode() for c in alphabet] + [b""]
         symbol_class = np.zeros(unk_id + 1, np.uint8)
         symbol_script = np.full(unk_id + 1, -1, np.int32)
@@ -137,19 +133,44 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
                 symbol_class[k] = 3
             symbol_script[k] = table[c]
     units = np.asarray(units, np.int64)
-    chunk_start = np.concatenate([[0], np.cumsum(units)[:-1]]).astype(np.int64) + np.arange(n_chunks) + 1 \
-        if n_chunks else np.zeros(0, np.int64)
-    text = np.zeros(len(symbols_of_units) + n_chunks + 1, np.int32)
-    is_unit = np.ones(len(text), bool)
-    is_unit[chunk_start - 1] = False
-    is_unit[-1] = False
-    text[is_unit] = symbols_of_units
+    unit_offsets = np.zeros(n_chunks + 1, np.int64)
+    np.cumsum(units, out=unit_offsets[1:])
+    chunk_start = unit_offsets[:-1] + np.arange(n_chunks) + 1  # one separator before each chunk
+    text = np.zeros(int(unit_offsets[-1]) + n_chunks + 1, np.uint16 if len(symbol_class) <= 1 << 16 else np.int32)
+    for first, last in blocks:
+        block = data[offsets[first]:offsets[last]]
+        if settings.variant == "byte":
+            values = block
+        else:
+            values = np.frombuffer(block.tobytes().decode("utf-8").encode("utf-32-le"), dtype="<u4")
+        destination = np.repeat(chunk_start[first:last] - unit_offsets[first:last], units[first:last])
+        destination += np.arange(unit_offsets[first], unit_offsets[last])
+        text[destination] = symbol_of[values]
     return SymbolTable(text, chunk_start, chunk_start + units, np.asarray(counts, np.int64), symbols, symbol_class,
                        symbol_script)
 
 
+def _chunk_blocks(offsets: np.ndarray) -> list[tuple[int, int]]:
+    """Consecutive chunk ranges of about :data:`SYMBOL_BLOCK_BYTES` bytes each (``offsets``: int64 packed)."""
+    cuts = np.unique(np.concatenate([np.searchsorted(offsets, np.arange(0, offsets[-1], SYMBOL_BLOCK_BYTES)),
+                                     [len(offsets) - 1]]))
+    return list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+
+
+def _characters_per_chunk(data: np.ndarray, offsets: np.ndarray, blocks: list[tuple[int, int]]) -> np.ndarray:
+    """int64 UTF-8 characters (bytes that are no continuation byte) of each packed chunk, a block at a time.
+    Example: chunks [b"a\xc3\xa9", b""] -> [2, 0]."""
+    characters = np.zeros(len(offsets) - 1, np.int64)
+    for first, last in blocks:
+        lead = (data[offsets[first]:offsets[last]] & 0xC0) != 0x80
+        starts = offsets[first:last] - offsets[first]
+        nonempty = starts < offsets[first + 1:last + 1] - offsets[first]
+        characters[first:last][nonempty] = np.add.reduceat(lead, starts[nonempty], dtype=np.int64)
+    return characters
+
+
 def sorted_suffixes(text: np.ndarray, suffixes: np.ndarray, depth: int) -> np.ndarray:
-    """``suffixes`` (int64 start positions in ``text``, int32 symbols ending with 0) sorted by their first
+    """``suffixes`` (int64 start positions in ``text``, integer symbols ending with 0) sorted by their first
     ``depth`` symbols (reading 0 past the end). Suffixes whose first ``depth`` symbols are equal may come in any
     order, which the seed step never looks at: it uses whole groups of equal prefixes, their summed weights and
     any member's string. Example: text [0, 2, 1, 2, 0], suffixes [1, 2, 3], depth 1 -> [2, 1, 3] or [2, 3, 1]."""
@@ -180,29 +201,39 @@ def _pack_groups(bounds: np.ndarray, size: int) -> list[tuple[int, int]]:
     return spans
 
 
+def _grouped_by_symbol(values: np.ndarray, n_symbols: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(indices, group_starts)``: the indices of ``values`` (symbols below ``n_symbols``) ordered by value, then
+    index (int32 below 2**31 values, else int64), and where each value's group starts (int64, ``n_symbols + 1``).
+    Counted a block at a time (``np.bincount`` makes an int64 copy of what it counts). Example: values [2, 0, 2],
+    3 symbols -> ([1, 0, 2], [0, 1, 1, 3])."""
+    starts = np.zeros(n_symbols + 1, np.int64)
+    for first in range(0, len(values), SYMBOL_BLOCK_BYTES):
+        starts[1:] += np.bincount(values[first:first + SYMBOL_BLOCK_BYTES], minlength=n_symbols)
+    np.cumsum(starts, out=starts)
+    indices = np.empty(len(values), np.int32 if len(values) < 2 ** 31 else np.int64)
+    kt.positions_by_symbol(values, starts, indices)
+    return indices, starts
+
+
 def suffix_buckets(table: SymbolTable, size: int) -> Iterator[np.ndarray]:
     """Buckets (int64 suffix start positions) of the suffixes that may start a seed (first symbol not forbidden):
     whole first-symbol groups up to ``size`` suffixes each; a larger group in buckets of whole second-symbol
     groups. Every bucket's suffixes share no two-symbol prefix with another bucket's."""
     text = table.text
-    group_starts = np.zeros(len(table.symbol_class) + 1, np.int64)
-    np.cumsum(np.bincount(text, minlength=len(table.symbol_class)), out=group_starts[1:])
-    positions = np.empty(len(text), np.int32 if len(text) < 2 ** 31 else np.int64)
-    kt.positions_by_symbol(text, group_starts, positions)
+    positions, group_starts = _grouped_by_symbol(text, len(table.symbol_class))
     allowed = table.symbol_class != 2
     bounds = np.unique(np.concatenate([[0], group_starts[1:][allowed], group_starts[:-1][allowed], [len(text)]]))
     for lo, hi in _pack_groups(bounds, size):
-        suffixes = positions[lo:hi].astype(np.int64)
+        suffixes = positions[lo:hi]
         suffixes = suffixes[allowed[text[suffixes]]]
         if len(suffixes) <= size:
             if len(suffixes):
-                yield suffixes
+                yield suffixes.astype(np.int64)
             continue
-        suffixes = suffixes[np.argsort(text[suffixes + 1], kind="stable")]
-        second = text[suffixes + 1]
-        edges = np.concatenate([[0], np.flatnonzero(second[1:] != second[:-1]) + 1, [len(second)]])
-        for a, b in _pack_groups(edges, size):
-            yield suffixes[a:b]
+        order, second_starts = _grouped_by_symbol(text[suffixes + 1], len(table.symbol_class))
+        suffixes = suffixes[order]  # one first symbol, ordered by the second
+        for a, b in _pack_groups(np.unique(second_starts), size):
+            yield suffixes[a:b].astype(np.int64)
 
 
 def bucket_candidates(table: SymbolTable, suffixes: np.ndarray,
