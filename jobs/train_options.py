@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from jobs import config as C
 from tokenizer.errors import ConfigError
+from tokenizer.trainers.bpe import BYTE_LEVEL_MAX_PIECE_BYTES
 from tokenizer.trainers.table_bound import MIN_LIMIT
 
 ALGORITHMS = ("bytepiece", "unigram", "bpe")
@@ -148,7 +149,8 @@ OPTIONS: tuple[Option, ...] = (
        "vocabulary size as SentencePiece does)", "model", algorithms=BP | BPE, default={"bytepiece": 2, "bpe": None},
        type=int, metavar="N"),
     _o("max_piece_bytes", _int, "an integer", "longest piece in bytes: bytepiece (default 36), bpe byte_level "
-       "(32), unigram byte variant (16)", "model", default={"bytepiece": 36, "bpe": 32, "unigram": 16}, type=int,
+       f"({BYTE_LEVEL_MAX_PIECE_BYTES}), unigram byte variant (16)", "model",
+       default={"bytepiece": 36, "bpe": BYTE_LEVEL_MAX_PIECE_BYTES, "unigram": 16}, type=int,
        metavar="N", applies=_only_in_unit("max_piece_bytes")),
     _o("max_piece_chars", _int, "an integer", "longest piece in characters: bpe sentencepiece, unigram "
        "sentencepiece variant (default 16)", "model", algorithms=UG | BPE, default=16, type=int, metavar="N",

@@ -127,7 +127,7 @@ def test_every_algorithm_takes_the_shared_options_and_its_own_only(tmp_path):
 
 def test_piece_lengths_have_one_unit_per_name_and_old_spellings_still_work():
     base = ["--input", "c.txt", "--output", "m.model", "--vocab-size", "400"]
-    assert options_from(["--algorithm", "bpe", *base])["max_piece_bytes"] == 32
+    assert options_from(["--algorithm", "bpe", *base])["max_piece_bytes"] == 256
     sp = options_from(["--algorithm", "bpe", "--pretokenizer", "sentencepiece", *base])
     assert sp["max_piece_chars"] == 16 and "max_piece_bytes" not in sp
     assert options_from(["--algorithm", "unigram", "--unigram-variant", "byte", *base])["max_piece_bytes"] == 16

@@ -62,6 +62,9 @@ from tokenizer.packed import as_packed, pack
 from tokenizer.trainers.bytepiece.chunks import pack_texts  # noqa: F401  (re-exported: count_chunks(*pack_texts(...)))
 
 PRETOKENIZERS = ("byte_level", "sentencepiece")
+#: byte_level's default longest piece: a guard against runaway pieces, far above what a vocabulary learns (Hugging
+#: Face's trainer and tiktoken set none; a lower cap costs compression where long runs repeat, as in source code)
+BYTE_LEVEL_MAX_PIECE_BYTES = 256
 SPACE_SYMBOL = "\u2581".encode()
 
 
@@ -75,7 +78,7 @@ class BpeSettings:
         pattern: the regex of ``byte_level``: ``"gpt2"`` or ``"llama3"``.
         min_count: stop merging when the best pair occurs fewer times than this: default 1 for ``sentencepiece``
             (SentencePiece's BPE merges on to the vocabulary size), 2 for ``byte_level``.
-        max_piece_length: longest merged piece: bytes for ``byte_level`` (default 32), characters for
+        max_piece_length: longest merged piece: bytes for ``byte_level`` (default 256), characters for
             ``sentencepiece`` (default 16, SentencePiece's ``max_sentencepiece_length``).
         character_coverage: ``sentencepiece`` only: the share of character occurrences whose characters are
             merged (SentencePiece's default 0.9995); the rarest characters stay bytes.
@@ -97,7 +100,8 @@ class BpeSettings:
         if self.min_count is None:
             object.__setattr__(self, "min_count", 1 if self.pretokenizer == "sentencepiece" else 2)
         if self.max_piece_length is None:
-            object.__setattr__(self, "max_piece_length", 16 if self.pretokenizer == "sentencepiece" else 32)
+            object.__setattr__(self, "max_piece_length",
+                               16 if self.pretokenizer == "sentencepiece" else BYTE_LEVEL_MAX_PIECE_BYTES)
 
     def validate(self) -> "BpeSettings":
         """Raise :class:`ConfigError` saying what to change; returns ``self`` when valid."""
