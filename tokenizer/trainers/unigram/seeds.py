@@ -96,7 +96,6 @@ def required_characters(chunks: Sequence[bytes], counts: np.ndarray,
     return required, all_count
 
 
-
 def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramSettings,
                  required: Sequence[str]) -> SymbolTable:
     """The chunks as symbols (:class:`SymbolTable`); ``required`` are the covered characters (text variant).
