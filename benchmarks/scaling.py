@@ -271,7 +271,8 @@ def tables_text(row: dict) -> str:
 #: per shardpiece system: (stages that run in the executors, stages on the driver, (stage, count) of its largest
 #: driver table)
 STAGE_KINDS = {
-    "shardpiece-bytepiece": (("read", "ngrams", "pieces"), ("ngram_model", "prune"), ("ngrams", "kept_ngrams")),
+    "shardpiece-bytepiece": (("read", "ngrams", "pieces", "candidates"), ("ngram_model", "prune"),
+                             ("ngrams", "kept_ngrams")),
     "shardpiece-unigram": (("chunks",), ("em_",), ("chunks", "distinct_chunks")),
     "shardpiece-bpe-sp": (("chunks",), ("merges",), ("chunks", "distinct_chunks")),
     "shardpiece-bpe-bl": (("chunks",), ("merges",), ("chunks", "distinct_chunks")),

@@ -10,7 +10,8 @@ The math lives in :mod:`tokenizer.trainers.bytepiece`; this module only moves ar
       -> build_ngram_model on the driver, broadcast it
     documents
       -> the same reduce (byte keys): chunk_texts + segment_and_count_pieces per shard, merge_piece_counts over
-         the partition -> collect -> prune_pieces on the driver
+         the partition; pruning candidates (single bytes, frequent pieces) collected, the others set aside in
+         Spark, re-segmented there onto the broadcast candidates -> prune_candidates on the driver
       -> [refine_em_rounds: em_e_step per partition (pieces broadcast), statistics summed, em_m_step]
       -> build_model per vocab size
 
@@ -48,6 +49,7 @@ from tokenizer.trainers import bytepiece as bp
 from tokenizer.trainers import table_bound
 
 _LIMBS = 8  # a 256-bit fingerprint as eight 32-bit limbs
+RESEGMENT_PIECES = 1 << 16  # set-aside pieces a thread re-segments at once
 
 
 # ---------------------------------------------------------------------------------------------- fingerprint
@@ -112,12 +114,12 @@ def count_ngram_shards(settings: bp.TrainSettings, batches: Iterator, threads: i
     return counts, stats
 
 
-def kept_ngram_table(min_count: int, table: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """What the driver needs of a reduced n-gram table: single bytes and n-grams with ``count >= min_count`` (the
-    rule of :func:`~tokenizer.trainers.bytepiece.build_ngram_model`), applied in the reduce tasks."""
+def kept_ngram_mask(min_count: int, table: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """What the driver needs of a reduced n-gram table (a bool mask): single bytes and n-grams with ``count >=
+    min_count`` (the rule of :func:`~tokenizer.trainers.bytepiece.build_ngram_model`), applied in the reduce
+    tasks."""
     keys, counts = table
-    kept = bp.kept_ngrams(keys, counts, min_count)
-    return keys[kept], counts[kept]
+    return bp.kept_ngrams(keys, counts, min_count)
 
 
 def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
@@ -127,7 +129,7 @@ def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHAR
     of those at most ``limit`` (the most frequent)."""
     reduced = reduce.reduce_counts(
         documents, partial(count_ngram_shards, settings, shard_bytes=shard_bytes), "int64",
-        keep=partial(kept_ngram_table, settings.min_count), threads=threads, limit=limit)
+        keep=partial(kept_ngram_mask, settings.min_count), threads=threads, limit=limit)
     (keys, counts), stats = reduced.table, reduced.stats
     digest_sum = sum(int(stats.get(f"fingerprint_limb_{i}", 0)) << (32 * i) for i in range(_LIMBS))
     ngram_documents = int(stats.get("documents", 0))
@@ -156,21 +158,82 @@ def count_piece_shards(lm_broadcast, settings: bp.TrainSettings, batches: Iterat
     return totals, {}
 
 
+def candidate_piece_mask(settings: bp.TrainSettings, table: tuple) -> np.ndarray:
+    """The reduce tasks' cut of a piece table ``(data, offsets, counts)``: the pruning candidates
+    (:func:`~tokenizer.trainers.bytepiece.candidate_mask`) go to the driver, the rest is set aside."""
+    return bp.candidate_mask(np.diff(table[1]), table[2], settings)
+
+
+def resegment_partition(candidates_broadcast, threads: int) -> Callable:
+    """``mapInArrow`` over set-aside piece rows: each piece segmented with the broadcast candidates (unigram
+    Viterbi, :func:`~tokenizer.trainers.bytepiece.resegment_counts`), times its count; one row per partition
+    holding the int64 counts the candidates gain, and the set-aside pieces and occurrences it saw."""
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        model = bp.PieceModel(*candidates_broadcast.value)
+        model.trie()  # built once here, not by several threads at once
+        gained = np.zeros(len(model.pieces), np.int64)
+        pieces = occurrences = 0
+        tables = (reduce.slice_rows("bytes", table, first, min(first + RESEGMENT_PIECES, len(table[2])))
+                  for batch in batches for table in map(partial(reduce.decode, "bytes"), batch.column(1).to_pylist())
+                  for first in range(0, len(table[2]), RESEGMENT_PIECES))
+        for counts, table_pieces, table_occurrences in map_shards(
+                lambda table: (model.viterbi_counts(*table)[0], len(table[2]), int(table[2].sum())), tables,
+                threads):
+            gained += counts
+            pieces += table_pieces
+            occurrences += table_occurrences
+        yield pa.RecordBatch.from_arrays([pa.array([gained.tobytes()], pa.binary()), pa.array([pieces]),
+                                          pa.array([occurrences])], names=["gained", "pieces", "occurrences"])
+
+    return run
+
+
 def reduce_pieces(documents, lm, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
-                  threads: int | None = None, limit: int | None = None) -> tuple[list[bytes], np.ndarray, dict]:
-    """Segment every document with the broadcast n-gram model; returns the summed piece counts (sorted; at most
-    ``limit``, the most frequent) and what the memory bound dropped."""
+                  threads: int | None = None,
+                  limit: int | None = None) -> tuple[list[bytes], np.ndarray, dict, dict]:
+    """Segment every document with the broadcast n-gram model and count the pieces; only the pruning candidates
+    reach the driver (at most ``limit``, the most frequent; the 256 single bytes completed), the other pieces stay
+    in Spark and are re-segmented there onto the broadcast candidates, whose counts gain theirs. Returns
+    ``(candidates sorted by bytes, counts int64, what the memory bound dropped, {"pieces": n, "occurrences": m}
+    set aside)``. Hand the candidates to
+    :func:`~tokenizer.trainers.bytepiece.prune_candidates`: the result equals
+    :func:`~tokenizer.trainers.bytepiece.prune_pieces` over every piece (when the bound drops nothing)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from pipelines.spark.session import task_threads
     from tokenizer.trainers.chunk_table import finish
 
-    lm_broadcast = documents.sparkSession.sparkContext.broadcast(lm)
+    spark = documents.sparkSession
+    threads = task_threads(spark) if threads is None else max(1, int(threads))
+    lm_broadcast = spark.sparkContext.broadcast(lm)
+    frame = reduce.reduced_frame(
+        documents, partial(count_piece_shards, lm_broadcast, settings, shard_bytes=shard_bytes), "bytes",
+        keep=partial(candidate_piece_mask, settings), threads=threads, set_aside=True)
+    frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        reduced = reduce.reduce_counts(
-            documents, partial(count_piece_shards, lm_broadcast, settings, shard_bytes=shard_bytes), "bytes",
-            threads=threads, limit=limit)
+        reduced = reduce.bounded_collect(frame, "bytes", limit)
+        counted = finish(reduced.table, {})
+        pieces, counts = bp.complete_bytes(counted.chunks, counted.counts)
+        candidates_broadcast = spark.sparkContext.broadcast((pieces, counts))
+        try:
+            rows = frame.where(F.col("bucket") == reduce.SET_ASIDE_BUCKET).mapInArrow(
+                resegment_partition(candidates_broadcast, threads),
+                "gained binary, pieces long, occurrences long").collect()
+        finally:
+            candidates_broadcast.unpersist()
     finally:
+        frame.unpersist()
         lm_broadcast.unpersist()
-    counted = finish(reduced.table, {})
-    return counted.chunks, counted.counts, reduced.bound
+    gained = np.zeros(len(pieces), np.int64)
+    for row in rows:
+        gained += np.frombuffer(bytes(row["gained"]), np.int64)
+    set_aside = {"pieces": sum(int(r["pieces"]) for r in rows),
+                 "occurrences": sum(int(r["occurrences"]) for r in rows)}
+    return pieces, counts + gained, reduced.bound, set_aside
 
 
 # ---------------------------------------------------------------------------------------------- EM refinement
@@ -293,18 +356,18 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
     release_memory()
 
     started = time.perf_counter()
-    progress("[pieces] segmenting every chunk with the broadcast n-gram model")
-    counted, resumed = work.run(
-        "pieces", lambda: reduce_pieces(documents, lm, settings, shard_bytes, threads, limit), "pieces")
-    pieces, counts = counted[0], counted[1]
-    pieces_bound = counted[2] if len(counted) > 2 else {}
-    stage("pieces", started, resumed, distinct_pieces=len(pieces), tokens=int(counts.sum()),
-          dropped_by_bound=pieces_bound.get("dropped_entries", 0))
+    progress("[candidates] segmenting every chunk with the broadcast n-gram model; rare pieces re-segmented onto "
+             "the candidates in place")
+    (pieces, counts, pieces_bound, set_aside), resumed = work.run(
+        "candidates", lambda: reduce_pieces(documents, lm, settings, shard_bytes, threads, limit), "candidates")
+    stage("candidates", started, resumed, candidate_pieces=len(pieces),
+          distinct_pieces=len(pieces) + int(pieces_bound.get("dropped_entries", 0)) + set_aside["pieces"],
+          set_aside_pieces=set_aside["pieces"], dropped_by_bound=pieces_bound.get("dropped_entries", 0))
     bounds = {"ngrams": ngrams.bound, "pieces": pieces_bound}
     release_memory()
 
     started = time.perf_counter()
-    pruned, resumed = work.run("prune", lambda: bp.prune_pieces(pieces, counts, settings), "pruned")
+    pruned, resumed = work.run("prune", lambda: bp.prune_candidates(pieces, counts, settings), "pruned")
     stage("prune", started, resumed, **{f"pieces_{size}": len(p) for size, (p, _) in sorted(pruned.items())})
 
     final = {}

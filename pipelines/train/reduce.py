@@ -7,7 +7,9 @@ chunks.
          -> rows (bucket int, blob binary): the table cut into hash buckets, a few large binary rows per
             partition (the JVM shuffles bytes, not one row per key), plus one row (bucket -1) of statistics
       -> repartition(bucket) + mapInArrow: each bucket's tables merged exactly (integer sums), optionally cut
-         down (``keep``: BytePiece keeps n-grams with count >= min_count), its number of distinct keys counted
+         down (``keep``, a mask: BytePiece keeps n-grams with count >= min_count) and what ``keep`` drops either
+         discarded or set aside (:data:`SET_ASIDE_BUCKET` rows that stay in Spark, never collected: BytePiece's
+         rare pieces, re-segmented on the executors), its number of distinct keys counted
          -> rows (bucket, blob) again
       -> the driver's memory bound (:func:`bounded_collect`, :mod:`tokenizer.trainers.table_bound`): the reduced
          buckets are cached (memory, spilling to disk), the reduce tasks' count histograms decide a cut that keeps
@@ -46,6 +48,7 @@ SCHEMA = "bucket int, blob binary"
 STATS_BUCKET = -1
 HELD_OUT_BUCKET, TRAINING_BUCKET = -2, -3  # documents a direct count keeps for the evaluation sample
 HISTOGRAM_BUCKET = -4  # a reduce task's {count: entries} of what it kept (the memory bound's input)
+SET_ASIDE_BUCKET = -5  # entries a reduce task's ``keep`` set aside: left in Spark, never collected
 #: Spark options every training session needs for the bound's persisted reduce: adaptive execution may coalesce
 #: the reduce partitions of a cached plan too (Spark's default keeps all ``spark.sql.shuffle.partitions`` of it,
 #: 200 small Python tasks per pass on a local master)
@@ -231,10 +234,13 @@ def count_partition(counter: Counter, kind: str, buckets: int, threads: int) -> 
     return run
 
 
-def reduce_partition(kind: str, keep: Callable[[tuple], tuple] | None = None) -> Callable:
+def reduce_partition(kind: str, keep: Callable[[tuple], np.ndarray] | None = None,
+                     set_aside: bool = False) -> Callable:
     """The reduce side (``mapInArrow`` after the shuffle): the tables of the buckets that meet here merged and
-    cut down by ``keep``; the statistics summed, plus ``distinct_keys`` (before ``keep``); the count histogram
-    of the kept table (a :data:`HISTOGRAM_BUCKET` row); document rows passed through."""
+    cut down to the entries ``keep`` (a bool mask of a table) marks, the others discarded or, with
+    ``set_aside``, emitted as :data:`SET_ASIDE_BUCKET` rows; the statistics summed, plus ``distinct_keys``
+    (before ``keep``); the count histogram of the kept table (a :data:`HISTOGRAM_BUCKET` row); document rows
+    passed through."""
 
     def run(batches: Iterator) -> Iterator:
         tables: list = []
@@ -245,7 +251,11 @@ def reduce_partition(kind: str, keep: Callable[[tuple], tuple] | None = None) ->
         del tables
         stats.append({"distinct_keys": size(kind, merged)})
         if keep is not None:
-            merged = keep(merged)
+            mask = keep(merged)
+            if set_aside:
+                for _, blob in _rows(kind, select(kind, merged, ~mask), 0):
+                    yield _batch([(SET_ASIDE_BUCKET, blob)])
+            merged = select(kind, merged, mask)
         histogram = B.histogram(merged[-1])
         for row in _rows(kind, merged, 0):
             yield _batch([row])
@@ -265,25 +275,26 @@ def shuffle_buckets(spark) -> int:
     return max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
 
 
-def merged_frame(counted, kind: str, keep: Callable | None = None):
+def merged_frame(counted, kind: str, keep: Callable | None = None, set_aside: bool = False):
     """The shuffle and the reduce side over counted rows of :data:`SCHEMA` (:func:`count_partition`'s, or a
     direct count's)."""
     from pyspark.sql import functions as F
 
-    return counted.repartition(F.col("bucket")).mapInArrow(reduce_partition(kind, keep), SCHEMA)
+    return counted.repartition(F.col("bucket")).mapInArrow(reduce_partition(kind, keep, set_aside), SCHEMA)
 
 
 def reduced_frame(documents, counter: Counter, kind: str, keep: Callable | None = None,
-                  threads: int | None = None):
+                  threads: int | None = None, set_aside: bool = False):
     """The reduced tables of ``documents`` (``text: binary``) as a DataFrame of :data:`SCHEMA` rows, not collected
-    (``threads``: counting threads per task, default the session's :func:`~pipelines.spark.session.task_threads`)."""
+    (``threads``: counting threads per task, default the session's :func:`~pipelines.spark.session.task_threads`;
+    ``keep``, ``set_aside``: see :func:`reduce_partition`)."""
     from pipelines.spark.session import task_threads
 
     spark = documents.sparkSession
     threads = task_threads(spark) if threads is None else max(1, int(threads))
     counted = documents.select("text").mapInArrow(count_partition(counter, kind, shuffle_buckets(spark), threads),
                                                    SCHEMA)
-    return merged_frame(counted, kind, keep)
+    return merged_frame(counted, kind, keep, set_aside)
 
 
 def collect(frame, kind: str) -> Reduced:
@@ -406,6 +417,7 @@ def bounded_collect(frame, kind: str, limit: int | None) -> Reduced:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    frame = frame.where(F.col("bucket") != SET_ASIDE_BUCKET)
     if limit is None:
         reduced = collect(frame, kind)
         reduced.bound = B.report(B.histogram(reduced.table[-1]), 0, None) | {"limit": None}

@@ -9,7 +9,7 @@ the result (the training settings, how the input is read, and the input's conten
       bytepiece:
         ngrams.npz               the reduced n-gram table (pruned to min_count, as the driver holds it)
         ngram_model.npz          the n-gram language model
-        pieces.npz               the summed piece counts
+        candidates.npz           the pruning candidates' counts (the rare pieces re-segmented onto them)
         prune.npz                the pruned vocabulary of every requested size
         refine_em_SIZE.npz       the EM-refined pieces of one size (only with refine_em_rounds)
       unigram and bpe:
@@ -79,6 +79,10 @@ def _encode(kind: str, value: Any) -> tuple[dict[str, np.ndarray], dict]:
         data, offsets = pack(pieces, writable=True)
         meta = {"bound": value[2]} if len(value) > 2 else {}
         return {"data": data, "offsets": offsets, "counts": np.asarray(counts, np.int64)}, meta
+    if kind == "candidates":  # (pieces, counts, what the memory bound dropped, what was set aside)
+        data, offsets = pack(value[0], writable=True)
+        return ({"data": data, "offsets": offsets, "counts": np.asarray(value[1], np.int64)},
+                {"bound": value[2], "set_aside": value[3]})
     if kind == "pruned":
         arrays = {}
         for size, (pieces, counts) in value.items():
@@ -118,6 +122,8 @@ def _decode(kind: str, arrays: dict[str, np.ndarray], meta: dict) -> Any:
     if kind == "pieces":
         pieces = (unpack(arrays["data"], arrays["offsets"]), arrays["counts"])
         return pieces + (meta["bound"],) if "bound" in meta else pieces
+    if kind == "candidates":
+        return unpack(arrays["data"], arrays["offsets"]), arrays["counts"], meta["bound"], meta["set_aside"]
     if kind == "pruned":
         return {size: (unpack(arrays[f"{size}_data"], arrays[f"{size}_offsets"]), arrays[f"{size}_counts"])
                 for size in meta["sizes"]}

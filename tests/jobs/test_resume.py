@@ -56,7 +56,7 @@ MANIFEST_KEYS = {
     "spark_version", "stages", "table_bounds", "text_column", "training_documents", "versions", "work_dir"}
 RUNS = {  # algorithm: (its options, its stages in order, the vocab sizes)
     "bytepiece": (["--min-count", "3", "--order", "4", "--partitions", "2"],
-                  ["read", "ngrams", "ngram_model", "pieces", "prune", "models"], (300, 330)),
+                  ["read", "ngrams", "ngram_model", "candidates", "prune", "models"], (300, 330)),
     "unigram": (["--master", "local[2]", "--holdout-fraction", "0.05"], ["chunks", "em_60", "em_80", "models"],
                 (60, 80)),
     "bpe": (["--min-count", "2", "--pretokenizer", "sentencepiece"], ["chunks", "merges", "models"], (300, 330)),
@@ -125,13 +125,13 @@ def test_resumed_bytepiece_run_equals_the_local_trainer_and_distrusts_damaged_fi
     # The key ignores how the run is executed (partitions, master): a rerun with other partitions resumes too.
     # A damaged stage file is recomputed, not trusted.
     stage_dir = manifest["work_dir"]["path"]
-    with open(os.path.join(stage_dir, "pieces.npz"), "r+b") as handle:
+    with open(os.path.join(stage_dir, "candidates.npz"), "r+b") as handle:
         handle.truncate(100)
     argv = train_argv(tmp_path, "work")
     argv[argv.index("--partitions") + 1] = "3"
     assert main(argv) == 0
     manifest = json.loads((models / "manifest.json").read_text())
-    assert manifest["work_dir"]["computed_stages"] == ["pieces"]
+    assert manifest["work_dir"]["computed_stages"] == ["candidates"]
     for size in (300, 330):
         assert (models / f"bytepiece-{size}.model").read_bytes() == expected[size].to_bytes()
 
@@ -167,7 +167,9 @@ def test_work_dir_round_trips_every_stage_kind(tmp_path):
     work = WorkDir(str(tmp_path), {"test": 1})
     for name, kind, value in [("t", "ngram_table", table), ("lm", "ngram_model", lm), ("p", "pruned", pruned),
                               ("m", "models", models), ("j", "json", {"rows": 3}),
-                              ("pc", "pieces", ([b"", b"\x00\xff"], np.array([1, 2], np.int64)))]:
+                              ("pc", "pieces", ([b"", b"\x00\xff"], np.array([1, 2], np.int64))),
+                              ("cd", "candidates", ([b"a"], np.array([4], np.int64), {"limit": 9},
+                                                    {"pieces": 2, "occurrences": 3}))]:
         work.save(name, kind, value)
         loaded = work.load(name, kind)
         if kind == "ngram_table":
@@ -180,6 +182,8 @@ def test_work_dir_round_trips_every_stage_kind(tmp_path):
             assert loaded[260].to_bytes() == models[260].to_bytes()
         elif kind == "pieces":
             assert loaded[0] == [b"", b"\x00\xff"] and loaded[1].tolist() == [1, 2]
+        elif kind == "candidates":
+            assert (loaded[0], loaded[1].tolist(), loaded[2], loaded[3]) == ([b"a"], [4], *value[2:])
         else:
             assert loaded == {"rows": 3}
     from tokenizer.trainers.bpe import Merges
@@ -199,7 +203,7 @@ def test_work_dir_round_trips_every_stage_kind(tmp_path):
     loaded = work.load("em", "em_state")
     assert (loaded.pieces, loaded.scores.tolist(), loaded.order.tolist(), loaded.rounds) == \
         (state.pieces, state.scores.tolist(), [0], 4)
-    assert work.finished() == ["c", "em", "j", "lm", "m", "mg", "p", "pc", "t"]
+    assert work.finished() == ["c", "cd", "em", "j", "lm", "m", "mg", "p", "pc", "t"]
     with pytest.raises(ValueError, match="holds 'json'"):
         work.load("j", "pieces")
     assert run_key({"a": 1, "b": [2]}) == run_key({"b": [2], "a": 1}) != run_key({"a": 2, "b": [2]})

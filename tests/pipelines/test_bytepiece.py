@@ -10,7 +10,7 @@ import pytest
 
 
 from pipelines.train.bytepiece import (
-    count_ngram_shards, count_piece_shards, em_partition, kept_ngram_table, multiset_fingerprint, train_bytepiece,
+    count_ngram_shards, count_piece_shards, em_partition, kept_ngram_mask, multiset_fingerprint, train_bytepiece,
 )
 from pipelines.read.shards import binary_buffers, iter_shards, map_shards
 from tokenizer.errors import InputError
@@ -32,10 +32,10 @@ def sample_corpus(n_lines: int = 1200, seed: int = 7) -> list[bytes]:
     return lines
 
 
-def test_kept_ngram_table_keeps_single_bytes_and_frequent_ngrams():
+def test_kept_ngram_mask_keeps_single_bytes_and_frequent_ngrams():
     single, pair = (97 << 51) | 1, (97 << 51) | (98 << 43) | 2
-    keys, counts = kept_ngram_table(3, (np.array([single, pair, pair + 8], np.int64), np.array([1, 3, 2], np.int64)))
-    assert keys.tolist() == [single, pair] and counts.tolist() == [1, 3]
+    mask = kept_ngram_mask(3, (np.array([single, pair, pair + 8], np.int64), np.array([1, 3, 2], np.int64)))
+    assert mask.tolist() == [True, True, False]
 
 
 def spark_models(spark, lines: list[bytes], settings: TrainSettings, partitions: int, threads: int | None = None):
@@ -168,6 +168,8 @@ def test_models_identical_for_any_partitioning_and_equal_to_local(spark, setting
     largest = max(settings.vocab_sizes)
     assert local[largest].vocab_size > 262  # pieces were learned, the comparison is not trivial
     first = results[1]
+    candidates = next(s.counts for s in first.stages if s.name == "candidates")
+    assert 0 < candidates["set_aside_pieces"] < candidates["distinct_pieces"]  # rare pieces stayed in Spark
     assert first.documents == len(lines)
     assert [s.counts for s in first.stages] == [s.counts for s in results[8].stages]
     assert [s.counts for s in first.stages] == [s.counts for s in results["3 partitions, 2 threads"].stages]

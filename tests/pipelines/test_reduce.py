@@ -36,12 +36,13 @@ def as_dict(kind: str, table: tuple) -> dict:
     return {blob[a:b]: c for a, b, c in zip(offsets[:-1].tolist(), offsets[1:].tolist(), counts.tolist())}
 
 
-def keep_frequent(kind: str, table: tuple) -> tuple:
-    return reduce.select(kind, table, table[-1] >= 5)
+def frequent(table: tuple) -> np.ndarray:
+    return table[-1] >= 5
 
 
 @hypothesis_settings(max_examples=60, deadline=None)
-@given(data=st.data(), buckets=st.integers(1, 7), kind=st.sampled_from(reduce.KINDS), keep=st.booleans())
+@given(data=st.data(), buckets=st.integers(1, 7), kind=st.sampled_from(reduce.KINDS),
+       keep=st.sampled_from(["all", "frequent", "frequent, rest set aside"]))
 def test_bucketed_reduce_equals_a_plain_dict_sum(data, buckets, kind, keep):
     tables = data.draw(st.lists(int_keys if kind == "int64" else byte_keys, max_size=5))
     expected: dict = {}
@@ -61,7 +62,7 @@ def test_bucketed_reduce_equals_a_plain_dict_sum(data, buckets, kind, keep):
         batch = pa.RecordBatch.from_arrays([pa.array([b for b, _ in shuffled[bucket]], pa.int32()),
                                             pa.array([blob for _, blob in shuffled[bucket]], pa.binary())],
                                            names=["bucket", "blob"])
-        step = reduce.reduce_partition(kind, (lambda t: keep_frequent(kind, t)) if keep else None)
+        step = reduce.reduce_partition(kind, None if keep == "all" else frequent, set_aside="aside" in keep)
         for out in step(iter([batch])):
             rows += zip(out.column(0).to_pylist(), out.column(1).to_pylist())
     tables_out = [reduce.decode(kind, blob) for bucket, blob in rows if bucket >= 0]
@@ -72,8 +73,11 @@ def test_bucketed_reduce_equals_a_plain_dict_sum(data, buckets, kind, keep):
                 histogram[count] = histogram.get(count, 0) + entries
     stats = [json.loads(blob) for bucket, blob in rows if bucket == reduce.STATS_BUCKET]
     merged = reduce.merge(kind, tables_out)
-    want = {k: v for k, v in expected.items() if v >= 5 or not keep}
+    want = {k: v for k, v in expected.items() if v >= 5 or keep == "all"}
     assert as_dict(kind, merged) == want
+    aside = reduce.merge(kind, [reduce.decode(kind, blob) for bucket, blob in rows
+                                if bucket == reduce.SET_ASIDE_BUCKET])
+    assert as_dict(kind, aside) == ({k: v for k, v in expected.items() if v < 5} if "aside" in keep else {})
     assert histogram == {c: list(want.values()).count(c) for c in set(want.values())}  # of what was kept
     if kind == "int64":
         assert np.all(np.diff(merged[0]) > 0)  # sorted, distinct

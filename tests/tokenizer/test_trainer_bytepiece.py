@@ -263,7 +263,7 @@ def test_distributed_pruning_steps_equal_prune_pieces():
     pieces = piece_list(piece_data, piece_offsets)
     whole = prune_pieces(pieces, piece_counts, s)
     pieces, piece_counts = complete_bytes(pieces, piece_counts)
-    mask = candidate_mask(pieces, piece_counts, s)
+    mask = candidate_mask([len(p) for p in pieces], piece_counts, s)
     candidates = [p for p, m in zip(pieces, mask) if m]
     dropped = [p for p, m in zip(pieces, mask) if not m]
     gained = sum(resegment_counts(candidates, piece_counts[mask], part, piece_counts[~mask][i:i + 7])

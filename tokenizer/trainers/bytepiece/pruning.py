@@ -121,10 +121,12 @@ def resegment_counts(keep: Sequence[bytes], keep_counts, items, item_counts) -> 
 _resegment = resegment_counts
 
 
-def candidate_mask(pieces: Sequence[bytes], counts, settings: TrainSettings) -> np.ndarray:
-    """bool per piece: kept as a candidate (a single byte, or at most ``max_piece_length`` bytes and at least
-    ``min_count`` occurrences); the others are re-segmented onto the candidates (:func:`resegment_counts`)."""
-    lengths = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
+def candidate_mask(lengths, counts, settings: TrainSettings) -> np.ndarray:
+    """bool per piece (``lengths``, ``counts``: int64 per piece): kept as a candidate (a single byte, or at most
+    ``max_piece_length`` bytes and at least ``min_count`` occurrences); the others are re-segmented onto the
+    candidates (:func:`resegment_counts`). Example: lengths [1, 2, 2], counts [1, 9, 3], min_count 8 -> [True,
+    True, False]."""
+    lengths = np.asarray(lengths, dtype=np.int64)
     counts = np.asarray(counts, dtype=np.int64)
     return (lengths == 1) | ((lengths <= settings.max_piece_length) & (counts >= settings.min_count))
 
@@ -186,7 +188,7 @@ def prune_pieces(pieces, counts, settings: TrainSettings) -> dict[int, tuple[lis
     256 single bytes and at most ``vocab_size - len(special_tokens)`` pieces in all (fewer when the corpus offers
     fewer, as in BytePiece). See the module docstring, step 5.
 
-    The same in three distributable steps (when the distinct pieces are too many for the driver):
+    The same in three distributable steps (the Spark job's, :func:`pipelines.train.bytepiece.reduce_pieces`):
     ``mask = candidate_mask(...)`` per partition, collect the candidates (plus :func:`complete_bytes`), broadcast
     them, sum ``resegment_counts(candidates, counts, dropped, dropped_counts)`` over the partitions of dropped
     pieces, add it to the candidates' counts, then :func:`prune_candidates` on the driver.
@@ -199,7 +201,7 @@ def prune_pieces(pieces, counts, settings: TrainSettings) -> dict[int, tuple[lis
     if len(pieces) != len(counts):
         raise InputError(f"{len(pieces)} pieces but {len(counts)} counts: pass one count per piece")
     pieces, counts = complete_bytes(pieces, counts)
-    kept = candidate_mask(pieces, counts, settings)
+    kept = candidate_mask(np.fromiter(map(len, pieces), np.int64, len(pieces)), counts, settings)
     keep = [p for p, k in zip(pieces, kept) if k]
     keep_counts = counts[kept]
     drop = [p for p, k in zip(pieces, kept) if not k]
