@@ -198,7 +198,7 @@ def reduce_pieces(documents, lm, settings: bp.TrainSettings, shard_bytes: int = 
     reach the driver (at most ``limit``, the most frequent; the 256 single bytes completed), the other pieces stay
     in Spark and are re-segmented there onto the broadcast candidates, whose counts gain theirs. Returns
     ``(candidates sorted by bytes, counts int64, what the memory bound dropped, {"pieces": n, "occurrences": m}
-    set aside)``. Hand the candidates to
+    set aside and the "distinct_pieces" counted)``. Hand the candidates to
     :func:`~tokenizer.trainers.bytepiece.prune_candidates`: the result equals
     :func:`~tokenizer.trainers.bytepiece.prune_pieces` over every piece (when the bound drops nothing)."""
     from pyspark import StorageLevel
@@ -232,7 +232,8 @@ def reduce_pieces(documents, lm, settings: bp.TrainSettings, shard_bytes: int = 
     for row in rows:
         gained += np.frombuffer(bytes(row["gained"]), np.int64)
     set_aside = {"pieces": sum(int(r["pieces"]) for r in rows),
-                 "occurrences": sum(int(r["occurrences"]) for r in rows)}
+                 "occurrences": sum(int(r["occurrences"]) for r in rows),
+                 "distinct_pieces": int(reduced.stats.get("distinct_keys", 0))}
     return pieces, counts + gained, reduced.bound, set_aside
 
 
@@ -361,7 +362,7 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
     (pieces, counts, pieces_bound, set_aside), resumed = work.run(
         "candidates", lambda: reduce_pieces(documents, lm, settings, shard_bytes, threads, limit), "candidates")
     stage("candidates", started, resumed, candidate_pieces=len(pieces),
-          distinct_pieces=len(pieces) + int(pieces_bound.get("dropped_entries", 0)) + set_aside["pieces"],
+          distinct_pieces=set_aside["distinct_pieces"],
           set_aside_pieces=set_aside["pieces"], dropped_by_bound=pieces_bound.get("dropped_entries", 0))
     bounds = {"ngrams": ngrams.bound, "pieces": pieces_bound}
     release_memory()
