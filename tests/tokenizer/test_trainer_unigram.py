@@ -424,6 +424,12 @@ def test_seeds_do_not_depend_on_the_order_of_equal_suffixes_or_the_buckets(words
     finally:
         seeds.sorted_suffixes = original
     results += [ug.seed_pieces(chunks, chunk_counts, s, required, bucket_suffixes=size) for size in (1, 2, 5)]
+    original_pass = seeds.POSITION_PASS_SUFFIXES
+    try:
+        seeds.POSITION_PASS_SUFFIXES = 4  # the counting sort in passes of a few symbols' suffixes
+        results.append(ug.seed_pieces(chunks, chunk_counts, s, required, bucket_suffixes=3))
+    finally:
+        seeds.POSITION_PASS_SUFFIXES = original_pass
     fast = ug.seed_pieces(chunks, chunk_counts, s, required)
     for pieces, scores in results:
         assert pieces == fast[0] and scores.tolist() == fast[1].tolist()
@@ -434,7 +440,7 @@ def test_seed_buckets_hold_every_startable_suffix_once_and_split_large_groups():
     s = ug.UnigramSettings(vocab_size=60)
     required, _ = ug.required_characters(chunks, counts, 1.0)
     table = ug.symbol_table(chunks, counts, s, [c for c, _ in required])
-    buckets = list(ug.seeds.suffix_buckets(table, 2))
+    buckets = list(ug.seeds.suffix_buckets(table, 2, pass_suffixes=3))
     starts = np.concatenate(buckets)
     startable = np.flatnonzero(table.symbol_class[table.text] != 2)
     assert sorted(starts.tolist()) == startable.tolist()  # every suffix but the separators', once
@@ -446,16 +452,18 @@ def test_seed_buckets_hold_every_startable_suffix_once_and_split_large_groups():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(0, 6), max_size=40))
-def test_positions_by_symbol_kernel_matches_twin(text):
+@given(st.lists(st.integers(0, 6), max_size=40), st.integers(0, 6), st.data())
+def test_positions_by_symbol_kernel_matches_twin(text, first, data):
     from tokenizer.twins.unigram_train import ref_positions_by_symbol
 
-    text = np.array(text, np.int32)
-    group_starts = np.zeros(8, np.int64)
-    np.cumsum(np.bincount(text, minlength=7), out=group_starts[1:])
-    out = np.full(len(text), -1, np.int64)
-    kt.positions_by_symbol(text, group_starts, out)
-    assert out.tolist() == ref_positions_by_symbol(text)
+    text = np.array(text, np.uint16)
+    present = np.bincount(text, minlength=7)[first:]
+    sizes = [data.draw(st.integers(0, int(n))) for n in present[:data.draw(st.integers(0, len(present)))]]
+    group_starts = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=group_starts[1:])
+    out = np.full(int(group_starts[-1]), -1, np.int64)
+    kt.positions_by_symbol(text, first, group_starts, out)
+    assert out.tolist() == ref_positions_by_symbol(text, first, sizes)
 
 
 def test_pruning_on_threads_is_the_same():

@@ -304,16 +304,19 @@ def pruning_losses(order, freq, status, alt_offsets, alt_ids, sentence_total, to
 
 # ---------------------------------------------------------------------------------------------------- seeds
 @kernel
-def positions_by_symbol(text, group_starts, out_positions):
-    """Counting sort of the positions of ``text`` (integer symbols) by their symbol: ``out_positions`` (int32 or
-    int64, ``len(text)``) gets the positions of symbol 0, then of symbol 1, ..., each group in position order;
-    ``group_starts`` (int64, ``n_symbols + 1``) is where each symbol's group begins (the cumulative counts).
-    Example: text [2, 0, 2, 1], group_starts [0, 1, 2, 4] -> [1, 3, 0, 2]."""
+def positions_by_symbol(text, first_symbol, group_starts, out_positions):
+    """Counting sort of the positions of ``text`` (integer symbols) by their symbol, for the symbols
+    ``first_symbol + g`` with a group ``g`` in ``group_starts`` (int64: where each group begins in
+    ``out_positions``, then its end): group ``g`` gets their positions in order; positions of other symbols, and
+    of symbols whose group is full (empty), are skipped. ``out_positions``: int32 or int64.
+    Example: text [2, 0, 2, 1], first_symbol 1, group_starts [0, 1, 3] -> [3, 0, 2]."""
     cursor = group_starts[:-1].copy()
+    groups = len(group_starts) - 1
     for position in range(len(text)):
-        symbol = text[position]
-        out_positions[cursor[symbol]] = position
-        cursor[symbol] += 1
+        group = text[position] - first_symbol
+        if 0 <= group < groups and cursor[group] < group_starts[group + 1]:
+            out_positions[cursor[group]] = position
+            cursor[group] += 1
     return 0
 
 

@@ -130,6 +130,10 @@ def ref_digamma(x: float) -> float:
     return result + math.log(x) + xx2 / 24 - 7 * xx4 / 960 + 31 * xx4 * xx2 / 8064 - 127 * xx4 * xx4 / 30720
 
 
-def ref_positions_by_symbol(text) -> list[int]:
-    """Twin of ``positions_by_symbol``: positions sorted by (symbol, position)."""
-    return sorted(range(len(text)), key=lambda p: (int(text[p]), p))
+def ref_positions_by_symbol(text, first_symbol: int, group_sizes: list[int]) -> list[int]:
+    """Twin of ``positions_by_symbol``: positions sorted by (symbol, position), for the symbols ``first_symbol +
+    g`` whose group ``g`` has room, the first ``group_sizes[g]`` of each."""
+    out = []
+    for group, room in enumerate(group_sizes):
+        out += [p for p in range(len(text)) if int(text[p]) == first_symbol + group][:room]
+    return out

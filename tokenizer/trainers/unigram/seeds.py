@@ -5,8 +5,8 @@ The suffix array is never built whole. Suffixes are grouped by their first symbo
 gathered into buckets of at most ``bucket_suffixes`` suffixes (a larger group is split between its second
 symbols), and each bucket is sorted, walked and cut to its best candidates on its own. A seed has two or more
 symbols, so all its occurrences start with the same two symbols and fall in one bucket: the seeds are those of the
-whole array, while the step holds the symbol text (two bytes per symbol), one int32 per suffix and one bucket at a
-time."""
+whole array, while the step holds the symbol text (two bytes per symbol), the positions of one pass of the counting
+sort (:data:`POSITION_PASS_SUFFIXES`) and one bucket at a time."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from tokenizer.trainers.unigram.settings import BOUNDARY, UnigramSettings
 
 SEED_BUCKET_SUFFIXES = 1 << 19  # suffixes sorted at once by the seed step (its working memory: ~200 bytes each)
 PIECE_BYTES_BATCH = 1 << 18  # pieces spelled at once by SymbolTable.piece_bytes
-SYMBOL_BLOCK_BYTES = 1 << 20  # chunk bytes turned into symbols at once by symbol_table
+SYMBOL_BLOCK_BYTES = 1 << 20  # chunk bytes turned into symbols (symbols counted) at once
+POSITION_PASS_SUFFIXES = 1 << 24  # suffix positions one pass of the seed step's counting sort writes
 
 
 @dataclass
@@ -200,39 +201,53 @@ def _pack_groups(bounds: np.ndarray, size: int) -> list[tuple[int, int]]:
     return spans
 
 
-def _grouped_by_symbol(values: np.ndarray, n_symbols: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(indices, group_starts)``: the indices of ``values`` (symbols below ``n_symbols``) ordered by value, then
-    index (int32 below 2**31 values, else int64), and where each value's group starts (int64, ``n_symbols + 1``).
-    Counted a block at a time (``np.bincount`` makes an int64 copy of what it counts). Example: values [2, 0, 2],
-    3 symbols -> ([1, 0, 2], [0, 1, 1, 3])."""
-    starts = np.zeros(n_symbols + 1, np.int64)
+def _symbol_counts(values: np.ndarray, n_symbols: int) -> np.ndarray:
+    """int64 occurrences of each symbol below ``n_symbols`` in ``values``, counted a block at a time
+    (``np.bincount`` makes an int64 copy of what it counts). Example: [2, 0, 2], 3 -> [1, 0, 2]."""
+    counts = np.zeros(n_symbols, np.int64)
     for first in range(0, len(values), SYMBOL_BLOCK_BYTES):
-        starts[1:] += np.bincount(values[first:first + SYMBOL_BLOCK_BYTES], minlength=n_symbols)
-    np.cumsum(starts, out=starts)
-    indices = np.empty(len(values), np.int32 if len(values) < 2 ** 31 else np.int64)
-    kt.positions_by_symbol(values, starts, indices)
-    return indices, starts
+        counts += np.bincount(values[first:first + SYMBOL_BLOCK_BYTES], minlength=n_symbols)
+    return counts
 
 
-def suffix_buckets(table: SymbolTable, size: int) -> Iterator[np.ndarray]:
+def _positions_of(values: np.ndarray, first_symbol: int, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(positions, group_starts)``: where the symbols ``first_symbol + g`` occur in ``values``, ordered by symbol
+    then position (int32 below 2**31 values, else int64), the first ``sizes[g]`` of each; where each group starts
+    (int64, ``len(sizes) + 1``). Example: [2, 0, 2, 1], 1, [1, 2] -> ([3, 0, 2], [0, 1, 3])."""
+    starts = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    positions = np.empty(int(starts[-1]), np.int32 if len(values) < 2 ** 31 else np.int64)
+    kt.positions_by_symbol(values, first_symbol, starts, positions)
+    return positions, starts
+
+
+def suffix_buckets(table: SymbolTable, size: int,
+                   pass_suffixes: int | None = None) -> Iterator[np.ndarray]:
     """Buckets (int64 suffix start positions) of the suffixes that may start a seed (first symbol not forbidden):
     whole first-symbol groups up to ``size`` suffixes each; a larger group in buckets of whole second-symbol
-    groups. Every bucket's suffixes share no two-symbol prefix with another bucket's."""
+    groups. Every bucket's suffixes share no two-symbol prefix with another bucket's. The positions are sorted by
+    first symbol in passes over the text, each for the symbols of at most ``pass_suffixes`` suffixes (a more
+    frequent symbol alone; default :data:`POSITION_PASS_SUFFIXES`)."""
     text = table.text
-    positions, group_starts = _grouped_by_symbol(text, len(table.symbol_class))
-    allowed = table.symbol_class != 2
-    bounds = np.unique(np.concatenate([[0], group_starts[1:][allowed], group_starts[:-1][allowed], [len(text)]]))
-    for lo, hi in _pack_groups(bounds, size):
-        suffixes = positions[lo:hi]
-        suffixes = suffixes[allowed[text[suffixes]]]
-        if len(suffixes) <= size:
-            if len(suffixes):
+    n_symbols = len(table.symbol_class)
+    sizes = _symbol_counts(text, n_symbols)
+    sizes[table.symbol_class == 2] = 0  # separators, unknown and forbidden symbols start no seed
+    edges = np.zeros(n_symbols + 1, np.int64)
+    np.cumsum(sizes, out=edges[1:])
+    for start, stop in _pack_groups(np.unique(edges), pass_suffixes or POSITION_PASS_SUFFIXES):
+        first = int(np.searchsorted(edges, start, side="left"))
+        last = int(np.searchsorted(edges, stop, side="right")) - 1
+        positions, group_starts = _positions_of(text, first, sizes[first:last])
+        for lo, hi in _pack_groups(np.unique(group_starts), size):
+            suffixes = positions[lo:hi]
+            if len(suffixes) <= size:
                 yield suffixes.astype(np.int64)
-            continue
-        order, second_starts = _grouped_by_symbol(text[suffixes + 1], len(table.symbol_class))
-        suffixes = suffixes[order]  # one first symbol, ordered by the second
-        for a, b in _pack_groups(np.unique(second_starts), size):
-            yield suffixes[a:b].astype(np.int64)
+                continue
+            second = text[suffixes + 1]  # one first symbol: ordered by the second
+            order, second_starts = _positions_of(second, 0, _symbol_counts(second, n_symbols))
+            suffixes = suffixes[order]
+            for a, b in _pack_groups(np.unique(second_starts), size):
+                yield suffixes[a:b].astype(np.int64)
 
 
 def bucket_candidates(table: SymbolTable, suffixes: np.ndarray,
