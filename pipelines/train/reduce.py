@@ -172,12 +172,16 @@ class Reduced:
 
 
 def _tables(kind: str, batches: Iterator) -> Iterator[tuple[int, tuple | None, bytes]]:
-    """``(bucket, table or None, blob)`` of every row of :data:`SCHEMA` batches."""
+    """``(bucket, table or None, blob)`` of every row of :data:`SCHEMA` batches; a table's arrays are read-only
+    views of the batch's buffer (no copy of the largest thing a collect holds)."""
     for batch in batches:
         blobs = batch.column(1)
         for i, bucket in enumerate(batch.column(0).to_pylist()):
-            blob = blobs[i].as_py()
-            yield bucket, (decode(kind, blob) if bucket >= 0 else None), blob
+            if bucket >= 0:
+                buffer = blobs[i].as_buffer()
+                yield bucket, (decode(kind, memoryview(buffer) if buffer is not None else b"")), b""
+            else:
+                yield bucket, None, blobs[i].as_py()
 
 
 def _read_rows(kind: str, batches, tables: list, stats: list, documents: dict | None = None) -> None:
