@@ -53,7 +53,9 @@ SET_ASIDE_BUCKET = -5  # entries a reduce task's ``keep`` set aside: left in Spa
 #: the reduce partitions of a cached plan too (Spark's default keeps all ``spark.sql.shuffle.partitions`` of it,
 #: 200 small Python tasks per pass on a local master)
 CACHED_PLAN_OPTIONS = {"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true"}
-MAX_BLOB_ENTRIES = 1 << 24  # a table is cut into rows of at most this many keys (Arrow binary values < 2 GiB)
+#: a table is cut into rows of about this many bytes: a Spark task copies a whole row into its (JVM) buffers, and a
+#: local master's small driver JVM runs every task
+MAX_ROW_BYTES = 8 << 20
 
 #: ``(Arrow batches of one binary column, threads) -> (table, stats)``; runs in the tasks (picklable)
 Counter = Callable[[Iterator, int], tuple[tuple, dict]]
@@ -133,12 +135,25 @@ def decode(kind: str, blob: bytes) -> tuple:
     return tuple(arrays)
 
 
-def _rows(kind: str, table: tuple, bucket: int) -> Iterator[tuple[int, bytes]]:
-    """``(bucket, blob)`` rows of a table, cut into pieces of at most :data:`MAX_BLOB_ENTRIES` keys."""
+def _rows(kind: str, table: tuple, bucket: int, row_bytes: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(bucket, blob)`` rows of a table, cut into pieces of at most ``row_bytes`` (default
+    :data:`MAX_ROW_BYTES`) of keys and counts, at least one entry each. Example: an int64 table of 3 entries (16
+    bytes each), row_bytes 40 -> rows of 2 and 1 entries."""
     n = size(kind, table)
-    for start in range(0, n, MAX_BLOB_ENTRIES):
-        yield bucket, encode(kind, table if n <= MAX_BLOB_ENTRIES else
-                             slice_rows(kind, table, start, min(n, start + MAX_BLOB_ENTRIES)))
+    if n == 0:
+        return
+    limit = row_bytes or MAX_ROW_BYTES
+    if kind == "int64":
+        ends = 16 * np.arange(1, n + 1, dtype=np.int64)  # cumulative bytes after each entry
+    else:
+        offsets = table[1]
+        ends = offsets[1:] - offsets[0] + 16 * np.arange(1, n + 1, dtype=np.int64)
+    start = 0
+    while start < n:
+        base = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, base + limit, side="right")))
+        yield bucket, encode(kind, table if (start, stop) == (0, n) else slice_rows(kind, table, start, stop))
+        start = stop
 
 
 def _batch(rows: list[tuple[int, bytes]]):

@@ -94,3 +94,17 @@ def test_tables_round_trip_and_empty_merges():
         table = as_table(kind, counts)
         assert as_dict(kind, reduce.decode(kind, reduce.encode(kind, table))) == counts
         assert reduce.size(kind, reduce.merge(kind, [])) == 0
+
+
+@hypothesis_settings(max_examples=60, deadline=None)
+@given(data=st.data(), kind=st.sampled_from(reduce.KINDS), row_bytes=st.integers(1, 80))
+def test_rows_cut_a_table_into_small_rows_that_add_up_to_it(data, kind, row_bytes):
+    table = as_table(kind, data.draw(int_keys if kind == "int64" else byte_keys))
+    rows = list(reduce._rows(kind, table, 3, row_bytes))
+    assert all(bucket == 3 for bucket, _ in rows)
+    parts = [reduce.decode(kind, blob) for _, blob in rows]
+    overhead = 8 * len(parts[0]) + (8 if kind == "bytes" else 0) if parts else 0  # length prefixes, last offset
+    assert all(reduce.size(kind, part) == 1 or len(blob) - overhead <= row_bytes for part, (_, blob) in zip(parts, rows))
+    assert sum(reduce.size(kind, part) for part in parts) == reduce.size(kind, table)
+    assert as_dict(kind, reduce.merge(kind, parts)) == as_dict(kind, table)
+
