@@ -187,8 +187,9 @@ class Reduced:
 
 
 def _tables(kind: str, batches: Iterator) -> Iterator[tuple[int, tuple | None, bytes]]:
-    """``(bucket, table or None, blob)`` of every row of :data:`SCHEMA` batches; a table's arrays are read-only
-    views of the batch's buffer (no copy of the largest thing a collect holds)."""
+    """``(bucket, table or None, blob)`` of every row of :data:`SCHEMA` batches: a table row's arrays are read-only
+    views of the batch's buffer (no copy of the largest thing a collect holds) and its blob ``b""``; other rows
+    keep their blob."""
     for batch in batches:
         blobs = batch.column(1)
         for i, bucket in enumerate(batch.column(0).to_pylist()):

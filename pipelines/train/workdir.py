@@ -74,11 +74,10 @@ def _encode(kind: str, value: Any) -> tuple[dict[str, np.ndarray], dict]:
     if kind == "ngram_model":
         return ({"keys": value.keys, "log_probs": value.log_probs},
                 {"order": int(value.order), "ensure_unicode": bool(value.ensure_unicode)})
-    if kind == "pieces":  # (pieces, counts) or (pieces, counts, what the memory bound dropped)
-        pieces, counts = value[0], value[1]
+    if kind == "pieces":  # (pieces, counts)
+        pieces, counts = value
         data, offsets = pack(pieces, writable=True)
-        meta = {"bound": value[2]} if len(value) > 2 else {}
-        return {"data": data, "offsets": offsets, "counts": np.asarray(counts, np.int64)}, meta
+        return {"data": data, "offsets": offsets, "counts": np.asarray(counts, np.int64)}, {}
     if kind == "candidates":  # (pieces, counts, what the memory bound dropped, what was set aside)
         data, offsets = pack(value[0], writable=True)
         return ({"data": data, "offsets": offsets, "counts": np.asarray(value[1], np.int64)},
@@ -120,8 +119,7 @@ def _decode(kind: str, arrays: dict[str, np.ndarray], meta: dict) -> Any:
         return NgramModel(keys=arrays["keys"], log_probs=arrays["log_probs"], order=meta["order"],
                           ensure_unicode=meta["ensure_unicode"])
     if kind == "pieces":
-        pieces = (unpack(arrays["data"], arrays["offsets"]), arrays["counts"])
-        return pieces + (meta["bound"],) if "bound" in meta else pieces
+        return unpack(arrays["data"], arrays["offsets"]), arrays["counts"]
     if kind == "candidates":
         return unpack(arrays["data"], arrays["offsets"]), arrays["counts"], meta["bound"], meta["set_aside"]
     if kind == "pruned":

@@ -21,6 +21,7 @@ from tokenizer.kernels import unigram_train as kt
 from tokenizer.kernels.chunk_chars import weighted_char_counts
 from tokenizer.packed import pack
 from tokenizer.trainers.unicode_scripts import sentencepiece_scripts
+from tokenizer.trainers.unigram.loop import chunk_blocks
 from tokenizer.trainers.unigram.settings import BOUNDARY, UnigramSettings
 
 SEED_BUCKET_SUFFIXES = 1 << 19  # suffixes sorted at once by the seed step (its working memory: ~200 bytes each)
@@ -103,7 +104,8 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
     ``text`` is uint16 where the symbols fit (else int32), written :data:`SYMBOL_BLOCK_BYTES` of chunks at a time."""
     data, offsets = pack(chunks)
     n_chunks = len(chunks)
-    blocks = _chunk_blocks(offsets)
+    cuts = chunk_blocks(offsets, SYMBOL_BLOCK_BYTES)
+    blocks = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
     if settings.variant == "byte":
         units = np.diff(offsets)
         symbols = [b""] + [bytes([b]) for b in range(256)]
@@ -148,13 +150,6 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
         text[destination] = symbol_of[values]
     return SymbolTable(text, chunk_start, chunk_start + units, np.asarray(counts, np.int64), symbols, symbol_class,
                        symbol_script)
-
-
-def _chunk_blocks(offsets: np.ndarray) -> list[tuple[int, int]]:
-    """Consecutive chunk ranges of about :data:`SYMBOL_BLOCK_BYTES` bytes each (``offsets``: int64 packed)."""
-    cuts = np.unique(np.concatenate([np.searchsorted(offsets, np.arange(0, offsets[-1], SYMBOL_BLOCK_BYTES)),
-                                     [len(offsets) - 1]]))
-    return list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
 
 
 def _characters_per_chunk(data: np.ndarray, offsets: np.ndarray, blocks: list[tuple[int, int]]) -> np.ndarray:
