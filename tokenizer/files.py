@@ -22,6 +22,7 @@ import errno
 import os
 import tempfile
 import threading
+from typing import BinaryIO, Callable
 
 from tokenizer.errors import OutputWriteError
 
@@ -48,8 +49,9 @@ def new_file_mode() -> int:
     return 0o666 & ~current_umask()
 
 
-def write_atomic(path: str | os.PathLike, data: bytes, what: str = "output") -> None:
-    """Write ``data`` to ``path`` atomically (see the module docstring); parent directories are created.
+def write_atomic(path: str | os.PathLike, data: bytes | Callable[[BinaryIO], None], what: str = "output") -> None:
+    """Write ``data`` to ``path`` atomically (see the module docstring); parent directories are created. ``data``
+    may be a function that writes to the open file (a large value streamed, never held as one more copy).
 
     An ``OSError`` (full disk, no permission, read-only filesystem) becomes :class:`OutputWriteError` naming
     ``what``, the path and the fix; the temporary file is removed and an older file at ``path`` is left untouched.
@@ -62,7 +64,10 @@ def write_atomic(path: str | os.PathLike, data: bytes, what: str = "output") -> 
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
         os.fchmod(fd, new_file_mode())
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            if callable(data):
+                data(handle)
+            else:
+                handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

@@ -13,20 +13,80 @@ pieces takes them this way; this module converts to and from it.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
 from tokenizer.errors import InputError
 
 
+class PackedBytes(Sequence):
+    """Byte strings kept packed: a read-only sequence of ``bytes`` over ``data`` (uint8) and ``offsets`` (int64,
+    from 0), which costs the strings' bytes plus 8 bytes each instead of a Python object each (tens of bytes).
+    Items and iteration give ``bytes``; :func:`pack` returns the arrays themselves; it pickles as the two arrays.
+    Example: ``list(PackedBytes(*pack([b"ab", b"c"])))`` -> ``[b"ab", b"c"]``; ``len`` 2, ``nbytes`` 3."""
+
+    __slots__ = ("data", "offsets")
+    ITER_BLOCK = 1 << 16  # strings unpacked at a time while iterating
+
+    def __init__(self, data, offsets):
+        data, offsets = as_packed(data, offsets)
+        if offsets[0]:
+            data, offsets = data[offsets[0]:offsets[-1]], offsets - offsets[0]
+        self.data, self.offsets = data, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            stop = max(start, stop)
+            return PackedBytes(self.data, self.offsets[start:stop + 1])
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError(f"index {index} out of range for {n} strings")
+        index %= n
+        return self.data[self.offsets[index]:self.offsets[index + 1]].tobytes()
+
+    def __iter__(self) -> Iterator[bytes]:
+        for start in range(0, len(self), self.ITER_BLOCK):
+            yield from unpack(self.data, self.offsets[start:start + self.ITER_BLOCK + 1])
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, PackedBytes):
+            return bool(np.array_equal(self.offsets, other.offsets) and np.array_equal(self.data, other.data))
+        return isinstance(other, (list, tuple)) and len(other) == len(self) and list(self) == list(other)
+
+    __hash__ = None
+
+    @property
+    def nbytes(self) -> int:
+        """Total bytes of the strings."""
+        return int(self.offsets[-1])
+
+    def __getstate__(self):
+        return {"data": self.data, "offsets": self.offsets}
+
+    def __setstate__(self, state):
+        self.data, self.offsets = state["data"], state["offsets"]
+
+    def __repr__(self) -> str:
+        head = ", ".join(repr(b) for b in self[:4])
+        return f"PackedBytes([{head}{', ...' if len(self) > 4 else ''}], {len(self)} strings)"
+
+
 def pack(items: Sequence[bytes], writable: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(data uint8, offsets int64 (n + 1))`` of byte strings (bytes-like items; no str).
 
     ``data`` is a read-only view of the joined bytes, or with ``writable`` an array of its own. No items give
-    ``(uint8 [], int64 [0])`` (a writable empty array). Example: ``pack([b"ab", b"c"])`` ->
-    ``(uint8 [97, 98, 99], int64 [0, 2, 3])``.
+    ``(uint8 [], int64 [0])`` (a writable empty array). A :class:`PackedBytes` gives its own arrays (a copy of
+    ``data`` with ``writable``). Example: ``pack([b"ab", b"c"])`` -> ``(uint8 [97, 98, 99], int64 [0, 2, 3])``.
     """
+    if isinstance(items, PackedBytes):
+        return (items.data.copy() if writable else items.data), items.offsets
     offsets = np.zeros(len(items) + 1, dtype=np.int64)
     if not len(items):
         return np.zeros(0, dtype=np.uint8), offsets
@@ -38,8 +98,12 @@ def pack(items: Sequence[bytes], writable: bool = False) -> tuple[np.ndarray, np
 def unpack(data, offsets) -> list[bytes]:
     """The byte strings of packed ``(data, offsets)`` (a uint8 array and int64 offsets, or what converts to them):
     ``unpack(uint8 b"aab", [0, 1, 3])`` -> ``[b"a", b"ab"]``."""
-    blob = np.asarray(data, np.uint8).tobytes()
-    bounds = np.asarray(offsets, np.int64).tolist()
+    offsets = np.asarray(offsets, np.int64)
+    if len(offsets) < 2:
+        return []
+    first, last = int(offsets[0]), int(offsets[-1])
+    blob = np.asarray(data, np.uint8)[first:last].tobytes()
+    bounds = (offsets - first).tolist()
     return [blob[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
 
 

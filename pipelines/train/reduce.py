@@ -323,7 +323,13 @@ def collect(frame, kind: str) -> Reduced:
     stats: list = []
     documents: dict = {}
     _read_rows(kind, frame.toArrow().to_batches(), tables, stats, documents)
-    table = merge(kind, tables)
+    if kind == "bytes":  # sorted and summed at once, with no hash table (the canonical order the fits need)
+        from tokenizer.trainers.bpe import sort_chunk_tables
+
+        chunks, counts = sort_chunk_tables(*tables)
+        table = (chunks.data, chunks.offsets, counts)
+    else:
+        table = merge(kind, tables)
     del tables
     return Reduced(table, T.add_stats(*stats), {}, _in_order(documents.get(HELD_OUT_BUCKET, [])),
                    _in_order(documents.get(TRAINING_BUCKET, [])))

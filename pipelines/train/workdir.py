@@ -39,7 +39,6 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import time
@@ -95,7 +94,7 @@ def _encode(kind: str, value: Any) -> tuple[dict[str, np.ndarray], dict]:
     if kind == "chunk_table":
         arrays = {"counts": np.asarray(value.counts, np.int64)}
         for name, texts in (("chunks", value.chunks), ("held_out", value.held_out), ("training", value.training)):
-            arrays[f"{name}_data"], arrays[f"{name}_offsets"] = pack(texts, writable=True)
+            arrays[f"{name}_data"], arrays[f"{name}_offsets"] = pack(texts)
         return arrays, {"stats": value.stats, "bound": value.bound}
     if kind == "merges":
         return {"left": value.left, "right": value.right, "counts": value.counts}, {}
@@ -131,12 +130,12 @@ def _decode(kind: str, arrays: dict[str, np.ndarray], meta: dict) -> Any:
         return {size: Model.from_bytes(arrays[str(size)].tobytes(), source=f"stage file, model {size}")
                 for size in meta["sizes"]}
     if kind == "chunk_table":
+        from tokenizer.packed import PackedBytes
         from tokenizer.trainers.chunk_table import ChunkTable
 
-        texts = {name: unpack(arrays[f"{name}_data"], arrays[f"{name}_offsets"])
-                 for name in ("chunks", "held_out", "training")}
-        return ChunkTable(texts["chunks"], arrays["counts"], meta["stats"], texts["held_out"], texts["training"],
-                          meta.get("bound", {}))
+        texts = {name: unpack(arrays[f"{name}_data"], arrays[f"{name}_offsets"]) for name in ("held_out", "training")}
+        return ChunkTable(PackedBytes(arrays["chunks_data"], arrays["chunks_offsets"]), arrays["counts"],
+                          meta["stats"], texts["held_out"], texts["training"], meta.get("bound", {}))
     if kind == "merges":
         from tokenizer.trainers.bpe import Merges
 
@@ -192,10 +191,9 @@ class WorkDir:
     def save(self, name: str, kind: str, value: Any) -> None:
         arrays, meta = _encode(kind, value)
         header = json.dumps({"kind": kind, "key": self.key, "stage": name, "meta": meta}, sort_keys=True)
-        buffer = io.BytesIO()
-        np.savez(buffer, __header__=np.frombuffer(header.encode(), dtype=np.uint8),
-                 **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
-        write_atomic(self.stage_file(name), buffer.getvalue(), what=f"stage file ({name})")
+        arrays = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
+        write_atomic(self.stage_file(name), lambda handle: np.savez(
+            handle, __header__=np.frombuffer(header.encode(), dtype=np.uint8), **arrays), what=f"stage file ({name})")
 
     def finished_value(self, name: str, kind: str) -> tuple[Any, bool]:
         """``(value, True)`` of a stage finished before (when resuming), else ``(None, False)``; a damaged stage

@@ -58,7 +58,8 @@ from tokenizer.kernels.bpe_pair_rules import ALL_SPACE, FROZEN, LEAD_SPACE, NO_S
 from tokenizer.kernels.chunk_chars import chars_to_symbols, weighted_char_counts
 from tokenizer.kernels.chunk_count import MODE_SENTENCEPIECE, count_chunk_table, count_spans, gather_spans
 from tokenizer.model import Model
-from tokenizer.packed import as_packed, pack
+from tokenizer.kernels.packed_sort import argsort_spans, gather_distinct, strictly_increasing
+from tokenizer.packed import PackedBytes, as_packed, pack
 from tokenizer.trainers.bytepiece.chunks import pack_texts  # noqa: F401  (re-exported: count_chunks(*pack_texts(...)))
 
 PRETOKENIZERS = ("byte_level", "sentencepiece")
@@ -234,13 +235,38 @@ def merge_chunk_counts(*tables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                    np.concatenate([t[2] for t in tables]).astype(np.int64))
 
 
-def sort_chunks(chunk_data, chunk_offsets, counts) -> tuple[list[bytes], np.ndarray]:
-    """``(chunks sorted by bytes, their counts)``: the canonical table the driver learns from."""
-    blob = np.asarray(chunk_data, np.uint8).tobytes()
-    bounds = np.asarray(chunk_offsets, np.int64).tolist()
-    pieces = [blob[a:b] for a, b in zip(bounds, bounds[1:])]
-    order = sorted(range(len(pieces)), key=pieces.__getitem__)
-    return [pieces[i] for i in order], np.asarray(counts, np.int64)[order]
+def sort_chunk_tables(*tables) -> tuple[PackedBytes, np.ndarray]:
+    """``(chunks sorted by bytes, their counts)`` of chunk count tables ``(data, offsets, counts)`` summed: the
+    canonical table the driver learns from, kept packed (no Python object per chunk). The sort adds up equal chunks,
+    so it needs no hash table: its memory is the tables' bytes joined once, the sorted copy and 24 bytes per
+    chunk; one table already sorted and distinct is used as it is. Example: ``(b"ba", [0, 1, 2], [1, 2])`` and ``(b"b", [0, 1], [4])`` -> ``[b"a", b"b"]``, ``[2, 5]``."""
+    if len(tables) == 1:
+        data, offsets = as_packed(tables[0][0], tables[0][1])
+        starts, ends, counts = offsets[:-1], offsets[1:], np.asarray(tables[0][2], np.int64)
+        if strictly_increasing(data, starts, ends):
+            return PackedBytes(data, offsets), counts
+    else:
+        datas, starts_list, ends_list, base = [], [], [], 0
+        for data, offsets, _ in tables:
+            data, offsets = as_packed(data, offsets)
+            datas.append(data[offsets[0]:offsets[-1]])
+            starts_list.append(offsets[:-1] - offsets[0] + base)
+            ends_list.append(offsets[1:] - offsets[0] + base)
+            base += int(offsets[-1] - offsets[0])
+        data = np.concatenate(datas) if datas else np.zeros(0, np.uint8)
+        del datas
+        starts = np.concatenate(starts_list) if starts_list else np.zeros(0, np.int64)
+        ends = np.concatenate(ends_list) if ends_list else np.zeros(0, np.int64)
+        counts = np.concatenate([np.asarray(t[2], np.int64) for t in tables]) if tables else np.zeros(0, np.int64)
+    order = np.empty(len(starts), np.int64)
+    argsort_spans(data, starts, ends, order)
+    sorted_data, sorted_offsets, summed = gather_distinct(data, starts, ends, counts, order)
+    return PackedBytes(sorted_data, sorted_offsets), summed
+
+
+def sort_chunks(chunk_data, chunk_offsets, counts) -> tuple[PackedBytes, np.ndarray]:
+    """:func:`sort_chunk_tables` of one table: ``(b"ba", [0, 1, 2], [1, 2])`` -> ``[b"a", b"b"]``, ``[2, 1]``."""
+    return sort_chunk_tables((chunk_data, chunk_offsets, counts))
 
 
 # ---------------------------------------------------------------------------------------------- merges

@@ -10,7 +10,7 @@ input of :func:`tokenizer.trainers.unigram.train_from_chunks` and :func:`tokeniz
     >>> a = (np.frombuffer(b"abc", np.uint8), np.array([0, 2, 3]), np.array([1, 4]))    # "ab" x1, "c" x4
     >>> b = (np.frombuffer(b"ab", np.uint8), np.array([0, 2]), np.array([2]))            # "ab" x2
     >>> table = finish(*merge((a, {"documents": 1}), (b, {"documents": 2})))
-    >>> table.chunks, table.counts.tolist(), table.stats
+    >>> list(table.chunks), table.counts.tolist(), table.stats
     ([b'ab', b'c'], [3, 4], {'documents': 3})
 """
 
@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from tokenizer.packed import PackedBytes
 
 Stats = dict[str, int]
 Counts = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -49,11 +51,12 @@ def merge(*parts: tuple[Counts, Stats]) -> tuple[Counts, Stats]:
 
 @dataclass
 class ChunkTable:
-    """A reduced chunk table: ``chunks`` sorted by bytes, their ``counts`` (int64), summed ``stats``, the first
+    """A reduced chunk table: ``chunks`` sorted by bytes (packed: a sequence of ``bytes`` without a Python object
+    per chunk), their ``counts`` (int64), summed ``stats``, the first
     held-out and training documents of the corpus when the count read them itself (for the evaluation sample),
     and what the driver's memory bound dropped (``bound``, :func:`tokenizer.trainers.table_bound.report`)."""
 
-    chunks: list[bytes]
+    chunks: PackedBytes
     counts: np.ndarray
     stats: Stats
     held_out: list[bytes] = field(default_factory=list)
@@ -62,7 +65,7 @@ class ChunkTable:
 
     @property
     def chunk_bytes(self) -> int:
-        return sum(len(c) for c in self.chunks)
+        return self.chunks.nbytes
 
 
 def finish(counts: Counts, stats: Stats, held_out: list[bytes] | None = None,
