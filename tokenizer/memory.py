@@ -1,5 +1,6 @@
 """Work memory of the encoder: a document too large for the memory its buffers would need is refused with an
-error that says so, instead of being killed by the operating system halfway through.
+error that says so, instead of being killed by the operating system halfway through. And
+:func:`release_freed_memory`, which the training driver calls after each stage.
 
 The encoder's buffers are sized by the longest document of a call (a few to a few dozen bytes per byte, by model
 type: :func:`tokenizer.kernels.batch.work_sizes`, allocated by :meth:`tokenizer.compiled.CompiledModel.work_arrays`).
@@ -41,3 +42,22 @@ def check_work_memory(nbytes: int, longest: int) -> None:
             f"a document of {longest:,} bytes needs about {nbytes / (1 << 30):.1f} GiB of work memory with this "
             f"model, but only {available / (1 << 30):.1f} GiB is available: split it into smaller documents "
             "(shardpiece tokenize: --max-document-bytes), or encode it where more memory is free")
+
+
+def release_freed_memory() -> None:
+    """Collect garbage and hand freed memory back to the system: glibc's free heap pages (``malloc_trim``; a no-op
+    elsewhere) and pyarrow's pool when pyarrow is loaded. Memory a stage freed (a collected table's Arrow copy, sort
+    temporaries) otherwise stays resident through the next stages, which then add their own on top."""
+    import ctypes
+    import ctypes.util
+    import gc
+    import sys
+
+    gc.collect()
+    if "pyarrow" in sys.modules:
+        sys.modules["pyarrow"].default_memory_pool().release_unused()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass

@@ -33,6 +33,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -294,21 +295,6 @@ def refine_em_spark(documents, pieces: list[bytes], counts: np.ndarray, settings
 
 
 # ---------------------------------------------------------------------------------------------- the whole job
-def release_memory() -> None:
-    """Collect garbage and hand the driver's free heap pages back to the system (glibc ``malloc_trim``; a no-op
-    elsewhere), so memory freed after one stage does not stay resident through the next."""
-    import ctypes
-    import ctypes.util
-    import gc
-
-    gc.collect()
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 @dataclass
 class TrainResult:
     models: dict  # vocab_size -> tokenizer.model.Model
@@ -354,7 +340,7 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
     lm, resumed = work.run("ngram_model", lambda: bp.build_ngram_model(ngrams.keys, ngrams.counts, settings),
                            "ngram_model")
     stage("ngram_model", started, resumed, entries=len(lm.keys))
-    release_memory()
+    ngrams = dataclasses.replace(ngrams, keys=np.zeros(0, np.int64), counts=np.zeros(0, np.int64))  # now in lm
 
     started = time.perf_counter()
     progress("[candidates] segmenting every chunk with the broadcast n-gram model; rare pieces re-segmented onto "
@@ -365,7 +351,6 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
           distinct_pieces=set_aside["distinct_pieces"],
           set_aside_pieces=set_aside["pieces"], dropped_by_bound=pieces_bound.get("dropped_entries", 0))
     bounds = {"ngrams": ngrams.bound, "pieces": pieces_bound}
-    release_memory()
 
     started = time.perf_counter()
     pruned, resumed = work.run("prune", lambda: bp.prune_candidates(pieces, counts, settings), "pruned")

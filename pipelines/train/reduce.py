@@ -39,6 +39,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from tokenizer.memory import release_freed_memory
 from tokenizer.packed import pack
 from tokenizer.trainers import chunk_table as T
 from tokenizer.trainers import table_bound as B
@@ -326,11 +327,12 @@ def collect(frame, kind: str) -> Reduced:
     if kind == "bytes":  # sorted and summed at once, with no hash table (the canonical order the fits need)
         from tokenizer.trainers.bpe import sort_chunk_tables
 
-        chunks, counts = sort_chunk_tables(*tables)
+        chunks, counts = sort_chunk_tables(tables)  # empties the list: each batch goes once copied
         table = (chunks.data, chunks.offsets, counts)
     else:
         table = merge(kind, tables)
     del tables
+    release_freed_memory()  # the rows' Arrow copy
     return Reduced(table, T.add_stats(*stats), {}, _in_order(documents.get(HELD_OUT_BUCKET, [])),
                    _in_order(documents.get(TRAINING_BUCKET, [])))
 

@@ -48,6 +48,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tokenizer.files import write_atomic
+from tokenizer.memory import release_freed_memory
 from tokenizer.packed import pack, unpack
 
 FAULT_ENV = "SHARDPIECE_FAIL_AFTER_STAGE"
@@ -289,8 +290,10 @@ class StageLog:
         self.reports: list[StageReport] = []
 
     def add(self, name: str, started: float, resumed: bool = False, **counts) -> None:
-        """Record stage ``name`` that began at ``started`` (``time.perf_counter()``) and ends now."""
+        """Record stage ``name`` that began at ``started`` (``time.perf_counter()``) and ends now; what the stage
+        freed goes back to the system (:func:`tokenizer.memory.release_freed_memory`)."""
         report = StageReport(name, time.perf_counter() - started, counts, resumed)
+        release_freed_memory()
         self.reports.append(report)
         shown = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in counts.items())
         self.progress(f"[{name}] {report.seconds:.1f} s" + (" (resumed)" if resumed else "")

@@ -3,10 +3,10 @@ spans ``data[starts[i]:ends[i]]`` (packed strings: ``starts = offsets[:-1]``, ``
 :func:`gather_distinct` copies them out in that order with the counts of equal strings summed. Together they make
 the canonical (sorted, distinct) chunk tables the trainers fit.
 
-A most-significant-digit sort with 8-byte digits: each pending segment of the order (strings equal on their first
-``depth`` bytes) is sorted by ``(the next 8 bytes big-endian, zero-padded; how many bytes are left, capped at 9)``
-with a stable sort, and each run still equal on both with more than 8 bytes left becomes a segment at
-``depth + 8``. Equal padded digits and a count under 9 mean the shorter string is a prefix of the longer (its
+A most-significant-digit sort with 7-byte digits: each pending segment of the order (strings equal on their first
+``depth`` bytes) is sorted by one uint64 per string, ``(the next 7 bytes big-endian, zero-padded) << 4 | (bytes
+left, capped at 8)``, with a stable sort, and each run still equal with more than 7 bytes left becomes a segment
+at ``depth + 7``. Equal padded bytes and a count under 8 mean the shorter string is a prefix of the longer (its
 padding matches the other's zero bytes), so the count orders them as bytes order does. Small segments use an
 insertion sort on the whole remaining bytes. Equal strings keep their index order. The work is O(total bytes +
 n log n); the slow twin is :func:`tokenizer.twins.packed_sort.ref_argsort_packed`.
@@ -26,12 +26,13 @@ INSERTION_SORT_MAX = 16  # segments up to this size are insertion-sorted on thei
 
 @kernel
 def _digit(data, start, stop, depth):
-    """``(the 8 bytes of data[start + depth:stop] big-endian as uint64, zero-padded; bytes left capped at 9)``."""
+    """``data[start + depth:stop]``'s next 7 bytes big-endian, zero-padded, then 4 bits: how many bytes are left,
+    capped at 8 (uint64). Example: ``b"ab"`` at depth 0 -> ``0x6162_0000_0000_00_2``."""
     key = np.uint64(0)
-    for k in range(8):
+    for k in range(7):
         p = start + depth + k
         key = (key << np.uint64(8)) | (np.uint64(data[p]) if p < stop else np.uint64(0))
-    return key, min(max(stop - start - depth, 0), 9)
+    return (key << np.uint64(4)) | np.uint64(min(max(stop - start - depth, 0), 8))
 
 
 @kernel
@@ -60,7 +61,7 @@ def argsort_spans(data, starts, ends, order):
     if n < 2:
         return
     keys = np.empty(n, np.uint64)
-    lefts = np.empty(n, np.int64)
+    moved = np.empty(n, np.int64)
     stack = np.empty(3 * (n // 2 + 1), np.int64)  # pending segments are disjoint and hold >= 2 strings each
     stack[0], stack[1], stack[2] = 0, n, 0
     size = 1
@@ -77,21 +78,20 @@ def argsort_spans(data, starts, ends, order):
                 order[j + 1] = item
             continue
         for i in range(lo, hi):
-            item = order[i]
-            keys[i], lefts[i] = _digit(data, starts[item], ends[item], depth)
-        by_left = np.argsort(lefts[lo:hi], kind="mergesort")
-        by_key = np.argsort(keys[lo:hi][by_left], kind="mergesort")
-        moved = by_left[by_key]
-        order[lo:hi] = order[lo:hi][moved]
-        keys[lo:hi] = keys[lo:hi][moved]
-        lefts[lo:hi] = lefts[lo:hi][moved]
+            keys[i] = _digit(data, starts[order[i]], ends[order[i]], depth)
+        by_key = np.argsort(keys[lo:hi], kind="mergesort")
+        for k in range(hi - lo):
+            moved[k] = order[lo + by_key[k]]
+        for k in range(hi - lo):
+            order[lo + k] = moved[k]
+            keys[lo + k] = _digit(data, starts[moved[k]], ends[moved[k]], depth)
         i = lo
         while i < hi:
             j = i + 1
-            while j < hi and keys[j] == keys[i] and lefts[j] == lefts[i]:
+            while j < hi and keys[j] == keys[i]:
                 j += 1
-            if j - i > 1 and lefts[i] == 9:
-                stack[3 * size], stack[3 * size + 1], stack[3 * size + 2] = i, j, depth + 8
+            if j - i > 1 and (keys[i] & np.uint64(15)) == 8:
+                stack[3 * size], stack[3 * size + 1], stack[3 * size + 2] = i, j, depth + 7
                 size += 1
             i = j
 

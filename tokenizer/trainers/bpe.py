@@ -57,6 +57,7 @@ from tokenizer.kernels.bpe_merges import learn_merges
 from tokenizer.kernels.bpe_pair_rules import ALL_SPACE, FROZEN, LEAD_SPACE, NO_SPACE, SCRIPT_ANY
 from tokenizer.kernels.chunk_chars import chars_to_symbols, weighted_char_counts
 from tokenizer.kernels.chunk_count import MODE_SENTENCEPIECE, count_chunk_table, count_spans, gather_spans
+from tokenizer.memory import release_freed_memory
 from tokenizer.model import Model
 from tokenizer.kernels.packed_sort import argsort_spans, gather_distinct, strictly_increasing
 from tokenizer.packed import PackedBytes, as_packed, pack
@@ -235,38 +236,51 @@ def merge_chunk_counts(*tables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                    np.concatenate([t[2] for t in tables]).astype(np.int64))
 
 
-def sort_chunk_tables(*tables) -> tuple[PackedBytes, np.ndarray]:
+def sort_chunk_tables(tables: list) -> tuple[PackedBytes, np.ndarray]:
     """``(chunks sorted by bytes, their counts)`` of chunk count tables ``(data, offsets, counts)`` summed: the
-    canonical table the driver learns from, kept packed (no Python object per chunk). The sort adds up equal chunks,
-    so it needs no hash table: its memory is the tables' bytes joined once, the sorted copy and 24 bytes per
-    chunk; one table already sorted and distinct is used as it is. Example: ``(b"ba", [0, 1, 2], [1, 2])`` and ``(b"b", [0, 1], [4])`` -> ``[b"a", b"b"]``, ``[2, 5]``."""
+    canonical table the driver learns from, kept packed (no Python object per chunk). The list is emptied as the
+    tables are joined, so each one's memory (a collected row's Arrow buffer) can go once it is copied. The sort
+    adds up equal chunks, so it needs no hash table: its memory is the joined bytes, the sorted copy and a few
+    int64 per chunk; one table already sorted and distinct is used as it is. Example: ``[(b"ba", [0, 1, 2], [1,
+    2]), (b"b", [0, 1], [4])]`` -> ``[b"a", b"b"]``, ``[2, 5]``."""
     if len(tables) == 1:
         data, offsets = as_packed(tables[0][0], tables[0][1])
-        starts, ends, counts = offsets[:-1], offsets[1:], np.asarray(tables[0][2], np.int64)
-        if strictly_increasing(data, starts, ends):
+        counts = np.asarray(tables.pop()[2], np.int64)
+        if strictly_increasing(data, offsets[:-1], offsets[1:]):
             return PackedBytes(data, offsets), counts
     else:
-        datas, starts_list, ends_list, base = [], [], [], 0
-        for data, offsets, _ in tables:
-            data, offsets = as_packed(data, offsets)
-            datas.append(data[offsets[0]:offsets[-1]])
-            starts_list.append(offsets[:-1] - offsets[0] + base)
-            ends_list.append(offsets[1:] - offsets[0] + base)
-            base += int(offsets[-1] - offsets[0])
-        data = np.concatenate(datas) if datas else np.zeros(0, np.uint8)
-        del datas
-        starts = np.concatenate(starts_list) if starts_list else np.zeros(0, np.int64)
-        ends = np.concatenate(ends_list) if ends_list else np.zeros(0, np.int64)
-        counts = np.concatenate([np.asarray(t[2], np.int64) for t in tables]) if tables else np.zeros(0, np.int64)
-    order = np.empty(len(starts), np.int64)
-    argsort_spans(data, starts, ends, order)
-    sorted_data, sorted_offsets, summed = gather_distinct(data, starts, ends, counts, order)
+        data, offsets, counts = join_chunk_tables(tables)
+        release_freed_memory()  # the joined tables' own memory
+    order = np.empty(len(counts), np.int64)
+    argsort_spans(data, offsets[:-1], offsets[1:], order)
+    sorted_data, sorted_offsets, summed = gather_distinct(data, offsets[:-1], offsets[1:], counts, order)
     return PackedBytes(sorted_data, sorted_offsets), summed
+
+
+def join_chunk_tables(tables: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One packed table ``(data, offsets, counts)`` of the tables one after the other, emptying ``tables`` as it
+    copies them (each table's memory can go once it is copied). Example: ``[(b"ab", [0, 2], [1]), (b"c", [0, 1],
+    [2])]`` -> ``(b"abc", [0, 2, 3], [1, 2])``."""
+    n = sum(len(t[1]) - 1 for t in tables)
+    data = np.empty(sum(int(t[1][-1] - t[1][0]) for t in tables), np.uint8)
+    offsets = np.zeros(n + 1, np.int64)
+    counts = np.empty(n, np.int64)
+    tables.reverse()
+    at = base = 0
+    while tables:
+        part_data, part_offsets, part_counts = tables.pop()
+        size, m = int(part_offsets[-1] - part_offsets[0]), len(part_offsets) - 1
+        data[base:base + size] = part_data[part_offsets[0]:part_offsets[-1]]
+        offsets[at + 1:at + m + 1] = part_offsets[1:] - part_offsets[0] + base
+        counts[at:at + m] = part_counts
+        at, base = at + m, base + size
+        del part_data, part_offsets, part_counts
+    return data, offsets, counts
 
 
 def sort_chunks(chunk_data, chunk_offsets, counts) -> tuple[PackedBytes, np.ndarray]:
     """:func:`sort_chunk_tables` of one table: ``(b"ba", [0, 1, 2], [1, 2])`` -> ``[b"a", b"b"]``, ``[2, 1]``."""
-    return sort_chunk_tables((chunk_data, chunk_offsets, counts))
+    return sort_chunk_tables([(chunk_data, chunk_offsets, counts)])
 
 
 # ---------------------------------------------------------------------------------------------- merges

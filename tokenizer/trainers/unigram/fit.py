@@ -11,6 +11,7 @@ import numpy as np
 
 from tokenizer._version import __version__
 from tokenizer.errors import ConfigError, InputError
+from tokenizer.memory import release_freed_memory
 from tokenizer.model import (LATTICE_SUMS, SCORE_STEP_FLOAT32_SUMS, SCORE_STEP_FLOAT64_SUMS, Model, PieceType,
                              quantize_scores)
 from tokenizer.normalizers.sentencepiece import DEFAULT_UNK_SURFACE
@@ -153,6 +154,7 @@ def train_from_chunks(chunks: list[bytes], counts: np.ndarray, settings: Unigram
     if checkpoints.load() is None:
         started = time.perf_counter()
         pieces, scores = seed_pieces(chunks, counts, settings, required)
+        release_freed_memory()  # the seed step's work arrays, before the E-steps allocate theirs
         report.seed_pieces = len(pieces)
         progress(f"[seed] {len(pieces):,} seed pieces ({len(required):,} characters) in "
                  f"{time.perf_counter() - started:.1f} s")
