@@ -57,6 +57,9 @@ def merge_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarr
                                         np.asarray(b[0], np.int64), np.asarray(b[1], np.int64))
 
 
+MODEL_BLOCK = 1 << 20  # n-grams per block of build_ngram_model's passes
+
+
 @dataclass
 class NgramTable:
     """What the driver gets from the n-gram pass (pipelines.train.bytepiece.reduce_ngrams): the kept n-grams' packed
@@ -124,29 +127,41 @@ def build_ngram_model(keys, counts, settings: TrainSettings) -> NgramModel:
     """
     keys = np.asarray(keys, dtype=np.int64)
     counts = np.asarray(counts, dtype=np.int64)
-    lengths = keys & 7
-    if np.any(lengths > settings.order):
-        raise ConfigError(f"the counts hold n-grams longer than order={settings.order}: count with the same order")
     byte_keys = (np.arange(256, dtype=np.int64) << 51) | 1
-    total = int(counts[lengths == 1].sum())
-    present = np.isin(byte_keys, keys[lengths == 1])
-    missing = byte_keys[~present]
+    total, present, longest = 0, np.zeros(0, np.int64), 0
+    for a in range(0, len(keys), MODEL_BLOCK):  # in blocks: a few bytes per n-gram of temporaries at most
+        lengths = keys[a:a + MODEL_BLOCK] & 7
+        longest = max(longest, int(lengths.max()))
+        single = lengths == 1
+        total += int(counts[a:a + MODEL_BLOCK][single].sum())
+        present = np.union1d(present, keys[a:a + MODEL_BLOCK][single])
+    if longest > settings.order:
+        raise ConfigError(f"the counts hold n-grams longer than order={settings.order}: count with the same order")
+    missing = byte_keys[~np.isin(byte_keys, present)]
     total += len(missing)
     keep = kept_ngrams(keys, counts, settings.min_count)
-    keys = np.concatenate([keys[keep], missing])
-    counts = np.concatenate([counts[keep], np.ones(len(missing), dtype=np.int64)])
-    order = np.argsort(keys, kind="stable")
-    keys, counts = keys[order], counts[order]
-    logs = np.log(counts.astype(np.float64))
-    lengths = keys & 7
-    prefix_logs = np.empty(len(keys), dtype=np.float64)
-    single = lengths == 1
-    prefix_logs[single] = np.log(np.float64(total))
-    multi = ~single
-    if multi.any():
-        shifts = 3 + 8 * (7 - (lengths[multi] - 1))
-        prefixes = ((keys[multi] >> shifts) << shifts) | (lengths[multi] - 1)
-        where = np.searchsorted(keys, prefixes)
-        prefix_logs[multi] = logs[where]
-    return NgramModel(keys=keys, log_probs=logs - prefix_logs, order=int(settings.order),
+    if not keep.all():
+        keys, counts = keys[keep], counts[keep]
+    del keep
+    if len(keys) > 1 and not bool(np.all(keys[1:] >= keys[:-1])):
+        order = np.argsort(keys, kind="stable")
+        keys, counts = keys[order], counts[order]
+        del order
+    if len(missing):  # sorted keys stay sorted, equal keys cannot occur (these bytes are absent)
+        at = np.searchsorted(keys, missing)
+        keys, counts = np.insert(keys, at, missing), np.insert(counts, at, 1)
+    log_probs = np.empty(len(keys), dtype=np.float64)
+    log_total = np.log(np.float64(total))
+    for a in range(0, len(keys), MODEL_BLOCK):
+        block = keys[a:a + MODEL_BLOCK]
+        lengths = block & 7
+        logs = np.log(counts[a:a + MODEL_BLOCK].astype(np.float64))
+        prefix_logs = np.full(len(block), log_total)
+        multi = lengths != 1
+        if multi.any():
+            shifts = 3 + 8 * (7 - (lengths[multi] - 1))
+            prefixes = ((block[multi] >> shifts) << shifts) | (lengths[multi] - 1)
+            prefix_logs[multi] = np.log(counts[np.searchsorted(keys, prefixes)].astype(np.float64))
+        log_probs[a:a + MODEL_BLOCK] = logs - prefix_logs
+    return NgramModel(keys=keys, log_probs=log_probs, order=int(settings.order),
                       ensure_unicode=bool(settings.ensure_unicode))

@@ -34,16 +34,25 @@ POSITION_PASS_SUFFIXES = 1 << 24  # suffix positions one pass of the seed step's
 class SymbolTable:
     """Chunks as integer symbol ids for the seed step: ``text`` is 0, chunk 0's symbols, 0, chunk 1's symbols, ...,
     0 (0 separates chunks); for text, symbols are characters (ids in code-point order of the covered ones, one id
-    for every uncovered character), for bytes ``byte + 1``. Chunk ``i`` is ``text[chunk_start[i]:chunk_end[i]]``.
-    Example: byte chunks [b"ab", b"c"] -> text [0, 98, 99, 0, 100, 0], chunk_start [1, 4], chunk_end [3, 5]."""
+    for every uncovered character), for bytes ``byte + 1``. Chunk ``i`` is ``text[chunk_start[i]:chunk_end[i]]``,
+    both views of ``chunk_bounds`` (each chunk's start, then ``len(text)``; a chunk ends one before the next
+    one starts). Example: byte chunks [b"ab", b"c"] -> text [0, 98, 99, 0, 100, 0], chunk_bounds [1, 4, 6],
+    chunk_start [1, 4], chunk_end [3, 5]."""
 
-    text: np.ndarray          # uint16 (int32 for more than 65,536 symbols)
-    chunk_start: np.ndarray   # int64 per chunk
-    chunk_end: np.ndarray     # int64 per chunk
+    text: np.ndarray          # uint8 for up to 256 symbols, uint16 up to 65,536, else int32
+    chunk_bounds: np.ndarray  # int64, one per chunk and one more
     counts: np.ndarray        # int64 per chunk
     symbols: list[bytes]      # bytes of each symbol id (b"" for 0 and the unknown id)
     symbol_class: np.ndarray  # uint8, see kt.valid_pieces
     symbol_script: np.ndarray  # int32
+
+    @property
+    def chunk_start(self) -> np.ndarray:
+        return self.chunk_bounds[:-1]
+
+    @property
+    def chunk_end(self) -> np.ndarray:
+        return self.chunk_bounds[1:] - 1
 
     def piece_bytes(self, positions: np.ndarray, lengths: np.ndarray) -> list[bytes]:
         """Bytes of the pieces ``text[p:p + n]`` (within one chunk): their symbols' bytes joined."""
@@ -101,7 +110,7 @@ def required_characters(chunks: Sequence[bytes], counts: np.ndarray,
 def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramSettings,
                  required: Sequence[str]) -> SymbolTable:
     """The chunks as symbols (:class:`SymbolTable`); ``required`` are the covered characters (text variant).
-    ``text`` is uint16 where the symbols fit (else int32), written :data:`SYMBOL_BLOCK_BYTES` of chunks at a time."""
+    ``text`` is uint8 or uint16 where the symbols fit (else int32), written :data:`SYMBOL_BLOCK_BYTES` of chunks at a time."""
     data, offsets = pack(chunks)
     n_chunks = len(chunks)
     cuts = chunk_blocks(offsets, SYMBOL_BLOCK_BYTES)
@@ -137,8 +146,10 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
     units = np.asarray(units, np.int64)
     unit_offsets = np.zeros(n_chunks + 1, np.int64)
     np.cumsum(units, out=unit_offsets[1:])
-    chunk_start = unit_offsets[:-1] + np.arange(n_chunks) + 1  # one separator before each chunk
-    text = np.zeros(int(unit_offsets[-1]) + n_chunks + 1, np.uint16 if len(symbol_class) <= 1 << 16 else np.int32)
+    chunk_bounds = unit_offsets + np.arange(n_chunks + 1) + 1  # one separator before each chunk
+    chunk_start = chunk_bounds[:-1]
+    width = np.uint8 if len(symbol_class) <= 1 << 8 else np.uint16 if len(symbol_class) <= 1 << 16 else np.int32
+    text = np.zeros(int(unit_offsets[-1]) + n_chunks + 1, width)
     for first, last in blocks:
         block = data[offsets[first]:offsets[last]]
         if settings.variant == "byte":
@@ -148,8 +159,7 @@ def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramS
         destination = np.repeat(chunk_start[first:last] - unit_offsets[first:last], units[first:last])
         destination += np.arange(unit_offsets[first], unit_offsets[last])
         text[destination] = symbol_of[values]
-    return SymbolTable(text, chunk_start, chunk_start + units, np.asarray(counts, np.int64), symbols, symbol_class,
-                       symbol_script)
+    return SymbolTable(text, chunk_bounds, np.asarray(counts, np.int64), symbols, symbol_class, symbol_script)
 
 
 def _characters_per_chunk(data: np.ndarray, offsets: np.ndarray, blocks: list[tuple[int, int]]) -> np.ndarray:
@@ -256,9 +266,9 @@ def bucket_candidates(table: SymbolTable, suffixes: np.ndarray,
     sa = sorted_suffixes(text, suffixes, max_len + 1)
     lcp = np.empty(len(sa), np.int32)
     kt.clipped_lcp(text, sa, max_len + 1, lcp)
-    chunk = np.searchsorted(table.chunk_start, sa, side="right") - 1
+    chunk = np.searchsorted(table.chunk_bounds, sa, side="right") - 1
     weights = table.counts[chunk]
-    remaining = table.chunk_end[chunk] - sa  # symbols left in the chunk
+    remaining = table.chunk_bounds[chunk + 1] - 1 - sa  # symbols left in the chunk
     del chunk
     cumulative = np.concatenate([[0], np.cumsum(weights)])
     left, right, depth = (np.empty(len(sa), np.int64) for _ in range(3))
