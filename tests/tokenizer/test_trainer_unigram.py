@@ -449,6 +449,9 @@ def test_seed_buckets_hold_every_startable_suffix_once_and_split_large_groups():
     assert any(len(p) == 1 and len(b) == 2 for b, p in zip(buckets, prefixes))  # a group of more than 2 was split
     assert all(not (a & b) for i, a in enumerate(prefixes) for b in prefixes[i + 1:])  # no two-symbol prefix shared
     assert table.piece_bytes(table.chunk_start, table.chunk_end - table.chunk_start) == chunks
+    text = np.array([0, 1, 2, 0, 1, 3, 0, 1, 2, 0], np.uint8)  # the docstring's example: whole second-symbol groups
+    split = ug.seeds._second_symbol_buckets(text, np.array([1, 4, 7], np.int32), 4, 2)
+    assert [b.tolist() for b in split] == [[1, 7], [4]]
 
 
 @settings(max_examples=100, deadline=None)

@@ -226,14 +226,8 @@ def merge_chunk_counts(*tables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     the first table's chunks first, then each later table's new ones in order."""
     if not tables:
         return empty_chunk_counts()
-    datas, starts, ends, base = [], [], [], 0
-    for data, offsets, _ in tables:
-        datas.append(data[offsets[0]:offsets[-1]])
-        starts.append(offsets[:-1] - offsets[0] + base)
-        ends.append(offsets[1:] - offsets[0] + base)
-        base += int(offsets[-1] - offsets[0])
-    return _dedupe(np.concatenate(datas), np.concatenate(starts), np.concatenate(ends),
-                   np.concatenate([t[2] for t in tables]).astype(np.int64))
+    data, offsets, counts = join_chunk_tables(list(tables))
+    return _dedupe(data, offsets[:-1], offsets[1:], counts)
 
 
 def sort_chunk_tables(tables: list) -> tuple[PackedBytes, np.ndarray]:

@@ -248,11 +248,23 @@ def suffix_buckets(table: SymbolTable, size: int,
             if len(suffixes) <= size:
                 yield suffixes.astype(np.int64)
                 continue
-            second = text[suffixes + 1]  # one first symbol: ordered by the second
-            order, second_starts = _positions_of(second, 0, _symbol_counts(second, n_symbols))
-            suffixes = suffixes[order]
-            for a, b in _pack_groups(np.unique(second_starts), size):
-                yield suffixes[a:b].astype(np.int64)
+            yield from _second_symbol_buckets(text, suffixes, n_symbols, size)
+
+
+def _second_symbol_buckets(text: np.ndarray, suffixes: np.ndarray, n_symbols: int,
+                           size: int) -> Iterator[np.ndarray]:
+    """Buckets (int64) of whole second-symbol groups, at most ``size`` suffixes each (a larger group alone), of one
+    first symbol's ``suffixes``. Each bucket is selected from them in position order (its suffixes are sorted
+    later), so the group costs its second symbols (one byte or two each) and a mask per bucket, not a reordered
+    copy. Example: text [0, 1, 2, 0, 1, 3, 0, 1, 2, 0], suffixes [1, 4, 7], size 2 -> [1, 7], [4]."""
+    second = np.empty(len(suffixes), text.dtype)
+    for first in range(0, len(suffixes), SYMBOL_BLOCK_BYTES):
+        second[first:first + SYMBOL_BLOCK_BYTES] = text[suffixes[first:first + SYMBOL_BLOCK_BYTES] + 1]
+    edges = np.zeros(n_symbols + 1, np.int64)
+    np.cumsum(_symbol_counts(second, n_symbols), out=edges[1:])
+    for a, b in _pack_groups(np.unique(edges), size):
+        low, high = np.searchsorted(edges, a, side="left"), np.searchsorted(edges, b, side="left")
+        yield suffixes[(second >= low) & (second < high)].astype(np.int64)
 
 
 def bucket_candidates(table: SymbolTable, suffixes: np.ndarray,
