@@ -57,7 +57,8 @@ class PackedBytes(Sequence):
 
     def __eq__(self, other) -> bool:
         if isinstance(other, PackedBytes):
-            return bool(np.array_equal(self.offsets, other.offsets) and np.array_equal(self.data, other.data))
+            return bool(np.array_equal(self.offsets, other.offsets)
+                        and np.array_equal(self.data[:self.nbytes], other.data[:other.nbytes]))
         return isinstance(other, (list, tuple)) and len(other) == len(self) and list(self) == list(other)
 
     __hash__ = None

@@ -9,7 +9,7 @@ left, capped at 8)``, with a stable sort, and each run still equal with more tha
 at ``depth + 7``. Equal padded bytes and a count under 8 mean the shorter string is a prefix of the longer (its
 padding matches the other's zero bytes), so the count orders them as bytes order does. Small segments use an
 insertion sort on the whole remaining bytes. Equal strings keep their index order. The work is O(total bytes +
-n log n); the slow twin is :func:`tokenizer.twins.packed_sort.ref_argsort_packed`.
+n log n); the slow twins are in :mod:`tokenizer.twins.packed_sort`.
 
 Example (hand-checkable): ``[b"b", b"ab", b"a", b"a\\x00"]`` -> ``[2, 3, 1, 0]`` (``a < a\\x00 < ab < b``); with
 ``b"a"`` twice, counts 1 and 2, :func:`gather_distinct` gives one ``b"a"`` with count 3.

@@ -110,7 +110,8 @@ def required_characters(chunks: Sequence[bytes], counts: np.ndarray,
 def symbol_table(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramSettings,
                  required: Sequence[str]) -> SymbolTable:
     """The chunks as symbols (:class:`SymbolTable`); ``required`` are the covered characters (text variant).
-    ``text`` is uint8 or uint16 where the symbols fit (else int32), written :data:`SYMBOL_BLOCK_BYTES` of chunks at a time."""
+    ``text`` is uint8 or uint16 where the symbols fit (else int32), written :data:`SYMBOL_BLOCK_BYTES` of chunks at
+    a time."""
     data, offsets = pack(chunks)
     n_chunks = len(chunks)
     cuts = chunk_blocks(offsets, SYMBOL_BLOCK_BYTES)
