@@ -73,11 +73,36 @@ def encode_arrow(tok, pa, array, num_threads: int | None, bos: int, eos: int):
     return pa.LargeListArray.from_arrays(pa.array(out_offsets), values, mask=mask)
 
 
-def id_objects(tok) -> np.ndarray:
-    """Object array of the Python ints ``0 .. vocab_size - 1`` (built once): id lists share these objects."""
-    if tok._id_object_array is None:
-        tok._id_object_array = np.arange(tok.model.vocab_size, dtype=np.int64).astype(object)
-    return tok._id_object_array
+class SharedIds:
+    """The Python ints ``0 .. size - 1`` that id lists share (one object per id, not one per occurrence): ``objects``
+    (an object array) and, for :func:`tokenizer.kernels.python_lists.build_id_lists`, their addresses (int64) and
+    those of the C API functions it calls. Built once per tokenizer (:func:`shared_ids`); it keeps the ints alive.
+
+    >>> SharedIds(3).objects.tolist()
+    [0, 1, 2]
+    """
+
+    def __init__(self, size: int) -> None:
+        self.objects = np.arange(size, dtype=np.int64).astype(object)
+        self.addresses = np.array([id(value) for value in self.objects.tolist()], dtype=np.int64)
+        self.api = python_api_addresses()
+
+
+def python_api_addresses() -> np.ndarray:
+    """The addresses (int64) of :data:`tokenizer.kernels.python_lists.API_FUNCTIONS` in this interpreter."""
+    import ctypes
+
+    from tokenizer.kernels.python_lists import API_FUNCTIONS
+
+    return np.array([ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value for name in API_FUNCTIONS],
+                    dtype=np.int64)
+
+
+def shared_ids(tok) -> SharedIds:
+    """The tokenizer's :class:`SharedIds` (built on first use)."""
+    if tok._shared_ids is None:
+        tok._shared_ids = SharedIds(tok.model.vocab_size)
+    return tok._shared_ids
 
 
 def encode_packed(tok, data, offsets, valid, num_threads, bos, eos, as_lists=False):
@@ -104,7 +129,7 @@ def encode_packed(tok, data, offsets, valid, num_threads, bos, eos, as_lists=Fal
             replacements = [encode_split(tok.compiled, splitter, bytes(data[offsets[d]:offsets[d + 1]]), bos, eos)
                             for d in split_docs.tolist()]
             spliced = splice_documents(ids, out_offsets, split_docs, replacements)
-            return split_ids(*spliced, id_objects(tok)) if as_lists else spliced
+            return split_ids(*spliced, shared_ids(tok)) if as_lists else spliced
     return _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_lists)
 
 
@@ -116,7 +141,7 @@ def _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_li
     if threads == 1:
         ids, out_offsets = _encode_documents(tok, data, offsets, valid, 0, n, bos, eos)
         if as_lists:
-            return split_ids(ids, out_offsets, id_objects(tok))
+            return split_ids(ids, out_offsets, shared_ids(tok))
     else:
         # More ranges than threads, taken in turn by whichever thread is free (the calling thread included),
         # so that uneven ranges do not leave a core idle at the end.
@@ -126,7 +151,7 @@ def _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_li
         ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
         parts: list = [None] * len(ranges)
         lists: list = [None] * len(ranges)
-        shared_ints = id_objects(tok) if as_lists else None
+        shared_ints = shared_ids(tok) if as_lists else None
         next_range = iter(range(len(ranges)))  # shared; next() on it is atomic under the GIL
 
         def convert_finished() -> None:  # the calling thread only: Python lists need the GIL anyway
@@ -207,12 +232,12 @@ def splice_documents(ids: np.ndarray, offsets: np.ndarray, documents: np.ndarray
     return new_ids, new_offsets
 
 
-def split_ids(ids: np.ndarray, offsets: np.ndarray, id_objects: np.ndarray | None = None) -> list[list[int]]:
+def split_ids(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds | None = None) -> list[list[int]]:
     """Flat ids cut at ``offsets`` into Python lists: ``[1, 2, 3]``, ``[0, 2, 2, 3]`` -> ``[[1, 2], [], [3]]``.
 
-    With ``id_objects`` (an object array of the Python ints ``0 .. vocab_size - 1``, see
-    :func:`id_objects`) the lists share those int objects instead of creating one per id: the ids are
-    taken from it and listed in C, then sliced per text. Without, pyarrow's C conversion builds the lists. The
+    With ``shared`` (:func:`shared_ids`) the lists hold its int objects instead of one new int per id, and are
+    built in one compiled pass (:func:`tokenizer.kernels.python_lists.build_id_lists`; with the JIT disabled, an
+    object array of the ids, listed, then sliced per text). Without, pyarrow's C conversion builds the lists. The
     cyclic garbage collector is paused meanwhile: the thousands of new lists would otherwise set off full
     collections that cost more than the conversion (lists of ints hold no cycles, so pausing it frees nothing later
     than it would).
@@ -222,8 +247,11 @@ def split_ids(ids: np.ndarray, offsets: np.ndarray, id_objects: np.ndarray | Non
     collecting = gc.isenabled()
     gc.disable()
     try:
-        if id_objects is not None:
-            flat = id_objects[ids].tolist()
+        if shared is not None:
+            built = _built_lists(ids, offsets, shared)
+            if built is not None:
+                return built
+            flat = shared.objects[ids].tolist()
             bounds = offsets.tolist()
             # (a comprehension of slices: faster than list(map(flat.__getitem__, map(slice, ...))))
             return [flat[start:end] for start, end in zip(bounds, bounds[1:])]
@@ -234,6 +262,24 @@ def split_ids(ids: np.ndarray, offsets: np.ndarray, id_objects: np.ndarray | Non
     finally:
         if collecting:
             gc.enable()
+
+
+def _built_lists(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds) -> list | None:
+    """The lists of :func:`split_ids` from the compiled builder, or ``None`` where it cannot make them (the JIT
+    disabled; memory ran out or an id has no shared object: the caller's Python path then builds or raises)."""
+    import ctypes
+
+    from tokenizer.kernels.python_lists import build_id_lists
+
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if not hasattr(build_id_lists, "py_func") or int(offsets[0]) < 0 or int(offsets[-1]) > len(ids):
+        return None
+    address = build_id_lists(np.asarray(ids, dtype=np.int32), offsets, shared.addresses, shared.api)
+    if address == 0:
+        return None
+    lists = ctypes.cast(address, ctypes.py_object).value  # a second reference: drop the kernel's own
+    ctypes.pythonapi.Py_DecRef(ctypes.py_object(lists))
+    return lists
 
 
 def pack_texts(texts, to_bytes) -> tuple[np.ndarray, np.ndarray]:

@@ -52,7 +52,7 @@ class Tokenizer:
         self._decode_table: list[bytes] | None = None
         self._splitter = False  # AddedTokenSplitter | None once built (False = not built yet)
         self._encode_plain = None  # built by _plain_encoder on first encode()
-        self._id_object_array: np.ndarray | None = None  # built by _id_objects on first use
+        self._shared_ids = None  # tokenizer.batching.shared_ids builds it on first use
 
     # ------------------------------------------------------------------ construction, pickling
     @classmethod

@@ -6,6 +6,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tokenizer import InputError, Model, ModelFileError, PieceType, Tokenizer
 from tokenizer.core import InvalidIdError
@@ -128,16 +130,17 @@ def test_threads_work_in_a_forked_child():
 def test_split_ids_cuts_flat_ids_into_lists_and_restores_the_collector():
     import gc
 
-    from tokenizer.batching import split_ids
+    from tokenizer.batching import SharedIds, split_ids
 
     ids = np.array([1, 2, 3, 70000], dtype=np.int32)
-    objects = np.arange(70001).astype(object)
+    shared = SharedIds(70001)
     for dtype in (np.int32, np.int64):
         assert split_ids(ids, np.array([0, 2, 2, 4], dtype=dtype)) == [[1, 2], [], [3, 70000]]
-        shared = split_ids(ids, np.array([0, 2, 2, 4], dtype=dtype), objects)
-        assert shared == [[1, 2], [], [3, 70000]] and shared[2][1] is objects[70000]
-        assert all(type(i) is int for ids_ in shared for i in ids_)
+        lists = split_ids(ids, np.array([0, 2, 2, 4], dtype=dtype), shared)
+        assert lists == [[1, 2], [], [3, 70000]] and lists[2][1] is shared.objects[70000]
+        assert all(type(i) is int for ids_ in lists for i in ids_)
     assert split_ids(np.zeros(0, np.int32), np.zeros(1, np.int32)) == []
+    assert split_ids(np.zeros(0, np.int32), np.zeros(1, np.int32), shared) == []
     assert gc.isenabled()
     gc.disable()
     try:
@@ -145,6 +148,42 @@ def test_split_ids_cuts_flat_ids_into_lists_and_restores_the_collector():
         assert not gc.isenabled()  # a caller's choice to keep the collector off stands
     finally:
         gc.enable()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 599), max_size=12), max_size=30))
+def test_build_id_lists_agrees_with_its_twin_and_leaks_no_reference(documents):
+    """The compiled list builder (split_ids with shared ints) against the plain conversion (its twin): equal lists
+    of the shared objects, and once they are dropped every shared int has its old reference count again (ints
+    from 300 on: the interpreter's own small ints are shared with everything else)."""
+    import sys
+
+    from tokenizer.batching import SharedIds, split_ids
+
+    shared = SharedIds(600)
+    ids = np.array([i for document in documents for i in document], dtype=np.int32)
+    offsets = np.cumsum([0] + [len(document) for document in documents]).astype(np.int64)
+    before = [sys.getrefcount(value) for value in shared.objects[300:].tolist()]
+    lists = split_ids(ids, offsets, shared)
+    assert lists == split_ids(ids, offsets) == documents
+    assert all(value is shared.objects[value] for document in lists for value in document)
+    del lists
+    assert [sys.getrefcount(value) for value in shared.objects[300:].tolist()] == before
+
+
+def test_build_id_lists_refuses_ids_without_an_object():
+    """An id outside the shared ints gives 0 from the kernel (all it built released) and the Python path's
+    IndexError from split_ids, never a read past the array."""
+    from tokenizer.batching import SharedIds, split_ids
+    from tokenizer.kernels.python_lists import build_id_lists
+
+    shared = SharedIds(4)
+    ids = np.array([1, 2, 9], dtype=np.int32)
+    offsets = np.array([0, 2, 3], dtype=np.int64)
+    if hasattr(build_id_lists, "py_func"):
+        assert build_id_lists(ids, offsets, shared.addresses, shared.api) == 0
+    with pytest.raises(IndexError):
+        split_ids(ids, offsets, shared)
 
 
 def test_encode_batch_list_equals_per_text_encode_with_threads():

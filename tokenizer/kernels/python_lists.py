@@ -1,0 +1,93 @@
+"""Python lists of ids built by compiled code: the list output of ``encode_batch`` in one pass over the ids.
+
+Turning flat ids (int32) and their document offsets into one Python list per document costs more, in Python, than
+encoding them: an object array of the ids, a flat list of it, then a slice per document. :func:`build_id_lists`
+builds the lists directly: for each document ``PyList_New``, then each id's shared int object (an address from
+``objects``, whose Python ints the caller keeps alive) with ``Py_IncRef`` and ``PyList_SetItem``. Those functions
+of the CPython C API are called by the addresses in ``api`` (:data:`API_FUNCTIONS`, filled by
+:func:`tokenizer.batching.python_api_addresses`), so the kernel needs the GIL: it is the one kernel compiled with
+``nogil=False``, and no address is compiled into it (the disk cache stays valid from process to process).
+
+Its slow twin is :func:`tokenizer.batching.split_ids` without ``id_objects``. Example: ids ``[5, 6, 7]``, offsets
+``[0, 2, 2, 3]`` -> the address of ``[[5, 6], [], [7]]`` (a new reference), or 0 when memory ran out or an id has no
+object (then nothing is left allocated).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+from tokenizer.kernels import kernel
+
+#: the C API functions :func:`build_id_lists` calls, in the order of its ``api`` array
+API_FUNCTIONS = ("PyList_New", "PyList_SetItem", "Py_IncRef", "Py_DecRef")
+LIST_NEW, LIST_SET_ITEM, INC_REF, DEC_REF = range(len(API_FUNCTIONS))
+
+_I64 = ir.IntType(64)
+
+
+@intrinsic
+def _list_new(typingctx, function, length):
+    """``PyList_New(length)`` through the function's address: the new list's address, 0 on failure."""
+
+    def codegen(context, builder, signature, args):
+        pointer = builder.inttoptr(args[0], ir.FunctionType(_I64, [_I64]).as_pointer())
+        return builder.call(pointer, [args[1]])
+
+    return types.int64(types.int64, types.int64), codegen
+
+
+@intrinsic
+def _list_set_item(typingctx, function, target, index, item):
+    """``PyList_SetItem(target, index, item)`` (steals the reference to ``item``): 0, or -1 on failure."""
+
+    def codegen(context, builder, signature, args):
+        c_function = ir.FunctionType(ir.IntType(32), [_I64, _I64, _I64])
+        result = builder.call(builder.inttoptr(args[0], c_function.as_pointer()), list(args[1:]))
+        return builder.sext(result, _I64)
+
+    return types.int64(types.int64, types.int64, types.int64, types.int64), codegen
+
+
+@intrinsic
+def _reference(typingctx, function, target):
+    """``Py_IncRef(target)`` or ``Py_DecRef(target)``, as ``function`` says."""
+
+    def codegen(context, builder, signature, args):
+        c_function = ir.FunctionType(ir.VoidType(), [_I64])
+        builder.call(builder.inttoptr(args[0], c_function.as_pointer()), [args[1]])
+        return context.get_dummy_value()
+
+    return types.none(types.int64, types.int64), codegen
+
+
+@kernel(nogil=False)
+def build_id_lists(ids, offsets, objects, api):
+    """The address of a new list (a new reference) holding, for each ``i``, the list of the objects
+    ``objects[ids[offsets[i]:offsets[i + 1]]]``; 0 when an id is outside ``objects`` or memory ran out (whatever was
+    built is released). ``ids`` int32, ``offsets`` int64 (ascending, from 0 to at most ``len(ids)``), ``objects``
+    int64: addresses of live Python objects, ``api`` int64: the addresses of :data:`API_FUNCTIONS`. Needs the GIL."""
+    documents = offsets.shape[0] - 1
+    outer = _list_new(api[LIST_NEW], documents)
+    if outer == 0:
+        return np.int64(0)
+    limit = objects.shape[0]
+    for i in range(documents):
+        start = offsets[i]
+        inner = _list_new(api[LIST_NEW], offsets[i + 1] - start)
+        if inner == 0:
+            _reference(api[DEC_REF], outer)
+            return np.int64(0)
+        _list_set_item(api[LIST_SET_ITEM], outer, i, inner)  # the outer list owns it from here
+        for k in range(start, offsets[i + 1]):
+            value = ids[k]
+            if value < 0 or value >= limit:
+                _reference(api[DEC_REF], outer)
+                return np.int64(0)
+            item = objects[value]
+            _reference(api[INC_REF], item)
+            _list_set_item(api[LIST_SET_ITEM], inner, k - start, item)
+    return outer
