@@ -153,12 +153,13 @@ def test_split_ids_cuts_flat_ids_into_lists_and_restores_the_collector():
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 599), max_size=12), max_size=30))
 def test_build_id_lists_agrees_with_its_twin_and_leaks_no_reference(documents):
-    """The compiled list builder (split_ids with shared ints) against the plain conversion (its twin): equal lists
-    of the shared objects, and once they are dropped every shared int has its old reference count again (ints
-    from 300 on: the interpreter's own small ints are shared with everything else)."""
+    """The compiled list builder (split_ids with shared ints) against its twin and the plain conversion: equal
+    lists of the shared objects, and once they are dropped every shared int has its old reference count again
+    (ints from 300 on: the interpreter's own small ints are shared with everything else)."""
     import sys
 
     from tokenizer.batching import SharedIds, split_ids
+    from tokenizer.twins.python_lists import ref_build_id_lists
 
     shared = SharedIds(600)
     ids = np.array([i for document in documents for i in document], dtype=np.int32)
@@ -166,8 +167,10 @@ def test_build_id_lists_agrees_with_its_twin_and_leaks_no_reference(documents):
     before = [sys.getrefcount(value) for value in shared.objects[300:].tolist()]
     lists = split_ids(ids, offsets, shared)
     assert lists == split_ids(ids, offsets) == documents
+    twin = ref_build_id_lists(ids, offsets, shared.objects.tolist())
+    assert all(a is b for got, expected in zip(lists, twin) for a, b in zip(got, expected))
     assert all(value is shared.objects[value] for document in lists for value in document)
-    del lists
+    del lists, twin
     assert [sys.getrefcount(value) for value in shared.objects[300:].tolist()] == before
 
 

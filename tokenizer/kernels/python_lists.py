@@ -8,7 +8,7 @@ of the CPython C API are called by the addresses in ``api`` (:data:`API_FUNCTION
 :func:`tokenizer.batching.python_api_addresses`), so the kernel needs the GIL: it is the one kernel compiled with
 ``nogil=False``, and no address is compiled into it (the disk cache stays valid from process to process).
 
-Its slow twin is :func:`tokenizer.batching.split_ids` without ``id_objects``. Example: ids ``[5, 6, 7]``, offsets
+The twin is :func:`tokenizer.twins.python_lists.ref_build_id_lists`. Example: ids ``[5, 6, 7]``, offsets
 ``[0, 2, 2, 3]`` -> the address of ``[[5, 6], [], [7]]`` (a new reference), or 0 when memory ran out or an id has no
 object (then nothing is left allocated).
 """
@@ -53,7 +53,7 @@ def _list_set_item(typingctx, function, target, index, item):
 
 
 @intrinsic
-def _reference(typingctx, function, target):
+def _adjust_count(typingctx, function, target):
     """``Py_IncRef(target)`` or ``Py_DecRef(target)``, as ``function`` says."""
 
     def codegen(context, builder, signature, args):
@@ -79,15 +79,15 @@ def build_id_lists(ids, offsets, objects, api):
         start = offsets[i]
         inner = _list_new(api[LIST_NEW], offsets[i + 1] - start)
         if inner == 0:
-            _reference(api[DEC_REF], outer)
+            _adjust_count(api[DEC_REF], outer)
             return np.int64(0)
         _list_set_item(api[LIST_SET_ITEM], outer, i, inner)  # the outer list owns it from here
         for k in range(start, offsets[i + 1]):
             value = ids[k]
             if value < 0 or value >= limit:
-                _reference(api[DEC_REF], outer)
+                _adjust_count(api[DEC_REF], outer)
                 return np.int64(0)
             item = objects[value]
-            _reference(api[INC_REF], item)
+            _adjust_count(api[INC_REF], item)
             _list_set_item(api[LIST_SET_ITEM], inner, k - start, item)
     return outer
