@@ -153,7 +153,7 @@ def train_from_chunks(chunks: list[bytes], counts: np.ndarray, settings: Unigram
     pieces, scores = [], np.zeros(0)
     if checkpoints.load() is None:
         started = time.perf_counter()
-        pieces, scores = seed_pieces(chunks, counts, settings, required)
+        pieces, scores = seed_pieces(chunks, counts, settings, required, threads=threads)
         release_freed_memory()  # the seed step's work arrays, before the E-steps allocate theirs
         report.seed_pieces = len(pieces)
         progress(f"[seed] {len(pieces):,} seed pieces ({len(required):,} characters) in "

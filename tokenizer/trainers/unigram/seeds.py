@@ -303,6 +303,26 @@ def bucket_candidates(table: SymbolTable, suffixes: np.ndarray,
     return starts[keep], lengths[keep], freqs[keep]
 
 
+def _in_order(function, items: Iterator, threads: int) -> Iterator:
+    """``function(item)`` of every item, in order, at most ``threads`` computed at once (one: in this thread).
+    ``list(_in_order(len, iter([b"ab", b"c"]), 2))`` -> ``[2, 1]``."""
+    if threads <= 1:
+        yield from map(function, items)
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="shardpiece-seeds") as pool:
+        pending: deque = deque()
+        for item in items:
+            if len(pending) >= threads:
+                yield pending.popleft().result()
+            pending.append(pool.submit(function, item))
+            del item
+        while pending:
+            yield pending.popleft().result()
+
+
 def _at_least_best(candidates: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
                    limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The candidates joined, cut to those scoring (frequency x length) at least the ``limit``-th best score: a
@@ -317,18 +337,20 @@ def _at_least_best(candidates: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
 
 
 def seed_pieces(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramSettings,
-                required: Sequence[tuple[str, int]],
-                bucket_suffixes: int = SEED_BUCKET_SUFFIXES) -> tuple[list[bytes], np.ndarray]:
+                required: Sequence[tuple[str, int]], bucket_suffixes: int = SEED_BUCKET_SUFFIXES,
+                threads: int = 1) -> tuple[list[bytes], np.ndarray]:
     """Seed vocabulary ``(pieces, log-probabilities float64)``: the characters (``required``, with counts) then
     the best ``seed_sentencepiece_size`` frequent substrings, scored frequency x length (ties by bytes), as
-    SentencePiece. ``bucket_suffixes`` bounds the suffixes sorted at once (never changes the seeds)."""
+    SentencePiece. ``bucket_suffixes`` bounds the suffixes sorted at once, ``threads`` how many buckets are worked
+    on at once (numpy's sorts and gathers release the GIL); neither changes the seeds."""
     s = settings
     table = symbol_table(chunks, counts, s, [c for c, _ in required])
     limit = s.seed_sentencepiece_size
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     held = 0
-    for suffixes in suffix_buckets(table, bucket_suffixes):
-        found.append(bucket_candidates(table, suffixes, s))
+    for candidates in _in_order(lambda suffixes: bucket_candidates(table, suffixes, s),
+                                suffix_buckets(table, bucket_suffixes), threads):
+        found.append(candidates)
         held += len(found[-1][0])
         if held > 2 * limit:
             found = [_at_least_best(found, limit)]
