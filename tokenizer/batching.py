@@ -151,13 +151,13 @@ def _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_li
         ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
         parts: list = [None] * len(ranges)
         lists: list = [None] * len(ranges)
-        shared_ints = shared_ids(tok) if as_lists else None
+        shared = shared_ids(tok) if as_lists else None
         next_range = iter(range(len(ranges)))  # shared; next() on it is atomic under the GIL
 
         def convert_finished() -> None:  # the calling thread only: Python lists need the GIL anyway
             for k, part in enumerate(parts):
                 if part is not None and lists[k] is None:
-                    lists[k] = split_ids(*part, shared_ints)
+                    lists[k] = split_ids(*part, shared)
 
         def work(convert: bool = False) -> None:
             for k in next_range:

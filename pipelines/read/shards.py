@@ -11,12 +11,12 @@ on several shards at once with :func:`map_shards`.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
 from tokenizer.errors import InputError
+from tokenizer.ordered_threads import map_in_order
 from tokenizer.packed import from_arrow
 
 SHARD_BYTES = 2 << 20  # per kernel call: counting a shard's n-grams takes ~30 bytes per text byte
@@ -68,29 +68,10 @@ def map_shards(function: Callable[[_Shard], _Result], shards: Iterable[_Shard], 
     """
     from pipelines.spark.worker_heap import freeze_worker_heap
 
-    for index, result in enumerate(_map_shards(function, shards, threads)):
+    for index, result in enumerate(map_in_order(function, shards, threads)):
         yield result
         if index == 0:
             freeze_worker_heap()
-
-
-def _map_shards(function: Callable[[_Shard], _Result], shards: Iterable[_Shard], threads: int
-                ) -> Iterator[_Result]:
-    if threads <= 1:
-        for shard in shards:
-            yield function(shard)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="shardpiece-shard") as pool:
-        pending: deque = deque()
-        for shard in shards:
-            while len(pending) >= threads:
-                yield pending.popleft().result()
-            pending.append(pool.submit(function, shard))
-            del shard
-        while pending:
-            yield pending.popleft().result()
 
 
 def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

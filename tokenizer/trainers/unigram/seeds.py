@@ -19,6 +19,7 @@ import numpy as np
 from tokenizer.errors import InputError
 from tokenizer.kernels import unigram_train as kt
 from tokenizer.kernels.chunk_chars import weighted_char_counts
+from tokenizer.ordered_threads import map_in_order
 from tokenizer.packed import pack
 from tokenizer.trainers.unicode_scripts import sentencepiece_scripts
 from tokenizer.trainers.unigram.loop import chunk_blocks
@@ -303,26 +304,6 @@ def bucket_candidates(table: SymbolTable, suffixes: np.ndarray,
     return starts[keep], lengths[keep], freqs[keep]
 
 
-def _in_order(function, items: Iterator, threads: int) -> Iterator:
-    """``function(item)`` of every item, in order, at most ``threads`` computed at once (one: in this thread).
-    ``list(_in_order(len, iter([b"ab", b"c"]), 2))`` -> ``[2, 1]``."""
-    if threads <= 1:
-        yield from map(function, items)
-        return
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="shardpiece-seeds") as pool:
-        pending: deque = deque()
-        for item in items:
-            if len(pending) >= threads:
-                yield pending.popleft().result()
-            pending.append(pool.submit(function, item))
-            del item
-        while pending:
-            yield pending.popleft().result()
-
-
 def _at_least_best(candidates: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
                    limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The candidates joined, cut to those scoring (frequency x length) at least the ``limit``-th best score: a
@@ -348,8 +329,8 @@ def seed_pieces(chunks: Sequence[bytes], counts: np.ndarray, settings: UnigramSe
     limit = s.seed_sentencepiece_size
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     held = 0
-    for candidates in _in_order(lambda suffixes: bucket_candidates(table, suffixes, s),
-                                suffix_buckets(table, bucket_suffixes), threads):
+    for candidates in map_in_order(lambda suffixes: bucket_candidates(table, suffixes, s),
+                                   suffix_buckets(table, bucket_suffixes), threads):
         found.append(candidates)
         held += len(found[-1][0])
         if held > 2 * limit:
