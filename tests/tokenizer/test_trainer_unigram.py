@@ -208,6 +208,25 @@ def test_training_is_deterministic_and_shard_independent():
     assert tok.decode(tok.encode("the cat sat")) == "the cat sat"
 
 
+def test_em_loop_ends_with_a_pruning_so_every_piece_is_used_and_reachable():
+    s = ug.UnigramSettings(vocab_size=60)
+    chunks, counts = ug.chunk_table(ug.ChunkSplitter(s).split(t.encode() for t in corpus(lines=2000))[0])
+    required, _ = ug.required_characters(chunks, counts, s.character_coverage)
+    seeds, seed_scores = ug.seed_pieces(chunks, counts, s, required)
+    rounds: list[str] = []
+    pieces, scores = ug.run_em(seeds, seed_scores, ug.local_runner(chunks, counts), s, int(counts.sum()),
+                               progress=rounds.append)
+    assert len(pieces) <= int(1.1 * s.vocab_size) < len(seeds)
+    assert rounds[-1].startswith("[prune]")  # no M-step after the last pruning
+    trie = ug.PieceTrie(pieces, False)
+    order = np.arange(len(pieces), dtype=np.int64)
+    data, offsets = ug.pack(pieces)
+    status, _, _ = ug.piece_alternatives(trie, scores, order, data, offsets)
+    assert not (status == 1).any()  # no piece that a split of it always beats
+    freq, _ = ug.local_runner(chunks, counts).viterbi(trie, scores)
+    assert (freq[order] > 0).all()  # every piece is used by some chunk's best segmentation
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 50), st.sampled_from([0, 1, 2]),
                           st.lists(st.integers(-1, 9), min_size=1, max_size=6)), min_size=1, max_size=10),

@@ -130,10 +130,11 @@ def run_em(pieces: list[bytes], scores: np.ndarray, runner: EStepRunner, setting
            sentence_total: int, progress: Callable[[str], None] = lambda m: None,
            report: TrainReport | None = None, threads: int = 1,
            checkpoints: Checkpoints | None = None) -> tuple[list[bytes], np.ndarray]:
-    """EM sub-iterations and pruning until at most ``1.1 * vocab_size`` pieces remain (SentencePiece's loop).
-    Returns the surviving pieces in list order and their scores (float64). After every pruning round the state
-    goes to ``checkpoints``; a saved state found there is where the loop starts (``pieces`` and ``scores`` are
-    then not used)."""
+    """Rounds of EM sub-iterations then pruning, until a pruning round leaves at most ``1.1 * vocab_size``
+    pieces (SentencePiece 0.2's loop: the last step is a pruning, so the result holds no piece that Viterbi never
+    uses or that a split of it always beats, and its scores are the last M-step's). Returns the surviving pieces
+    in list order and their scores (float64). After every pruning round the state goes to ``checkpoints``; a
+    saved state found there is where the loop starts (``pieces`` and ``scores`` are then not used)."""
     checkpoints = checkpoints or Checkpoints()
     byte_mode = settings.variant == "byte"
     saved = checkpoints.load()
@@ -148,7 +149,8 @@ def run_em(pieces: list[bytes], scores: np.ndarray, runner: EStepRunner, setting
         order = np.arange(len(pieces), dtype=np.int64)
         rounds = 0
     desired = int(settings.vocab_size * 1.1)
-    while True:
+    done = saved is not None and len(order) <= desired  # resumed from the last round's state
+    while not done:
         for sub in range(settings.num_sub_iterations):
             started = time.perf_counter()
             expected, objective = runner.e_step(trie, scores)
@@ -158,8 +160,6 @@ def run_em(pieces: list[bytes], scores: np.ndarray, runner: EStepRunner, setting
             rounds += 1
             progress(f"[em] round {rounds} (sub {sub}): {len(order):,} pieces, objective "
                      f"{-objective / max(sentence_total, 1):.4f}, {time.perf_counter() - started:.1f} s")
-        if len(order) <= desired:
-            break
         started = time.perf_counter()
         freq, _ = runner.viterbi(trie, scores)
         viterbi_seconds = time.perf_counter() - started
@@ -174,6 +174,7 @@ def run_em(pieces: list[bytes], scores: np.ndarray, runner: EStepRunner, setting
             scores = kept_scores.copy()
             order = np.arange(len(kept), dtype=np.int64)
         checkpoints.save(EmState(list(trie.pieces), scores, order, rounds))
+        done = len(order) <= desired
     if report is not None:
         report.em_rounds = rounds
     return [trie.pieces[k] for k in order], scores[order]

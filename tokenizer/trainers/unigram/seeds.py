@@ -27,7 +27,8 @@ from tokenizer.trainers.unigram.settings import BOUNDARY, UnigramSettings
 
 SEED_BUCKET_SUFFIXES = 1 << 19  # suffixes sorted at once by the seed step (its working memory: ~200 bytes each)
 PIECE_BYTES_BATCH = 1 << 18  # pieces spelled at once by SymbolTable.piece_bytes
-SYMBOL_BLOCK_BYTES = 1 << 20  # chunk bytes turned into symbols (symbols counted) at once
+SYMBOL_BLOCK_BYTES = 1 << 20  # chunk bytes turned into symbols at once
+SYMBOL_BLOCK = 1 << 20  # symbols counted, or suffixes' second symbols gathered, at once
 POSITION_PASS_SUFFIXES = 1 << 24  # suffix positions one pass of the seed step's counting sort writes
 
 
@@ -212,8 +213,8 @@ def _symbol_counts(values: np.ndarray, n_symbols: int) -> np.ndarray:
     """int64 occurrences of each symbol below ``n_symbols`` in ``values``, counted a block at a time
     (``np.bincount`` makes an int64 copy of what it counts). Example: [2, 0, 2], 3 -> [1, 0, 2]."""
     counts = np.zeros(n_symbols, np.int64)
-    for first in range(0, len(values), SYMBOL_BLOCK_BYTES):
-        counts += np.bincount(values[first:first + SYMBOL_BLOCK_BYTES], minlength=n_symbols)
+    for first in range(0, len(values), SYMBOL_BLOCK):
+        counts += np.bincount(values[first:first + SYMBOL_BLOCK], minlength=n_symbols)
     return counts
 
 
@@ -260,8 +261,8 @@ def _second_symbol_buckets(text: np.ndarray, suffixes: np.ndarray, n_symbols: in
     later), so the group costs its second symbols (one byte or two each) and a mask per bucket, not a reordered
     copy. Example: text [0, 1, 2, 0, 1, 3, 0, 1, 2, 0], suffixes [1, 4, 7], size 2 -> [1, 7], [4]."""
     second = np.empty(len(suffixes), text.dtype)
-    for first in range(0, len(suffixes), SYMBOL_BLOCK_BYTES):
-        second[first:first + SYMBOL_BLOCK_BYTES] = text[suffixes[first:first + SYMBOL_BLOCK_BYTES] + 1]
+    for first in range(0, len(suffixes), SYMBOL_BLOCK):
+        second[first:first + SYMBOL_BLOCK] = text[suffixes[first:first + SYMBOL_BLOCK] + 1]
     edges = np.zeros(n_symbols + 1, np.int64)
     np.cumsum(_symbol_counts(second, n_symbols), out=edges[1:])
     for a, b in _pack_groups(np.unique(edges), size):
