@@ -182,7 +182,9 @@ def summarize(system: str, measured: processes.Measured, run_dir: str) -> dict:
     if system.startswith("shardpiece-") and os.path.isfile(manifest_path):
         with open(manifest_path, encoding="utf-8") as handle:
             manifest = json.load(handle)
-        row["stages"] = {s["name"]: {"seconds": s["seconds"], **s["counts"]} for s in manifest["stages"]}
+        row["stages"] = {s["name"]: {"seconds": s["seconds"], **s["counts"],
+                                     **({"driver_peak_mib": s["driver_peak_mib"]} if s.get("driver_peak_mib") else {})}
+                         for s in manifest["stages"]}
         row["table_bounds"] = manifest.get("table_bounds") or {}
         row["shuffle"] = shuffle_bytes(os.path.join(run_dir, "events"))
     if measured.returncode != 0 and not measured.stopped_by:

@@ -223,6 +223,8 @@ def format_summary(manifest: dict[str, Any]) -> str:
         counts = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in stage["counts"].items()
                            if isinstance(v, int) and (v or k in ("documents", "rows")))
         resumed = " (resumed)" if stage.get("resumed") else ""
+        peak = stage.get("driver_peak_mib")
+        counts += f"{', ' if counts else ''}driver peak {peak:,.0f} MiB" if peak else ""
         lines.append(f"  {stage['name']:<17} {stage['seconds']:8.1f} s{resumed}   {counts}")
     lines.append(f"  total             {manifest['seconds_total']:8.1f} s")
     for name, bound in (manifest.get("table_bounds") or {}).items():

@@ -1,6 +1,7 @@
 """Work memory of the encoder: a document too large for the memory its buffers would need is refused with an
 error that says so, instead of being killed by the operating system halfway through. And
-:func:`release_freed_memory`, which the training driver calls after each stage.
+:func:`release_freed_memory`, which the training driver calls after each stage, and :func:`resident_peak_bytes`,
+the peak of each stage it reports.
 
 The encoder's buffers are sized by the longest document of a call (a few to a few dozen bytes per byte, by model
 type: :func:`tokenizer.kernels.batch.work_sizes`, allocated by :meth:`tokenizer.compiled.CompiledModel.work_arrays`).
@@ -61,3 +62,26 @@ def release_freed_memory() -> None:
         libc.malloc_trim(0)
     except (OSError, AttributeError):
         pass
+
+
+def resident_peak_bytes(reset: bool = False) -> int | None:
+    """This process's peak resident memory (``VmHWM`` of ``/proc/self/status``) in bytes, or ``None`` where it
+    cannot be read. ``reset``: then start the peak again from the current resident memory (``5`` written to
+    ``/proc/self/clear_refs``), so the next call gives the peak since this one (where the reset is refused, the
+    peak since the process started)."""
+    peak = None
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    peak = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        return None
+    if reset:
+        try:
+            with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
+                handle.write("5")
+        except OSError:
+            pass
+    return peak

@@ -48,7 +48,7 @@ from typing import Any, Callable
 import numpy as np
 
 from tokenizer.files import write_atomic
-from tokenizer.memory import release_freed_memory
+from tokenizer.memory import release_freed_memory, resident_peak_bytes
 from tokenizer.packed import pack, unpack
 
 FAULT_ENV = "SHARDPIECE_FAIL_AFTER_STAGE"
@@ -268,15 +268,19 @@ class NoWorkDir:
 
 @dataclass
 class StageReport:
-    """One stage of a training run in the manifest: its seconds, counts, and whether it was resumed."""
+    """One stage of a training run in the manifest: its seconds, counts, whether it was resumed, and the driver
+    process's peak resident memory during it (MiB; ``None`` where the system does not say)."""
 
     name: str
     seconds: float
     counts: dict = field(default_factory=dict)
     resumed: bool = False  # loaded from the work directory instead of computed
+    driver_peak_mib: float | None = None
+    ended: float = field(default=0.0, compare=False)  # ``time.perf_counter()`` when it ended (not in the manifest)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "seconds": round(self.seconds, 3), "counts": self.counts, "resumed": self.resumed}
+        return {"name": self.name, "seconds": round(self.seconds, 3), "counts": self.counts, "resumed": self.resumed,
+                "driver_peak_mib": self.driver_peak_mib}
 
 
 class StageLog:
@@ -290,10 +294,17 @@ class StageLog:
         self.reports: list[StageReport] = []
 
     def add(self, name: str, started: float, resumed: bool = False, **counts) -> None:
-        """Record stage ``name`` that began at ``started`` (``time.perf_counter()``) and ends now; what the stage
-        freed goes back to the system (:func:`tokenizer.memory.release_freed_memory`)."""
-        report = StageReport(name, time.perf_counter() - started, counts, resumed)
+        """Record stage ``name`` that began at ``started`` (``time.perf_counter()``) and ends now. Its driver peak is
+        the process's peak resident memory since the stage before it was recorded (or since the process started),
+        or that of a stage that ran inside it if higher. What the stage freed goes back to the system
+        (:func:`tokenizer.memory.release_freed_memory`) before the next stage's peak starts."""
+        peak = resident_peak_bytes()
+        ended = time.perf_counter()
+        if peak is not None:  # stages that ran inside this one (ended after it began) had their peaks reset
+            peak = max([peak / 2**20] + [r.driver_peak_mib or 0.0 for r in self.reports if r.ended > started])
+        report = StageReport(name, ended - started, counts, resumed, None if peak is None else round(peak, 1), ended)
         release_freed_memory()
+        resident_peak_bytes(reset=True)
         self.reports.append(report)
         shown = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in counts.items())
         self.progress(f"[{name}] {report.seconds:.1f} s" + (" (resumed)" if resumed else "")

@@ -102,6 +102,8 @@ def test_train_end_to_end_jsonl_equals_local_reference(spark, tmp_path, capsys):
     assert manifest["read"]["null_rows"] == 1 and manifest["training_documents"] == len(lines)
     assert manifest["partitions"] == 3 and manifest["spark_master"].startswith("local")
     assert [s["name"] for s in manifest["stages"]][:3] == ["read", "ngrams", "ngram_model"]
+    assert all(s["driver_peak_mib"] > 10 for s in manifest["stages"])  # the driver's resident peak, per stage
+    assert "driver peak" in out
     evaluation = manifest["models"]["320"]["evaluation"]
     assert evaluation["lossless"] and evaluation["bytes_per_token"] > 1.0
     assert "summary" in out and "bytes/token" in out and "[ngrams]" in out
