@@ -329,8 +329,10 @@ def collect(frame, kind: str) -> Reduced:
 
         chunks, counts = sort_chunk_tables(tables)  # empties the list: each batch goes once copied
         table = (chunks.data, chunks.offsets, counts)
-    else:
-        table = merge(kind, tables)
+    else:  # one copy, sorted (not a tree of pairwise merges, each a copy of its level)
+        from tokenizer.trainers.bytepiece import join_counts
+
+        table = join_counts(tables)  # empties the list too
     del tables
     release_freed_memory()  # the rows' Arrow copy
     return Reduced(table, T.add_stats(*stats), {}, _in_order(documents.get(HELD_OUT_BUCKET, [])),

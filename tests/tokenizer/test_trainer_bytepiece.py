@@ -14,7 +14,7 @@ from tokenizer.model import Model, PieceType
 from tokenizer.trainers.bytepiece import (
     EStepStatistics, PieceModel, TrainSettings, build_model, build_ngram_model, chunk_texts, count_ngrams,
     candidate_mask, complete_bytes, em_e_step, em_m_step, empty_counts, prune_candidates, resegment_counts,
-    empty_piece_counts, merge_counts, merge_piece_counts, pack_texts, piece_list, prune_pieces,
+    empty_piece_counts, join_counts, merge_counts, merge_piece_counts, pack_texts, piece_list, prune_pieces,
     segment_and_count_pieces, train_bytepiece_local,
 )
 
@@ -50,6 +50,19 @@ def test_ngram_counts_are_a_monoid(texts, order, data):
     a, b, c = _counts_of(texts[:cut], order), _counts_of(texts[cut:], order), _counts_of(texts[::2], order)
     assert _equal(merge_counts(merge_counts(a, b), c), merge_counts(a, merge_counts(b, c)))
     assert _equal(merge_counts(a, b), merge_counts(b, a))
+
+
+@given(st.lists(st.lists(st.text(alphabet=ALPHABET, max_size=30), max_size=6), max_size=6), st.integers(1, 5))
+@settings(**SETTINGS)
+def test_join_counts_is_the_sum_of_the_tables_and_empties_the_list(shards, order):
+    tables = [_counts_of(texts, order) for texts in shards]
+    expected = empty_counts()
+    for table in tables:
+        expected = merge_counts(expected, table)
+    assert _equal(join_counts(tables), expected)
+    assert tables == []  # emptied, so the caller's buffers can go
+    keys, counts = join_counts([(np.array([1, 5]), np.array([2, 1])), (np.array([3, 5]), np.array([4, 4]))])
+    assert keys.tolist() == [1, 3, 5] and counts.tolist() == [2, 4, 5] and keys.dtype == counts.dtype == np.int64
 
 
 @given(st.lists(st.text(alphabet=ALPHABET, max_size=30), max_size=10), st.data())

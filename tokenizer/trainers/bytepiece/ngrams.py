@@ -57,6 +57,28 @@ def merge_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarr
                                         np.asarray(b[0], np.int64), np.asarray(b[1], np.int64))
 
 
+def join_counts(tables: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The sum of n-gram counts ``(keys, counts)`` (int64, each sorted by key) as one sorted table, in about 32 bytes
+    per entry at most: the tables are copied into one pair of arrays and ``tables`` is emptied (views of a
+    collect's buffers can then be freed), sorted stably (timsort merges the sorted runs) and equal keys summed.
+    Example: ``[([1, 5], [2, 1]), ([3, 5], [4, 4])]`` -> ``([1, 3, 5], [2, 4, 5])``; ``[]`` -> two empty arrays."""
+    from tokenizer.memory import release_freed_memory
+
+    keys = np.concatenate([np.asarray(t[0], np.int64) for t in tables] + [np.zeros(0, np.int64)])
+    counts = np.concatenate([np.asarray(t[1], np.int64) for t in tables] + [np.zeros(0, np.int64)])
+    tables.clear()
+    release_freed_memory()
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    counts = counts[order]
+    del order
+    if len(keys) > 1 and bool((keys[1:] == keys[:-1]).any()):
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        counts = np.add.reduceat(counts, starts)
+        keys = keys[starts]
+    return keys, counts
+
+
 MODEL_BLOCK = 1 << 20  # n-grams per block of build_ngram_model's passes
 
 
