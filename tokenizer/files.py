@@ -29,14 +29,29 @@ from tokenizer.errors import OutputWriteError
 _UMASK_LOCK = threading.Lock()
 
 
+def proc_field(path: str, key: str) -> str | None:
+    """The first word after ``key:`` in a Linux ``/proc`` file of ``Key: value`` lines (``/proc/meminfo``,
+    ``/proc/self/status``), or ``None`` where the file or the line is missing.
+    Example: ``proc_field("/proc/self/status", "Umask")`` -> ``"0022"``."""
+    prefix = key + ":"
+    try:
+        with open(path, encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith(prefix):
+                    words = line.split()
+                    return words[1] if len(words) > 1 else None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
 def current_umask() -> int:
     """The process's umask (e.g. ``0o022``), read without changing it where Linux shows it in ``/proc``."""
+    field = proc_field("/proc/self/status", "Umask")
     try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
+        if field is not None:
+            return int(field, 8)
+    except ValueError:
         pass
     with _UMASK_LOCK:  # elsewhere the only way to read it is to set it and set it back
         mask = os.umask(0o022)

@@ -15,6 +15,7 @@ read).
 from __future__ import annotations
 
 from tokenizer.errors import InputError
+from tokenizer.files import proc_field
 
 CHECK_ABOVE = 64 << 20  # buffers smaller than this are allocated without asking
 USABLE_SHARE = 0.8  # of the available memory one call may take
@@ -22,14 +23,16 @@ USABLE_SHARE = 0.8  # of the available memory one call may take
 
 def available_bytes() -> int | None:
     """The memory the system can give without swapping (``MemAvailable``), or ``None`` where unknown."""
+    return _kib_field("/proc/meminfo", "MemAvailable")
+
+
+def _kib_field(path: str, key: str) -> int | None:
+    """Bytes of a ``Key: N kB`` line of a ``/proc`` file, or ``None`` where it cannot be read."""
+    field = proc_field(path, key)
     try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
+        return None if field is None else int(field) * 1024
+    except ValueError:
         return None
-    return None
 
 
 def check_work_memory(nbytes: int, longest: int) -> None:
@@ -69,16 +72,8 @@ def resident_peak_bytes(reset: bool = False) -> int | None:
     cannot be read. ``reset``: then start the peak again from the current resident memory (``5`` written to
     ``/proc/self/clear_refs``), so the next call gives the peak since this one (where the reset is refused, the
     peak since the process started)."""
-    peak = None
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    peak = int(line.split()[1]) * 1024
-                    break
-    except (OSError, ValueError, IndexError):
-        return None
-    if reset:
+    peak = _kib_field("/proc/self/status", "VmHWM")
+    if peak is not None and reset:
         try:
             with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
                 handle.write("5")
