@@ -17,7 +17,8 @@ from tokenizer.errors import ConfigError, InputError
 from tokenizer.kernels import unigram_train as kt
 from tokenizer.model import PieceType
 from tokenizer.trainers import unigram as ug
-from tokenizer.twins.unigram_train import ref_best_score, ref_expected_counts, ref_pruning_losses, ref_valid_piece
+from tokenizer.twins.unigram_train import (ref_best_score, ref_expected_counts, ref_expected_counts_dp, ref_pruning_losses,
+                                           ref_valid_piece)
 
 UNITS = ["a", "b", "\u4e2d", "\u00e9", "\u2581"]
 
@@ -50,12 +51,44 @@ def test_expected_counts_kernel_matches_path_enumeration(case):
     data, offsets = ug.pack(texts)
     unk = -12.0
     expected = np.zeros(len(trie.pieces), np.int64)
-    kt.expected_counts(*trie.arrays(), score_array, unk, trie.max_bytes, False, data, offsets,
+    kt.expected_counts(trie.units, np.exp(score_array), math.exp(unk), trie.max_bytes, False, data, offsets,
                        np.asarray(weights, np.int64), ug.E_STEP_SCALE, expected)
     want = ref_expected_counts(scores, texts, weights, unk)
     for k, piece in enumerate(trie.pieces):
         # each lattice node is rounded to 2**-24 on its own: error <= nodes * 2**-25
         assert abs(expected[k] / ug.E_STEP_SCALE - want.get(piece, 0.0)) < 1e-5
+
+
+@settings(max_examples=40, deadline=None)
+@given(vocab_and_texts())
+def test_forward_backward_twin_matches_path_enumeration(case):
+    scores, texts, weights = case
+    counts, objective = ref_expected_counts_dp(scores, texts, weights, -12.0)
+    want = ref_expected_counts(scores, texts, weights, -12.0)
+    assert counts.keys() == want.keys()
+    assert all(math.isclose(counts[k], want[k], rel_tol=1e-9, abs_tol=1e-12) for k in want)
+    assert math.isfinite(objective)
+
+
+@pytest.mark.parametrize("text, piece_scores", [
+    ("\u4e2d" * 1500 + "ab" * 400, {"\u4e2d": -40.0, "\u4e2d\u4e2d": -70.0, "a": -45.0, "ab": -60.0}),  # 2**-1074 far off
+    ("ab" * 1200, {"a": 3.0, "b": 2.5, "ab": 6.0, "ba": 5.0}),  # sums past 2**1023 without rescaling
+    ("\u00e9a" * 700 + "\u2581", {"\u00e9": -30.0, "\u00e9a": -31.0, "a\u00e9": -32.0}),  # unknown nodes too
+])
+def test_expected_counts_stay_exact_on_chunks_whose_probabilities_leave_the_float_range(text, piece_scores):
+    scores = {k.encode(): v for k, v in piece_scores.items()}
+    trie, score_array = trie_of(scores)
+    data, offsets = ug.pack([text.encode()])
+    unk = min(scores.values()) - ug.UNK_PENALTY
+    expected = np.zeros(len(trie.pieces), np.int64)
+    objective = kt.expected_counts(trie.units, np.exp(score_array), math.exp(unk), trie.max_bytes, False, data,
+                                   offsets, np.array([3], np.int64), ug.E_STEP_SCALE, expected)
+    want, want_objective = ref_expected_counts_dp(scores, [text.encode()], [3], unk)
+    assert math.isclose(objective, want_objective, rel_tol=1e-12)
+    for k, piece in enumerate(trie.pieces):
+        # one 2**-24 rounding per lattice node: at most 2 * 3 * len(text) * 2**-25 apart
+        assert abs(expected[k] / ug.E_STEP_SCALE - want.get(piece, 0.0)) < 3e-3, piece
+    assert expected.sum() > 0
 
 
 @settings(max_examples=80, deadline=None)
@@ -66,13 +99,13 @@ def test_viterbi_and_alternatives_match_enumeration(case):
     unk = -12.0
     data, offsets = ug.pack(texts)
     freq = np.zeros(len(trie.pieces), np.int64)
-    kt.viterbi_counts(*trie.arrays(), score_array, unk, trie.max_bytes, False, data, offsets,
+    kt.viterbi_counts(trie.units, score_array, unk, trie.max_bytes, False, data, offsets,
                       np.asarray(weights, np.int64), freq)
     # the chosen path's score is the best path score
     for text in texts:
         freq_one = np.zeros(len(trie.pieces), np.int64)
         d, o = ug.pack([text])
-        tokens = kt.viterbi_counts(*trie.arrays(), score_array, unk, trie.max_bytes, False, d, o,
+        tokens = kt.viterbi_counts(trie.units, score_array, unk, trie.max_bytes, False, d, o,
                                    np.ones(1, np.int64), freq_one)
         chosen = float(np.dot(freq_one, score_array)) + unk * (tokens - int(freq_one.sum()))
         assert math.isclose(chosen, ref_best_score(scores, text, unk), abs_tol=1e-9)
@@ -81,7 +114,7 @@ def test_viterbi_and_alternatives_match_enumeration(case):
     status = np.zeros(len(trie.pieces), np.int8)
     alt_offsets = np.zeros(len(trie.pieces) + 1, np.int64)
     alt_ids = np.zeros(len(piece_data), np.int64)
-    kt.piece_alternatives(*trie.arrays(), score_array, unk, trie.max_bytes, False, piece_data, piece_offsets,
+    kt.piece_alternatives(trie.units, score_array, unk, trie.max_bytes, False, piece_data, piece_offsets,
                           np.arange(len(trie.pieces), dtype=np.int64), status, alt_offsets, alt_ids)
     for k, piece in enumerate(trie.pieces):
         if len(piece.decode()) == 1:

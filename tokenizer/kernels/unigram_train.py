@@ -5,10 +5,11 @@ twins live in :mod:`tokenizer.twins.unigram_train`.
 Texts are packed Arrow-style: ``data`` uint8, ``offsets`` int64 (n + 1), ``weights`` int64 (n) how often each
 text (a chunk) occurs. The lattice's units are UTF-8 characters (``byte_mode=False``; the data must be valid
 UTF-8, as SentencePiece's normalizer guarantees) or single bytes (``byte_mode=True``). Pieces are matched through a
-byte trie (``edge_keys, edge_child, bits, node_value`` from :func:`tokenizer.kernels.hash_table.build_byte_trie`);
-a piece whose score is ``-inf`` is inactive (pruned) and never matched, so one trie serves several EM rounds. Where
-no active single-unit piece starts at a position, an unknown node of one unit with score ``unk_score`` is added, as
-SentencePiece's lattice does.
+double-array trie (``units`` of :class:`tokenizer.kernels.double_array.DoubleArray`, values = piece ids): one array
+read per byte, and the children of a node sit next to each other, so the walks stay in cache even for a million
+seed pieces. A piece whose score is ``-inf`` (probability 0) is inactive (pruned) and never matched, so one trie
+serves several EM rounds. Where no active single-unit piece starts at a position, an unknown node of one unit with
+score ``unk_score`` is added, as SentencePiece's lattice does.
 
 Expected counts are accumulated as int64 fixed point (``round(weight * marginal * scale)`` per lattice node), so
 their sums are exact and independent of how the chunks are split into partitions.
@@ -24,11 +25,12 @@ import math
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.hash_table import trie_child
-from tokenizer.kernels.unigram import log_add
+from tokenizer.kernels.double_array import HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT, TAG_MASK
 from tokenizer.kernels.utf8 import char_length
 
 NEG_INF = -np.inf
+SMALLEST_UNSCALED = 2.0 ** -128  # forward/backward sums below this (or above its inverse) are rescaled by 2**k
+LARGEST_UNSCALED = 2.0 ** 128
 
 
 @kernel
@@ -39,105 +41,139 @@ def _unit_length(data, pos, end, byte_mode):
 
 
 @kernel
-def _edges_from(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode, data, s,
-                end, edge_end, edge_id, edge_score):
-    """Lattice edges leaving byte position ``s`` of ``data[:end]``: active pieces shortest first, then the unknown
-    node (id -1) when no active single-unit piece starts here. Returns the number of edges."""
+def _edges_from(units, piece_weight, unk_weight, inactive, max_bytes, byte_mode, data, s, end, edge_end, edge_id,
+                edge_weight, base):
+    """Lattice edges leaving byte position ``s`` of ``data[:end]``, written to slots ``base, base + 1, ...`` of
+    ``edge_end``/``edge_id``/``edge_weight``: active pieces (``piece_weight[id] != inactive``) shortest first,
+    then the unknown node (id -1, ``unk_weight``) when no active single-unit piece starts here. Returns the
+    number of edges. ``piece_weight``: log scores (``inactive`` = -inf) or probabilities (``inactive`` = 0.0)."""
     unit = _unit_length(data, s, end, byte_mode)
     n = 0
     has_unit_piece = False
-    node = np.int64(0)
-    limit = min(end, s + max_bytes)
-    for k in range(s, limit):
-        node = trie_child(edge_keys, edge_child, bits, node, data[k])
-        if node < 0:
+    node = units[0]
+    for k in range(s, min(end, s + max_bytes)):
+        c = data[k]
+        child = units[(node >> PAYLOAD_SHIFT) + 1 + c]
+        if (child & TAG_MASK) != c:
             break
-        pid = node_value[node]
-        if pid >= 0 and piece_score[pid] != NEG_INF:
-            edge_end[n] = k + 1
-            edge_id[n] = pid
-            edge_score[n] = piece_score[pid]
-            n += 1
-            if k + 1 - s == unit:
-                has_unit_piece = True
+        node = child
+        if child & HAS_VALUE:
+            pid = child >> PAYLOAD_SHIFT if child & IS_LEAF else units[child >> PAYLOAD_SHIFT] >> PAYLOAD_SHIFT
+            value = piece_weight[pid]
+            if value != inactive:
+                edge_end[base + n] = k + 1
+                edge_id[base + n] = pid
+                edge_weight[base + n] = value
+                n += 1
+                if k + 1 - s == unit:
+                    has_unit_piece = True
+            if child & IS_LEAF:
+                break
     if not has_unit_piece:
-        edge_end[n] = s + unit
-        edge_id[n] = -1
-        edge_score[n] = unk_score
+        edge_end[base + n] = s + unit
+        edge_id[base + n] = -1
+        edge_weight[base + n] = unk_weight
         n += 1
     return n
 
 
+@kernel
+def _rescale(values, first, last, exponent):
+    """Multiply ``values[first:last + 1]`` by ``2**exponent`` (exact). Returns 0."""
+    for q in range(first, last + 1):
+        values[q] = math.ldexp(values[q], exponent)
+    return 0
+
+
+@kernel
+def _normalizing_exponent(value):
+    """The ``k`` with ``value * 2**k`` in ``[0.5, 1)`` when ``value`` (> 0) is outside the unscaled range, else
+    0. ``_normalizing_exponent(2.0 ** -200)`` -> 199."""
+    if SMALLEST_UNSCALED <= value <= LARGEST_UNSCALED:
+        return 0
+    return -math.frexp(value)[1]
+
+
 # ---------------------------------------------------------------------------------------------------- E-step
 @kernel
-def expected_counts(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode, data,
-                    offsets, weights, scale, expected_out):
+def expected_counts(units, piece_prob, unk_prob, max_bytes, byte_mode, data, offsets, weights, scale,
+                    expected_out):
     """Add each chunk's expected piece counts, ``round(weight * P(node) * scale)`` per lattice node, to
     ``expected_out`` (int64, one slot per piece id); returns ``sum(weight * log Z)`` (float64) over the chunks.
 
-    ``piece_score`` float64 log-probabilities (``-inf``: inactive). The forward pass keeps each position's edges
-    (trie lookups are the costly part), the backward pass reuses them in the same order, so the sums are those of
-    looking them up twice. See the module docstring for the example.
+    ``piece_prob`` float64 probabilities (``exp`` of the log scores; 0: inactive), ``unk_prob`` the unknown
+    node's. Forward and backward sums are products and sums of probabilities, not log-sum-exps: each position's
+    sum shares one power-of-two scale with the positions an edge can still reach, and the scale is shifted (by an
+    exact ``2**k``) when a sum leaves ``[2**-128, 2**128]``, so nothing underflows on chunks of any length. The
+    forward pass keeps each position's edges, the backward pass reuses them. See the module docstring for the
+    example.
     """
     longest = 0
     for i in range(len(offsets) - 1):
         longest = max(longest, offsets[i + 1] - offsets[i])
-    alpha = np.empty(longest + 1, np.float64)
-    beta = np.empty(longest + 1, np.float64)
     width = max_bytes + 2
-    edge_end = np.empty(width, np.int64)
-    edge_id = np.empty(width, np.int64)
-    edge_score = np.empty(width, np.float64)
-    # edges of position s: slots [s * width, s * width + edge_count[s])
-    all_end = np.empty((longest + 1) * width, np.int64)
-    all_id = np.empty((longest + 1) * width, np.int64)
-    all_score = np.empty((longest + 1) * width, np.float64)
+    alpha = np.empty(longest + 1, np.float64)        # forward sums, scaled by 2**alpha_shift[s] once final
+    alpha_shift = np.empty(longest + 1, np.int64)
+    beta = np.empty(longest + 1, np.float64)         # backward sums, all in the current scale 2**beta_shift
+    all_end = np.empty((longest + 1) * width, np.int32)  # edges of position s: slots s * width ...
+    all_id = np.empty((longest + 1) * width, np.int32)
+    all_prob = np.empty((longest + 1) * width, np.float64)
     edge_count = np.zeros(longest + 1, np.int64)
     objective = 0.0
     for i in range(len(offsets) - 1):
-        start = offsets[i]
-        end = offsets[i + 1]
-        length = end - start
+        length = offsets[i + 1] - offsets[i]
         if length == 0:
             continue
-        chunk = data[start:end]
+        chunk = data[offsets[i]:offsets[i + 1]]
         for p in range(length + 1):
-            alpha[p] = NEG_INF
-            beta[p] = NEG_INF
-        alpha[0] = 0.0
-        s = 0
-        while s < length:
-            if alpha[s] != NEG_INF:
-                n = _edges_from(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes,
-                                byte_mode, chunk, s, length, edge_end, edge_id, edge_score)
-                base = s * width
-                edge_count[s] = n
-                for e in range(n):
-                    all_end[base + e] = edge_end[e]
-                    all_id[base + e] = edge_id[e]
-                    all_score[base + e] = edge_score[e]
-                    alpha[edge_end[e]] = log_add(alpha[edge_end[e]], alpha[s] + edge_score[e])
-            s += 1
-        log_z = alpha[length]
-        beta[length] = 0.0
-        weight = np.float64(weights[i])
-        for s in range(length - 1, -1, -1):
-            if alpha[s] == NEG_INF:
+            alpha[p] = 0.0
+            beta[p] = 0.0
+        alpha[0] = 1.0
+        shift = 0
+        for s in range(length):
+            here = alpha[s]
+            if here == 0.0:  # inside a character: no path ends here
+                edge_count[s] = 0
                 continue
+            k = _normalizing_exponent(here)
+            if k != 0:
+                _rescale(alpha, s, min(length, s + width), k)
+                shift += k
+                here = alpha[s]
+            alpha_shift[s] = shift
             base = s * width
-            total = NEG_INF
-            for e in range(edge_count[s]):
-                b = beta[all_end[base + e]]
-                if b == NEG_INF:
-                    continue
-                path = all_score[base + e] + b
-                total = log_add(total, path)
-                pid = all_id[base + e]
-                if pid >= 0:
-                    marginal = math.exp(alpha[s] + path - log_z)
-                    expected_out[pid] += np.int64(round(weight * marginal * scale))
+            n = _edges_from(units, piece_prob, unk_prob, 0.0, max_bytes, byte_mode, chunk, s, length, all_end,
+                            all_id, all_prob, base)
+            edge_count[s] = n
+            for e in range(base, base + n):
+                alpha[all_end[e]] += here * all_prob[e]
+        if alpha[length] == 0.0:  # cannot happen (unknown nodes join every character): nothing to count
+            continue
+        k = _normalizing_exponent(alpha[length])
+        z = math.ldexp(alpha[length], k)
+        z_shift = shift + k
+        weight = np.float64(weights[i])
+        beta[length] = 1.0
+        beta_shift = 0
+        for s in range(length - 1, -1, -1):
+            if alpha[s] == 0.0:
+                continue
+            # P(edge) = alpha[s] 2**-alpha_shift[s] * prob * beta[end] 2**-beta_shift / (z 2**-z_shift)
+            factor = math.ldexp(alpha[s] / z, z_shift - alpha_shift[s] - beta_shift) * weight * scale
+            total = 0.0
+            base = s * width
+            for e in range(base, base + edge_count[s]):
+                path = all_prob[e] * beta[all_end[e]]
+                total += path
+                pid = all_id[e]
+                if pid >= 0 and path != 0.0:
+                    expected_out[pid] += np.int64(round(factor * path))
             beta[s] = total
-        objective += weight * log_z
+            k = _normalizing_exponent(total) if total > 0.0 else 0
+            if k != 0:
+                _rescale(beta, s, min(length, s + width), k)
+                beta_shift += k
+        objective += weight * (math.log(z) - z_shift * math.log(2.0))
     return objective
 
 
@@ -169,8 +205,8 @@ def bayesian_scores(expected, keep, log_total, out):
 
 # ---------------------------------------------------------------------------------------------------- Viterbi
 @kernel
-def _viterbi_path(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode, chunk,
-                  length, excluded_id, best, back_start, back_id, edge_end, edge_id, edge_score):
+def _viterbi_path(units, piece_score, unk_score, max_bytes, byte_mode, chunk, length, excluded_id, best,
+                  back_start, back_id, edge_end, edge_id, edge_score):
     """Best path over ``chunk[:length]``, never using a piece with id ``excluded_id`` that spans the whole chunk.
     Fills ``best``/``back_*``; ties keep the path found first (shorter edges from earlier positions)."""
     for p in range(length + 1):
@@ -180,8 +216,8 @@ def _viterbi_path(edge_keys, edge_child, bits, node_value, piece_score, unk_scor
     for s in range(length):
         if best[s] == NEG_INF:
             continue
-        n = _edges_from(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode,
-                        chunk, s, length, edge_end, edge_id, edge_score)
+        n = _edges_from(units, piece_score, unk_score, NEG_INF, max_bytes, byte_mode, chunk, s, length, edge_end,
+                        edge_id, edge_score, 0)
         for e in range(n):
             if edge_id[e] == excluded_id and s == 0 and edge_end[e] == length:
                 continue
@@ -194,8 +230,7 @@ def _viterbi_path(edge_keys, edge_child, bits, node_value, piece_score, unk_scor
 
 
 @kernel
-def viterbi_counts(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode, data,
-                   offsets, weights, freq_out):
+def viterbi_counts(units, piece_score, unk_score, max_bytes, byte_mode, data, offsets, weights, freq_out):
     """Add ``weight`` to ``freq_out[id]`` (int64) for every piece on each chunk's Viterbi path; returns the
     weighted number of tokens (unknown nodes included)."""
     longest = 0
@@ -213,7 +248,7 @@ def viterbi_counts(edge_keys, edge_child, bits, node_value, piece_score, unk_sco
         if length == 0:
             continue
         chunk = data[offsets[i]:offsets[i + 1]]
-        _viterbi_path(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode, chunk,
+        _viterbi_path(units, piece_score, unk_score, max_bytes, byte_mode, chunk,
                       length, -2, best, back_start, back_id, edge_end, edge_id, edge_score)
         t = length
         while t > 0:
@@ -226,7 +261,7 @@ def viterbi_counts(edge_keys, edge_child, bits, node_value, piece_score, unk_sco
 
 
 @kernel
-def piece_alternatives(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max_bytes, byte_mode,
+def piece_alternatives(units, piece_score, unk_score, max_bytes, byte_mode,
                        piece_data, piece_offsets, piece_ids, status_out, alt_offsets_out, alt_ids_out):
     """SentencePiece's pruning preparation: how each piece would be segmented without itself.
 
@@ -255,7 +290,7 @@ def piece_alternatives(edge_keys, edge_child, bits, node_value, piece_score, unk
             status_out[i] = 0
             alt_offsets_out[i + 1] = written
             continue
-        _viterbi_path(edge_keys, edge_child, bits, node_value, piece_score, unk_score, max(max_bytes, length),
+        _viterbi_path(units, piece_score, unk_score, max(max_bytes, length),
                       byte_mode, chunk, length, piece_ids[i], best, back_start, back_id, edge_end, edge_id,
                       edge_score)
         own = piece_score[piece_ids[i]]

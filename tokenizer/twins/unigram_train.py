@@ -54,6 +54,46 @@ def ref_expected_counts(scores, chunks, weights, unk_score=-100.0, byte_mode=Fal
     return out
 
 
+def _log_add(a: float, b: float) -> float:
+    if a == -math.inf:
+        return b
+    if b == -math.inf:
+        return a
+    return max(a, b) + math.log1p(math.exp(-abs(a - b)))
+
+
+def ref_expected_counts_dp(scores, chunks, weights, unk_score=-100.0, byte_mode=False) -> tuple[dict, float]:
+    """Expected counts (float) and ``sum(weight * log Z)`` by forward-backward in log space, position by position:
+    the same numbers as :func:`ref_expected_counts` for texts of any length (no path enumeration, no
+    underflow)."""
+    out: dict = {}
+    objective = 0.0
+    for text, weight in zip(chunks, weights):
+        n = len(text)
+        edges = {s: _edges(scores, text, s, unk_score, byte_mode) for s in range(n)}
+        alpha = [-math.inf] * (n + 1)
+        alpha[0] = 0.0
+        for s in range(n):
+            if alpha[s] != -math.inf:
+                for end, _, score in edges[s]:
+                    alpha[end] = _log_add(alpha[end], alpha[s] + score)
+        beta = [-math.inf] * (n + 1)
+        beta[n] = 0.0
+        for s in range(n - 1, -1, -1):
+            if alpha[s] != -math.inf:
+                for end, _, score in edges[s]:
+                    beta[s] = _log_add(beta[s], score + beta[end])
+        log_z = alpha[n]
+        objective += weight * log_z
+        for s in range(n):
+            if alpha[s] == -math.inf:
+                continue
+            for end, piece, score in edges[s]:
+                if piece is not UNK and beta[end] != -math.inf:
+                    out[piece] = out.get(piece, 0.0) + weight * math.exp(alpha[s] + score + beta[end] - log_z)
+    return out, objective
+
+
 def ref_best_score(scores, text, unk_score=-100.0, byte_mode=False, excluded: bytes | None = None) -> float:
     """Score of the best path (optionally never using the whole-text node of piece ``excluded``)."""
     best = -math.inf

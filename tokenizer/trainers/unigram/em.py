@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from tokenizer.kernels import unigram_train as kt
-from tokenizer.kernels.hash_table import build_byte_trie
+from tokenizer.kernels.double_array import DoubleArray
 from tokenizer.packed import pack
 from tokenizer.trainers.unigram.settings import E_STEP_SCALE, MIN_EXPECTED, UNK_PENALTY
 
@@ -19,17 +19,15 @@ digamma = kt.digamma  # SentencePiece's digamma (Numba; its Python twin: tokeniz
 
 
 class PieceTrie:
-    """Hash trie over a fixed list of pieces; scores change per round, ``-inf`` marks removed pieces.
-
-    Picklable (plain arrays) so a Spark broadcast can carry it with the scores.
+    """Double-array trie over a fixed list of pieces (values: their indices); scores change per round, ``-inf``
+    marks removed pieces. Picklable (plain arrays) so a Spark broadcast can carry it with the scores.
+    Example: ``PieceTrie([b"a", b"ab"], False).max_bytes`` -> 2.
     """
 
     def __init__(self, pieces: Sequence[bytes], byte_mode: bool):
         self.pieces = list(pieces)
         self.byte_mode = bool(byte_mode)
-        data, offsets = pack(self.pieces)
-        self.edge_keys, self.edge_child, self.bits, self.node_value = build_byte_trie(
-            data, offsets, np.arange(len(self.pieces), dtype=np.int32))
+        self.units = DoubleArray.build(self.pieces).units
         self.max_bytes = int(max((len(p) for p in self.pieces), default=1))
 
     @functools.cached_property
@@ -37,9 +35,18 @@ class PieceTrie:
         """``{piece: id}``, built on first use (training never needs it; a broadcast trie does not carry it)."""
         return {p: i for i, p in enumerate(self.pieces)}
 
-    def arrays(self):
-        """The trie as the kernels take it: ``(edge_keys, edge_child, bits, node_value)``."""
-        return self.edge_keys, self.edge_child, self.bits, self.node_value
+
+def unknown_score(scores: np.ndarray) -> float:
+    """The unknown node's log score: the lowest active score minus :data:`UNK_PENALTY` (SentencePiece's rule;
+    ``-UNK_PENALTY`` when no piece is active). ``unknown_score(np.array([-1.0, -3.0, -inf]))`` -> -13.0."""
+    active = scores[np.isfinite(scores)]
+    return float(active.min()) - UNK_PENALTY if len(active) else -UNK_PENALTY
+
+
+def lattice_probabilities(scores: np.ndarray) -> tuple[np.ndarray, float]:
+    """What the E-step kernel takes: ``(exp(scores) float64 with 0 for inactive pieces, the unknown node's
+    probability)``. ``lattice_probabilities(np.array([0.0, -inf]))`` -> ``([1.0, 0.0], exp(-10))``."""
+    return np.exp(scores), math.exp(unknown_score(scores))
 
 
 def e_step(trie: PieceTrie, scores: np.ndarray, data: np.ndarray, offsets: np.ndarray,
@@ -47,9 +54,8 @@ def e_step(trie: PieceTrie, scores: np.ndarray, data: np.ndarray, offsets: np.nd
     """Expected counts of one shard of chunks: ``(int64 fixed-point counts per trie piece, sum weight*logZ)``.
     A monoid: shards' results add up (the int64 part exactly)."""
     expected = np.zeros(len(trie.pieces), np.int64)
-    active = scores[np.isfinite(scores)]
-    unk = float(active.min()) - UNK_PENALTY if len(active) else -UNK_PENALTY
-    objective = kt.expected_counts(*trie.arrays(), scores, unk, trie.max_bytes, trie.byte_mode, data, offsets,
+    probs, unk_prob = lattice_probabilities(scores)
+    objective = kt.expected_counts(trie.units, probs, unk_prob, trie.max_bytes, trie.byte_mode, data, offsets,
                                    weights, E_STEP_SCALE, expected)
     return expected, float(objective)
 
@@ -68,10 +74,8 @@ def m_step(active: np.ndarray, expected_fixed: np.ndarray) -> np.ndarray:
 def viterbi_step(trie: PieceTrie, scores: np.ndarray, data, offsets, weights) -> tuple[np.ndarray, int]:
     """Viterbi piece frequencies of one shard (int64, exact monoid) and its weighted token count."""
     freq = np.zeros(len(trie.pieces), np.int64)
-    active = scores[np.isfinite(scores)]
-    unk = float(active.min()) - UNK_PENALTY
-    tokens = kt.viterbi_counts(*trie.arrays(), scores, unk, trie.max_bytes, trie.byte_mode, data, offsets, weights,
-                               freq)
+    tokens = kt.viterbi_counts(trie.units, scores, unknown_score(scores), trie.max_bytes, trie.byte_mode, data,
+                               offsets, weights, freq)
     return freq, int(tokens)
 
 
@@ -112,7 +116,7 @@ def piece_alternatives(trie: PieceTrie, scores: np.ndarray, order: np.ndarray, p
     cut into ``threads`` contiguous parts run at once (the kernel releases the GIL; every piece is independent)
     and the parts' ``(status int8, alternative offsets int64, alternative ids int64)`` joined in order."""
     order = np.asarray(order, np.int64)
-    unk = float(scores[order].min()) - UNK_PENALTY
+    unk = unknown_score(scores)
     n = len(order)
     cuts = np.unique(np.linspace(0, n, max(1, min(int(threads), n)) + 1).astype(np.int64))
 
@@ -122,7 +126,7 @@ def piece_alternatives(trie: PieceTrie, scores: np.ndarray, order: np.ndarray, p
         status = np.zeros(b - a, np.int8)
         alt_offsets = np.zeros(b - a + 1, np.int64)
         alt_ids = np.zeros(max(1, len(data)), np.int64)
-        written = kt.piece_alternatives(*trie.arrays(), scores, unk, trie.max_bytes, trie.byte_mode, data, offsets,
+        written = kt.piece_alternatives(trie.units, scores, unk, trie.max_bytes, trie.byte_mode, data, offsets,
                                         order[a:b], status, alt_offsets, alt_ids)
         return status, alt_offsets, alt_ids[:written]
 

@@ -165,7 +165,8 @@ def train_from_chunks(chunks: list[bytes], counts: np.ndarray, settings: Unigram
     started = time.perf_counter()
     final = finalize(kept, kept_scores, required, settings)
     model = build_model(final, settings, provenance)
-    progress(f"[final] {model.vocab_size:,} pieces finalized and the model built in {time.perf_counter() - started:.1f} s")
+    progress(f"[final] {model.vocab_size:,} pieces finalized and the model built in "
+             f"{time.perf_counter() - started:.1f} s")
     return model
 
 

@@ -14,8 +14,8 @@ import numpy as np
 from tokenizer.errors import ConfigError
 from tokenizer.kernels import unigram_train as kt
 from tokenizer.packed import pack
-from tokenizer.trainers.unigram.em import PieceTrie, m_step, prune
-from tokenizer.trainers.unigram.settings import E_STEP_SCALE, LOCAL_BLOCK_BYTES, UNK_PENALTY, UnigramSettings
+from tokenizer.trainers.unigram.em import PieceTrie, lattice_probabilities, m_step, prune, unknown_score
+from tokenizer.trainers.unigram.settings import E_STEP_SCALE, LOCAL_BLOCK_BYTES, UnigramSettings
 
 
 @dataclass
@@ -54,14 +54,15 @@ def local_runner(chunks: Sequence[bytes], counts: np.ndarray, threads: int = 1,
     ranges = [(int(a), int(b)) for a, b in zip(blocks[:-1], blocks[1:])]
 
     def over_blocks(kernel_name: str, trie: PieceTrie, scores: np.ndarray):
-        active = scores[np.isfinite(scores)]
-        unk = float(active.min()) - UNK_PENALTY if len(active) else -UNK_PENALTY
+        if kernel_name == "e":
+            weights_of_pieces, weight_of_unknown = lattice_probabilities(scores)
+        else:
+            weights_of_pieces, weight_of_unknown = scores, unknown_score(scores)
         per_block = np.zeros(len(ranges), np.float64)
         n_workers = max(1, min(threads, len(ranges)))
         totals = [np.zeros(len(trie.pieces), np.int64) for _ in range(n_workers)]
         next_block = [0]
         lock = threading.Lock()
-        arrays = trie.arrays()
 
         def work(total: np.ndarray) -> None:
             while True:
@@ -72,11 +73,13 @@ def local_runner(chunks: Sequence[bytes], counts: np.ndarray, threads: int = 1,
                     return
                 a, b = ranges[k]
                 if kernel_name == "e":
-                    per_block[k] = kt.expected_counts(*arrays, scores, unk, trie.max_bytes, trie.byte_mode, data,
-                                                      offsets[a:b + 1], weights[a:b], E_STEP_SCALE, total)
+                    per_block[k] = kt.expected_counts(trie.units, weights_of_pieces, weight_of_unknown,
+                                                      trie.max_bytes, trie.byte_mode, data, offsets[a:b + 1],
+                                                      weights[a:b], E_STEP_SCALE, total)
                 else:
-                    per_block[k] = kt.viterbi_counts(*arrays, scores, unk, trie.max_bytes, trie.byte_mode, data,
-                                                     offsets[a:b + 1], weights[a:b], total)
+                    per_block[k] = kt.viterbi_counts(trie.units, weights_of_pieces, weight_of_unknown,
+                                                     trie.max_bytes, trie.byte_mode, data, offsets[a:b + 1],
+                                                     weights[a:b], total)
 
         if n_workers == 1:
             work(totals[0])
