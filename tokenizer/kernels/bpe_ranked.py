@@ -30,6 +30,8 @@ from tokenizer.kernels.heaps import min_heap_pop, min_heap_push
 from tokenizer.kernels.random import next_float64
 
 NO_RANK = np.int32(2**31 - 1)
+NO_RANK_KEY = np.int64(2**31)  # above every rank: what a scan for the lowest starts from
+SHORT_PRETOKEN_BYTES = 16  # up to this length a pre-token merges by scanning an array (short_ranked_bpe_into)
 
 
 def build_pair_table(left: np.ndarray, right: np.ndarray, merged: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -142,21 +144,27 @@ def cache_ids(cache, data, start, end, out, first, stop):
 
 
 @kernel
+def _pair_merge(pair_keys, pair_merged, rank_of, bits, a, b):
+    """``rank << 32 | merged`` of the merge of symbols ``a`` and ``b``, or -1 when they are no merge (or either
+    is not a mergeable symbol, < 0)."""
+    if a < 0 or b < 0:
+        return np.int64(-1)
+    merged = pair_lookup(pair_keys, pair_merged, bits, a, b)
+    if merged < 0:
+        return np.int64(-1)
+    return (np.int64(rank_of[merged]) << 32) | merged
+
+
+@kernel
 def pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, right):
     """Record in ``cand[left]`` the merge of node ``left`` with node ``right`` (``rank << 32 | merged``, or -1 when
     their symbols are no merge) and push its heap entry ``rank << 32 | left``; returns the heap size. A node's
     ``cand`` is what a popped entry is checked against, so no pair is looked up twice."""
-    a = sym[left]
-    b = sym[right]
-    cand[left] = -1
-    if a < 0 or b < 0:
+    merge = _pair_merge(pair_keys, pair_merged, rank_of, bits, sym[left], sym[right])
+    cand[left] = merge
+    if merge < 0:
         return size
-    merged = pair_lookup(pair_keys, pair_merged, bits, a, b)
-    if merged < 0:
-        return size
-    rank = np.int64(rank_of[merged])
-    cand[left] = (rank << 32) | merged
-    return min_heap_push(heap, size, (rank << 32) | np.int64(left))
+    return min_heap_push(heap, size, ((merge >> 32) << 32) | np.int64(left))
 
 
 @kernel
@@ -198,17 +206,61 @@ def merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, he
 
 
 @kernel
+def short_ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, start, end, sym, cand, out, pos):
+    """:func:`ranked_bpe_into` for a short pre-token (at most :data:`SHORT_PRETOKEN_BYTES`), as an array: the
+    symbols in ``sym[:count]`` (int32), the merge of each adjacent pair in ``cand`` (int64, ``rank << 32 |
+    merged`` or -1); each round scans for the lowest rank (the leftmost on a tie), merges it and looks up only the
+    two pairs it changed. Quadratic in the length, so only for short pre-tokens, where it beats a heap (most
+    words). Returns the new ``pos`` and the merges done, ``(pos, merges)``."""
+    count = end - start
+    for i in range(count):
+        sym[i] = byte_to_id[data[start + i]]
+    for i in range(count - 1):
+        cand[i] = _pair_merge(pair_keys, pair_merged, rank_of, bits, sym[i], sym[i + 1])
+    merges = 0
+    while count > 1:
+        best = NO_RANK_KEY
+        at = -1
+        for i in range(count - 1):
+            if cand[i] >= 0 and (cand[i] >> 32) < best:
+                best = cand[i] >> 32
+                at = i
+        if at < 0:
+            break
+        sym[at] = np.int32(cand[at] & 0xFFFFFFFF)
+        for i in range(at + 1, count - 1):
+            sym[i] = sym[i + 1]
+            cand[i] = cand[i + 1]
+        count -= 1
+        merges += 1
+        if at > 0:
+            cand[at - 1] = _pair_merge(pair_keys, pair_merged, rank_of, bits, sym[at - 1], sym[at])
+        if at < count - 1:
+            cand[at] = _pair_merge(pair_keys, pair_merged, rank_of, bits, sym[at], sym[at + 1])
+    for i in range(count):
+        out[pos + i] = sym[i]
+    return pos + count, merges
+
+
+@kernel
 def ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, start, end, sym, nxt, prv, cand, heap,
                     steps, rng_state, out, pos):
     """Encode ``data[start:end]`` (one pre-token) by merge replay; ids to ``out[pos:]``; returns the new ``pos``.
 
     Work buffers of length >= ``end - start``: ``sym``, ``nxt``, ``prv`` (int32: each node's symbol, next and
     previous node), ``cand`` (int64: each node's pending merge, see :func:`pair_at`) and ``heap`` (int64, twice
-    the length). ``steps[0]`` (int64) grows by the heap entries popped, a measure of the work done (tests bound it).
-    ``rng_state`` (uint64[1]) is :func:`merge_pending`'s, never drawn from (merge replay has no dropout here).
+    the length). ``steps[0]`` (int64) grows by the heap entries popped (merges done, for a short pre-token), a
+    measure of the work done (tests bound it). ``rng_state`` (uint64[1]) is :func:`merge_pending`'s, never drawn
+    from (merge replay has no dropout here). Pre-tokens of at most :data:`SHORT_PRETOKEN_BYTES` go through
+    :func:`short_ranked_bpe_into` (the same ids).
     """
     n = end - start
     if n == 0:
+        return pos
+    if n <= SHORT_PRETOKEN_BYTES:
+        pos, merges = short_ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, start, end, sym,
+                                            cand, out, pos)
+        steps[0] += merges
         return pos
     for i in range(n):
         sym[i] = byte_to_id[data[start + i]]

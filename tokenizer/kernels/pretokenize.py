@@ -78,8 +78,15 @@ def _class_at(char_class, data, pos, end):
 
 @kernel
 def _run(char_class, data, pos, end, wanted):
-    """End of the run of characters of class ``wanted`` starting at ``pos``."""
+    """End of the run of characters of class ``wanted`` starting at ``pos`` (ASCII bytes looked up directly: most
+    runs are ASCII, and a byte < 0x80 is its own code point)."""
     while pos < end:
+        byte = data[pos]
+        if byte < 0x80:
+            if char_class[byte] != wanted:
+                break
+            pos += 1
+            continue
         klass, length = _class_at(char_class, data, pos, end)
         if klass != wanted:
             break
@@ -90,11 +97,7 @@ def _run(char_class, data, pos, end, wanted):
 @kernel
 def _run_not(char_class, data, pos, end, llama3):
     """End of the run of characters that are neither letters, numbers nor whitespace."""
-    while pos < end:
-        klass, length = _class_at(char_class, data, pos, end)
-        if klass != OTHER:
-            break
-        pos += length
+    pos = _run(char_class, data, pos, end, OTHER)
     if llama3:
         while pos < end and (data[pos] == 13 or data[pos] == 10):
             pos += 1
