@@ -13,7 +13,9 @@ Inside a pre-token of n bytes the symbols are a linked list over the byte positi
 binary min-heap of ``rank << 32 | position`` (lowest rank first, then leftmost); an entry whose pair has changed
 since it was pushed is skipped when it comes up. Each merge pushes at most two entries, so the heap holds at most
 2n and the work is O(n log n) whatever the text: one long pre-token (100,000 x ``a``, a run of one CJK character)
-costs what its length costs, never n^2. :func:`tokenizer.twins.bpe.ref_ranked_bpe` is the slow twin.
+costs what its length costs, never n^2. A pre-token of at most :data:`SHORT_PRETOKEN_BYTES` (most words) is merged
+in an array instead, by scanning its pairs' ranks (:func:`short_ranked_bpe_into`: the same ids, no heap).
+:func:`tokenizer.twins.bpe.ref_ranked_bpe` is the slow twin.
 
 Example (hand-checkable): bytes ``a``=0, ``b``=1, ``c``=2; merges ``(b, c) -> 3`` rank 0, ``(a, b) -> 4`` rank 1,
 ``(4, 2) -> 5`` rank 2: ``"abc"`` -> a|b|c -> a|bc (rank 0) -> no merge ``(a, bc)`` -> ``[0, 3]``, whereas the
@@ -140,7 +142,6 @@ def cache_ids(cache, data, start, end, out, first, stop):
         cache[slot + 2 + (k >> 3)] |= np.int64(data[start + k]) << ((k & 7) * 8)
     for j in range(count):
         cache[slot + 5 + (j >> 1)] |= np.int64(out[first + j]) << ((j & 1) * 32)
-
 
 
 @kernel
