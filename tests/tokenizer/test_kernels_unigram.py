@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from tokenizer import Model, PieceType, Tokenizer
 from tokenizer.kernels.random import new_state
-from tokenizer.kernels.unigram import sample_into
+from tokenizer.kernels.unigram import log_add, sample_into
 from tokenizer.kernels.utf8 import char_length
-from tokenizer.twins.unigram import ref_sample, ref_viterbi
+from tokenizer.twins.unigram import ref_log_add, ref_sample, ref_viterbi
 from tokenizer.twins.utf8 import ref_char_length
 
 UNITS = [b"a", b"b", b"c", b"\n", "\u00e9".encode(), "\u4e2d".encode(), b"\xff", b"\xe4"]
@@ -180,3 +180,14 @@ def test_sampling_needs_seed_for_reproducibility_and_checks_alpha():
         tok.encode(text, alpha=-1.0)
     with pytest.raises(ValueError, match="dropout"):
         tok.encode(text, dropout=0.1)
+
+
+LOG_VALUES = st.one_of(st.just(-math.inf), st.floats(-800.0, 800.0))
+
+
+@settings(max_examples=200, deadline=None)
+@given(LOG_VALUES, LOG_VALUES)
+def test_log_add_matches_its_twin(a, b):
+    got, want = float(log_add(a, b)), ref_log_add(a, b)
+    assert got == want or math.isclose(got, want, rel_tol=1e-15, abs_tol=1e-300)
+    assert float(log_add(b, a)) == got  # symmetric

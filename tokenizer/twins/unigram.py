@@ -21,6 +21,16 @@ from tokenizer.twins.random import ref_next_float64
 UNKNOWN_NODE = -2
 
 
+def ref_log_add(a: float, b: float) -> float:
+    """Twin of :func:`tokenizer.kernels.unigram.log_add`: ``log(exp(a) + exp(b))``, ``-inf`` the log of 0.
+    ``ref_log_add(0.0, 0.0)`` -> ``log(2)``."""
+    if a == -math.inf:
+        return b
+    if b == -math.inf:
+        return a
+    return max(a, b) + math.log1p(math.exp(-abs(a - b)))
+
+
 def _blocked(data: bytes, start: int, k: int, split_after_newlines: bool) -> bool:
     return split_after_newlines and k > start and data[k - 1] == 10 and data[k] != 10
 
@@ -111,7 +121,7 @@ def ref_sample(pieces, score, data, *, alpha, seed_state, byte_mode, split_after
         terms = [alpha * w + beta[end] for end, _, w in edges if beta.get(end, -math.inf) != -math.inf]
         total = -math.inf
         for t in terms:
-            total = t if total == -math.inf else max(total, t) + math.log1p(math.exp(-abs(total - t)))
+            total = ref_log_add(total, t)
         beta[s] = total
     nodes, s = [], 0
     while s < n:

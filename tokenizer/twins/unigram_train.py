@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from tokenizer.twins.unigram import ref_log_add
 from tokenizer.twins.utf8 import ref_char_length
 
 UNK = None
@@ -54,14 +55,6 @@ def ref_expected_counts(scores, chunks, weights, unk_score=-100.0, byte_mode=Fal
     return out
 
 
-def _log_add(a: float, b: float) -> float:
-    if a == -math.inf:
-        return b
-    if b == -math.inf:
-        return a
-    return max(a, b) + math.log1p(math.exp(-abs(a - b)))
-
-
 def ref_expected_counts_dp(scores, chunks, weights, unk_score=-100.0, byte_mode=False) -> tuple[dict, float]:
     """Expected counts (float) and ``sum(weight * log Z)`` by forward-backward in log space, position by position:
     the same numbers as :func:`ref_expected_counts` for texts of any length (no path enumeration, no
@@ -76,13 +69,13 @@ def ref_expected_counts_dp(scores, chunks, weights, unk_score=-100.0, byte_mode=
         for s in range(n):
             if alpha[s] != -math.inf:
                 for end, _, score in edges[s]:
-                    alpha[end] = _log_add(alpha[end], alpha[s] + score)
+                    alpha[end] = ref_log_add(alpha[end], alpha[s] + score)
         beta = [-math.inf] * (n + 1)
         beta[n] = 0.0
         for s in range(n - 1, -1, -1):
             if alpha[s] != -math.inf:
                 for end, _, score in edges[s]:
-                    beta[s] = _log_add(beta[s], score + beta[end])
+                    beta[s] = ref_log_add(beta[s], score + beta[end])
         log_z = alpha[n]
         objective += weight * log_z
         for s in range(n):
