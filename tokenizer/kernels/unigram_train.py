@@ -5,11 +5,11 @@ twins live in :mod:`tokenizer.twins.unigram_train`.
 Texts are packed Arrow-style: ``data`` uint8, ``offsets`` int64 (n + 1), ``weights`` int64 (n) how often each
 text (a chunk) occurs. The lattice's units are UTF-8 characters (``byte_mode=False``; the data must be valid
 UTF-8, as SentencePiece's normalizer guarantees) or single bytes (``byte_mode=True``). Pieces are matched through a
-double-array trie (``units`` of :class:`tokenizer.kernels.double_array.DoubleArray`, values = piece ids): one array
-read per byte, and the children of a node sit next to each other, so the walks stay in cache even for a million
-seed pieces. A piece whose score is ``-inf`` (probability 0) is inactive (pruned) and never matched, so one trie
-serves several EM rounds. Where no active single-unit piece starts at a position, an unknown node of one unit with
-score ``unk_score`` is added, as SentencePiece's lattice does.
+double-array trie (``units`` of :class:`tokenizer.kernels.double_array.DoubleArray`, values = piece ids, walked with
+its ``step`` and ``unit_value``): one array read per byte, and the children of a node sit next to each other, so the
+walks stay in cache even for a million seed pieces. A piece whose score is ``-inf`` (probability 0) is inactive
+(pruned) and never matched, so one trie serves several EM rounds. Where no active single-unit piece starts at a
+position, an unknown node of one unit with score ``unk_score`` is added, as SentencePiece's lattice does.
 
 Expected counts are accumulated as int64 fixed point (``round(weight * marginal * scale)`` per lattice node), so
 their sums are exact and independent of how the chunks are split into partitions.
@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.double_array import HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT, TAG_MASK
+from tokenizer.kernels.double_array import step, unit_value
 from tokenizer.kernels.utf8 import char_length
 
 NEG_INF = -np.inf
@@ -52,23 +52,17 @@ def _edges_from(units, piece_weight, unk_weight, inactive, max_bytes, byte_mode,
     has_unit_piece = False
     node = units[0]
     for k in range(s, min(end, s + max_bytes)):
-        c = data[k]
-        child = units[(node >> PAYLOAD_SHIFT) + 1 + c]
-        if (child & TAG_MASK) != c:
+        node = step(units, node, data[k])
+        if node < 0:
             break
-        node = child
-        if child & HAS_VALUE:
-            pid = child >> PAYLOAD_SHIFT if child & IS_LEAF else units[child >> PAYLOAD_SHIFT] >> PAYLOAD_SHIFT
-            value = piece_weight[pid]
-            if value != inactive:
-                edge_end[base + n] = k + 1
-                edge_id[base + n] = pid
-                edge_weight[base + n] = value
-                n += 1
-                if k + 1 - s == unit:
-                    has_unit_piece = True
-            if child & IS_LEAF:
-                break
+        pid = unit_value(units, node)
+        if pid >= 0 and piece_weight[pid] != inactive:
+            edge_end[base + n] = k + 1
+            edge_id[base + n] = pid
+            edge_weight[base + n] = piece_weight[pid]
+            n += 1
+            if k + 1 - s == unit:
+                has_unit_piece = True
     if not has_unit_piece:
         edge_end[base + n] = s + unit
         edge_id[base + n] = -1
