@@ -207,15 +207,12 @@ def merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, he
 
 
 @kernel
-def short_ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, start, end, sym, cand, out, pos):
-    """:func:`ranked_bpe_into` for a short pre-token (at most :data:`SHORT_PRETOKEN_BYTES`), as an array: the
-    symbols in ``sym[:count]`` (int32), the merge of each adjacent pair in ``cand`` (int64, ``rank << 32 |
-    merged`` or -1); each round scans for the lowest rank (the leftmost on a tie), merges it and looks up only the
-    two pairs it changed. Quadratic in the length, so only for short pre-tokens, where it beats a heap (most
-    words). Returns the new ``pos`` and the merges done, ``(pos, merges)``."""
-    count = end - start
-    for i in range(count):
-        sym[i] = byte_to_id[data[start + i]]
+def short_ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, sym, count, cand, out, pos):
+    """:func:`ranked_bpe_into`'s merges for a short pre-token (at most :data:`SHORT_PRETOKEN_BYTES`), as an array:
+    the symbols in ``sym[:count]`` (int32, its bytes' ids on entry), the merge of each adjacent pair in ``cand``
+    (int64, ``rank << 32 | merged`` or -1); each round scans for the lowest rank (the leftmost on a tie), merges it
+    and looks up only the two pairs it changed. Quadratic in the length, so only for short pre-tokens, where it
+    beats a heap (most words). Writes the ids at ``out[pos:]``; returns ``(new pos, merges done)``."""
     for i in range(count - 1):
         cand[i] = _pair_merge(pair_keys, pair_merged, rank_of, bits, sym[i], sym[i + 1])
     merges = 0
@@ -258,13 +255,13 @@ def ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, sta
     n = end - start
     if n == 0:
         return pos
+    for i in range(n):
+        sym[i] = byte_to_id[data[start + i]]
     if n <= SHORT_PRETOKEN_BYTES:
-        pos, merges = short_ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, start, end, sym,
-                                            cand, out, pos)
+        pos, merges = short_ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, sym, n, cand, out, pos)
         steps[0] += merges
         return pos
     for i in range(n):
-        sym[i] = byte_to_id[data[start + i]]
         nxt[i] = i + 1
         prv[i] = i - 1
     cand[n - 1] = -1
