@@ -32,7 +32,6 @@ from tokenizer.kernels.heaps import min_heap_pop, min_heap_push
 from tokenizer.kernels.random import next_float64
 
 NO_RANK = np.int32(2**31 - 1)
-NO_RANK_KEY = np.int64(2**31)  # above every rank: what a scan for the lowest starts from
 SHORT_PRETOKEN_BYTES = 16  # up to this length a pre-token merges by scanning an array (short_ranked_bpe_into)
 
 
@@ -217,7 +216,7 @@ def short_ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, sym, count, can
         cand[i] = _pair_merge(pair_keys, pair_merged, rank_of, bits, sym[i], sym[i + 1])
     merges = 0
     while count > 1:
-        best = NO_RANK_KEY
+        best = np.int64(NO_RANK)  # every merge's rank is below it
         at = -1
         for i in range(count - 1):
             if cand[i] >= 0 and (cand[i] >> 32) < best:
