@@ -130,9 +130,8 @@ class CompiledModel:
         if self.byte_level is not None and self.is_bpe:
             encoder = self.byte_level
             self.rule, self.record = RANKED_BPE, pack_record(
-                units=[self.units], ints=[encoder.pair_merged, encoder.rank_of, encoder.byte_to_id],
-                small=[encoder.char_class],
-                longs=[encoder.pair_keys, flags(encoder.pattern, encoder.bits, encoder.ignore_merges)])
+                units=[self.units], ints=[encoder.byte_to_id], small=[encoder.char_class],
+                longs=[encoder.pair_table, flags(encoder.pattern, encoder.bits, encoder.ignore_merges)])
         elif self.byte_level is not None:
             self.rule, self.record = VITERBI, self.viterbi_record(max(self.byte_level.pattern, 0),
                                                                   self.byte_level.char_class)
@@ -154,15 +153,15 @@ class CompiledModel:
         """The record of :func:`tokenizer.kernels.batch.piece_bpe_entry` for the matchable ``keys``."""
         from tokenizer.kernels.bpe import build_piece_pairs
 
-        pair_keys, pair_merged, rank_of, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo = build_piece_pairs(
+        pair_table, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo = build_piece_pairs(
             keys, ids, self.merge_score, vocab_size, self.byte_mode)
         marker = "\u2581".encode()
         words = marker in keys and not any(  # no piece has another character right before a "▁"
             at > 0 and not key[:at].endswith(marker) for key in keys for at in _positions(key, marker))
         return pack_record(units=[self.units, pseudo_units],
-                           ints=[byte_piece, bmp_symbol, pair_merged, rank_of, self.byte_to_id],
+                           ints=[byte_piece, bmp_symbol, self.byte_to_id],
                            small=[self.is_user_defined],
-                           longs=[pair_keys, flags(self.has_user_defined, self.byte_mode, has_pseudo, vocab_size, bits,
+                           longs=[pair_table, flags(self.has_user_defined, self.byte_mode, has_pseudo, vocab_size, bits,
                                                    self.unk_id, self.byte_fallback, words)])
 
     # ------------------------------------------------------------------ one document range

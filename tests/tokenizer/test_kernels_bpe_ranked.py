@@ -24,18 +24,17 @@ def merge_table(pairs: list[tuple[int, int]]):
     twin: dict[tuple[int, int], tuple[int, int]] = {}
     for m, pair in enumerate(pairs):
         twin.setdefault(pair, (256 + m, m))
-    keys, pair_merged, bits = build_pair_table(left, right, merged)
-    return (keys, pair_merged, merge_ranks(merged, np.arange(len(pairs)), 256 + len(pairs)), bits), twin
+    return build_pair_table(left, right, merged, merge_ranks(merged, np.arange(len(pairs)), 256 + len(pairs))), twin
 
 
 def encode(tables, data: bytes) -> tuple[list[int], int]:
     """``(ids, steps)`` of one pre-token through the kernel."""
-    keys, pair_merged, rank_of, bits = tables
+    pair_table, bits = tables
     n = len(data) + 1
     sym, nxt, prv, cand, heap, steps = (np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32),
                                         np.empty(n, np.int64), np.empty(2 * n, np.int64), np.zeros(1, np.int64))
     out = np.empty(len(data) + 1, np.int32)
-    end = ranked_bpe_into(keys, pair_merged, rank_of, bits, IDENTITY, np.frombuffer(data, np.uint8), 0, len(data), sym, nxt,
+    end = ranked_bpe_into(pair_table, bits, IDENTITY, np.frombuffer(data, np.uint8), 0, len(data), sym, nxt,
                           prv, cand, heap, steps, np.zeros(1, np.uint64), out, 0)
     return out[:end].tolist(), int(steps[0])
 

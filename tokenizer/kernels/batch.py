@@ -120,13 +120,12 @@ def bpe_work(wide, narrow):
 def piece_bpe_model(units, scores, ints, small, longs):
     """``(model, words)``: the model arguments of :func:`tokenizer.kernels.bpe.piece_bpe_into`, in its order, read
     from a :func:`piece_bpe_entry` record, and the record's ``words`` flag. Tables: 0 units, 1 pseudo_units;
-    2 byte_piece, 3 bmp_symbol, 4 pair_merged, 5 rank_of, 6 byte_to_id (int32); 7 is_user_defined (uint8);
-    8 pair_keys, 9 flags (int64: has_user_defined, byte_mode, has_pseudo, vocab_size, bits, unk_id, byte_fallback,
-    words)."""
-    flags = part(longs, longs, 9)
-    model = (part(units, longs, 0), part(small, longs, 7), flags[0] != 0, part(ints, longs, 2), part(ints, longs, 3),
-             flags[1] != 0, part(units, longs, 1), flags[2] != 0, flags[3], part(longs, longs, 8),
-             part(ints, longs, 4), part(ints, longs, 5), flags[4], flags[5], flags[6] != 0, part(ints, longs, 6))
+    2 byte_piece, 3 bmp_symbol, 4 byte_to_id (int32); 5 is_user_defined (uint8); 6 pair_table, 7 flags (int64:
+    has_user_defined, byte_mode, has_pseudo, vocab_size, bits, unk_id, byte_fallback, words)."""
+    flags = part(longs, longs, 7)
+    model = (part(units, longs, 0), part(small, longs, 5), flags[0] != 0, part(ints, longs, 2), part(ints, longs, 3),
+             flags[1] != 0, part(units, longs, 1), flags[2] != 0, flags[3], part(longs, longs, 6), flags[4], flags[5],
+             flags[6] != 0, part(ints, longs, 4))
     return model, flags[7] != 0
 
 
@@ -181,15 +180,13 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
                      wide, narrow, out_ids, out_offsets):
     """Regex pre-split (pattern 0: none) plus merge replay (:func:`tokenizer.kernels.bpe_ranked.ranked_bpe_into`);
     with ``ignore_merges`` a pre-token that is itself a piece is emitted whole, as ``tokenizers`` does. Tables:
-    0 units; 1 pair_merged, 2 rank_of, 3 byte_to_id (int32); 4 char_class (uint8); 5 pair_keys, 6 flags (int64:
-    pattern, bits, ignore_merges)."""
+    0 units; 1 byte_to_id (int32); 2 char_class (uint8); 3 pair_table, 4 flags (int64: pattern, bits,
+    ignore_merges)."""
     piece_units = part(units, longs, 0)
-    pair_merged = part(ints, longs, 1)
-    rank_of = part(ints, longs, 2)
-    byte_to_id = part(ints, longs, 3)
-    char_class = part(small, longs, 4)
-    pair_keys = part(longs, longs, 5)
-    flags = part(longs, longs, 6)
+    byte_to_id = part(ints, longs, 1)
+    char_class = part(small, longs, 2)
+    pair_table = part(longs, longs, 3)
+    flags = part(longs, longs, 4)
     pattern, bits, ignore_merges = flags[0], flags[1], flags[2] != 0
     sym, nxt, prv, cand, heap, steps, cache = bpe_work(wide, narrow)
     rng_state = np.zeros(1, np.uint64)  # no dropout: never drawn from
@@ -220,7 +217,7 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
                     p = q
                     continue
             first = pos
-            pos = ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, p, q, sym, nxt, prv, cand,
+            pos = ranked_bpe_into(pair_table, bits, byte_to_id, data, p, q, sym, nxt, prv, cand,
                                   heap, steps, rng_state, out_ids, pos)
             cache_ids(cache, data, p, q, out_ids, first, pos)
             p = q

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.bpe_ranked import build_pair_table, merge_pending, merge_ranks, pair_at
+from tokenizer.kernels.bpe_ranked import SHORT_SYMBOLS, build_pair_table, merge_pending, merge_ranks, pair_at, scan_merges
 from tokenizer.kernels.double_array import DoubleArray, exact_match, step, unit_value
 from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node
 from tokenizer.kernels.utf8 import char_length
@@ -63,8 +63,8 @@ def symbol_starts(data, offsets, byte_mode, out, out_ends):
 def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndarray, vocab_size: int,
                       byte_mode: bool) -> tuple:
     """The tables of :func:`piece_bpe_into` for the matchable ``pieces`` (their ``ids``; ``merge_score`` float32
-    per vocabulary id): ``(pair_keys, pair_merged, rank_of, bits, byte_piece, bmp_symbol, pseudo_units,
-    has_pseudo)``.
+    per vocabulary id): ``(pair_table, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo)``
+    (``pair_table``: :func:`tokenizer.kernels.bpe_ranked.build_pair_table`).
 
     ``pseudo_units`` is a double array from each pseudo character to its id (``vocab_size + k``). Example:
     pieces ``[b"a", b"ab"]`` miss ``b``: pseudo ``b`` = vocab_size, pair ``(0, vocab_size) -> 1``.
@@ -97,8 +97,8 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
     merged_ids = np.array(merged, np.int64)
     distinct = np.unique(merge_score[merged_ids])[::-1] if len(merged_ids) else np.zeros(0, np.float32)
     rank = np.searchsorted(-distinct, -merge_score[merged_ids]) if len(merged_ids) else merged_ids
-    pair_keys, pair_merged, bits = build_pair_table(np.array(left, np.int64), np.array(right, np.int64), merged_ids)
     rank_of = merge_ranks(merged_ids, rank, vocab_size + len(pseudo))  # dense: equal scores, equal rank
+    pair_table, bits = build_pair_table(np.array(left, np.int64), np.array(right, np.int64), merged_ids, rank_of)
     pseudo_units = DoubleArray.build(list(pseudo), list(pseudo.values())).units if pseudo else np.zeros(1, np.int32)
     byte_piece = np.full(256, -1, np.int32)
     bmp_symbol = np.full(1 << 16, -1, np.int32)
@@ -110,7 +110,7 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
                 text = char.decode("utf-8", "replace")
                 if len(text) == 1 and text.encode("utf-8") == char:
                     bmp_symbol[ord(text)] = i
-    return pair_keys, pair_merged, rank_of, bits, byte_piece, bmp_symbol, pseudo_units, bool(pseudo)
+    return pair_table, bits, byte_piece, bmp_symbol, pseudo_units, bool(pseudo)
 
 
 @kernel
@@ -151,7 +151,7 @@ def user_defined_prefix(units, is_user_defined, data, pos, end):
 
 @kernel
 def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, byte_mode, pseudo_units,
-                   has_pseudo, vocab_size, pair_keys, pair_merged, rank_of, bits, unk_id, byte_fallback, byte_to_id,
+                   has_pseudo, vocab_size, pair_table, bits, unk_id, byte_fallback, byte_to_id,
                    dropout, rng_state, data, start, end, sym, nxt, prv, cand, heap, steps, out, pos):
     """Encode ``data[start:end]``; ids to ``out[pos:]``; returns the new ``pos``, or -1 when unknown text has
     neither an unk piece nor byte fallback.
@@ -162,11 +162,13 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
     node, ``rank << 32 | merged`` or -1), ``heap`` (int64, twice the length). Nodes are byte positions; node ``i``
     spans ``[i, nxt[i])``. ``steps[0]`` (int64) grows by the heap entries popped (tests bound it). ``dropout``
     (float64) and ``rng_state`` (uint64[1]): BPE-dropout, see :func:`tokenizer.kernels.bpe_ranked.merge_pending`.
+    Without dropout, a text of at most :data:`~tokenizer.kernels.bpe_ranked.SHORT_SYMBOLS` characters merges in
+    an array (:func:`~tokenizer.kernels.bpe_ranked.scan_merges`, the same ids) instead.
     """
     n = end - start
     if n == 0:
         return pos
-    last = -1
+    count = 0  # the symbols, compact: sym[j] starts at byte prv[j]
     q = 0
     while q < n:
         length, piece = user_defined_prefix(units, is_user_defined, data, start + q, end) if has_user_defined \
@@ -176,35 +178,59 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
             length = 1 if byte_mode else char_length(data, start + q, end)
             symbol = _initial_symbol(units, byte_piece, bmp_symbol, pseudo_units, has_pseudo, data, start + q,
                                      length)
-        sym[q] = symbol
-        prv[q] = last
-        if last >= 0:
-            nxt[last] = q
-        last = q
+        sym[count] = symbol
+        prv[count] = q
+        count += 1
         q += length
-    nxt[last] = n
+    if count <= SHORT_SYMBOLS and dropout == 0.0:
+        count, merges = scan_merges(pair_table, bits, sym, prv, count, cand)
+        steps[0] += merges
+        prev_unknown = False
+        for j in range(count):
+            stop = prv[j + 1] if j + 1 < count else n
+            pos, prev_unknown = _emit_symbol(sym[j], vocab_size, data, start + prv[j], start + stop, unk_id,
+                                             byte_fallback, byte_to_id, out, pos, prev_unknown)
+            if pos < 0:
+                return pos
+        return pos
+    last = prv[count - 1]
+    next_start = n  # spread the symbols to their byte positions (descending: nothing is overwritten unread)
+    for j in range(count - 1, -1, -1):
+        q = prv[j]
+        before = prv[j - 1] if j > 0 else -1
+        sym[q] = sym[j]
+        nxt[q] = next_start
+        prv[q] = before
+        next_start = q
     cand[last] = -1
     size = 0
     node = 0
     while nxt[node] < n:
-        size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, node, nxt[node])
+        size = pair_at(pair_table, bits, sym, cand, heap, size, node, nxt[node])
         node = nxt[node]
-    popped = merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, heap, size, n, dropout,
-                           rng_state)
+    popped = merge_pending(pair_table, bits, sym, nxt, prv, cand, heap, size, n, dropout, rng_state)
     steps[0] += popped
     prev_unknown = False
     node = 0
     while node < n:
-        symbol = np.int64(sym[node])
-        if symbol <= FROZEN_BASE:
-            piece = FROZEN_BASE - symbol
-        elif 0 <= symbol < vocab_size:
-            piece = symbol
-        else:
-            piece = UNKNOWN_NODE
-        pos, prev_unknown = emit_node(piece, data, start + node, start + nxt[node], unk_id, byte_fallback,
-                                      byte_to_id, out, pos, prev_unknown)
+        pos, prev_unknown = _emit_symbol(sym[node], vocab_size, data, start + node, start + nxt[node], unk_id,
+                                         byte_fallback, byte_to_id, out, pos, prev_unknown)
         if pos < 0:
             return pos
         node = nxt[node]
     return pos
+
+
+@kernel
+def _emit_symbol(symbol, vocab_size, data, node_start, node_end, unk_id, byte_fallback, byte_to_id, out, pos,
+                 prev_unknown):
+    """:func:`tokenizer.kernels.unigram.emit_node` for a merged symbol: a frozen USER_DEFINED piece, a piece, or
+    (a pseudo or unknown character) an unknown node."""
+    symbol = np.int64(symbol)
+    if symbol <= FROZEN_BASE:
+        piece = FROZEN_BASE - symbol
+    elif 0 <= symbol < vocab_size:
+        piece = symbol
+    else:
+        piece = UNKNOWN_NODE
+    return emit_node(piece, data, node_start, node_end, unk_id, byte_fallback, byte_to_id, out, pos, prev_unknown)

@@ -5,16 +5,16 @@ symbols start as single bytes (``byte_to_id``); then, repeatedly, the adjacent p
 the leftmost one among equal ranks, until no adjacent pair is a merge. Unlike SentencePiece's rule (merge the pair
 whose *concatenation* is the best piece), only listed pairs merge, which is what a merges list means.
 
-The pair table is open addressing over int64 keys ``left << 32 | right`` (``pair_keys``, -1 = empty; ``2**bits``
-slots) with each slot's merged id in ``pair_merged`` (int32); ``rank_of`` (int32, by merged id) gives a merge's
-rank. Most probes miss, and a miss reads the keys only: the smaller they are, the more of them stay in cache.
+The pair table (``pair_table``, int64, ``2**bits`` slots of two words) is open addressing: slot ``h`` holds the key
+``left << 32 | right`` at ``2 * h`` (-1 = empty) and the pair's merge ``rank << 32 | merged`` at ``2 * h + 1``, so
+a probe that hits reads one cache line and nothing else.
 
 Inside a pre-token of n bytes the symbols are a linked list over the byte positions and the candidate merges a
 binary min-heap of ``rank << 32 | position`` (lowest rank first, then leftmost); an entry whose pair has changed
 since it was pushed is skipped when it comes up. Each merge pushes at most two entries, so the heap holds at most
 2n and the work is O(n log n) whatever the text: one long pre-token (100,000 x ``a``, a run of one CJK character)
-costs what its length costs, never n^2. A pre-token of at most :data:`SHORT_PRETOKEN_BYTES` (most words) is merged
-in an array instead, by scanning its pairs' ranks (:func:`short_ranked_bpe_into`: the same ids, no heap).
+costs what its length costs, never n^2. A pre-token of at most :data:`SHORT_SYMBOLS` bytes (most words) is merged
+in an array instead, by scanning its pairs' ranks (:func:`scan_merges`: the same ids, no heap).
 :func:`tokenizer.twins.bpe.ref_ranked_bpe` is the slow twin.
 
 Example (hand-checkable): bytes ``a``=0, ``b``=1, ``c``=2; merges ``(b, c) -> 3`` rank 0, ``(a, b) -> 4`` rank 1,
@@ -27,23 +27,26 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.hash_table import EMPTY, find_slot, hash_slot, table_bits
+from tokenizer.kernels.hash_table import EMPTY, hash_slot, table_bits
 from tokenizer.kernels.heaps import min_heap_pop, min_heap_push
 from tokenizer.kernels.random import next_float64
 
 NO_RANK = np.int32(2**31 - 1)
-SHORT_PRETOKEN_BYTES = 16  # up to this length a pre-token merges by scanning an array (short_ranked_bpe_into)
+SHORT_SYMBOLS = 16  # up to this many symbols a text merges by scanning an array (scan_merges), not with a heap
 
 
-def build_pair_table(left: np.ndarray, right: np.ndarray, merged: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(pair_keys int64, pair_merged int32, bits)`` for merges ``(left[m], right[m]) -> merged[m]`` (Python,
-    load time). A repeated pair keeps its first entry, as a merges list lookup does."""
+def build_pair_table(left: np.ndarray, right: np.ndarray, merged: np.ndarray, rank_of: np.ndarray
+                     ) -> tuple[np.ndarray, int]:
+    """``(pair_table int64, bits)`` for merges ``(left[m], right[m]) -> merged[m]`` of rank ``rank_of[merged[m]]``
+    (Python, load time); see the module docstring for the layout. A repeated pair keeps its first entry, as a merges
+    list lookup does. ``build_pair_table([97], [98], [256], rank_of)`` with ``rank_of[256] == 0``: one slot holds
+    ``97 << 32 | 98`` and ``0 << 32 | 256``, the rest ``-1``."""
     bits = int(table_bits(2 * len(left) + 16))
-    keys = np.full(1 << bits, EMPTY, np.int64)
-    out_merged = np.full(1 << bits, -1, np.int32)
-    _fill_pair_table(np.asarray(left, np.int64), np.asarray(right, np.int64), np.asarray(merged, np.int64),
-                     keys, out_merged, bits)
-    return keys, out_merged, bits
+    table = np.full(2 << bits, EMPTY, np.int64)
+    merged = np.asarray(merged, np.int64)
+    merges = (np.asarray(rank_of, np.int64)[merged] << 32) | merged if len(merged) else merged
+    _fill_pair_table(np.asarray(left, np.int64), np.asarray(right, np.int64), merges, table, bits)
+    return table, bits
 
 
 def merge_ranks(merged: np.ndarray, ranks: np.ndarray, size: int) -> np.ndarray:
@@ -55,25 +58,31 @@ def merge_ranks(merged: np.ndarray, ranks: np.ndarray, size: int) -> np.ndarray:
 
 
 @kernel
-def _fill_pair_table(left, right, merged, keys, out_merged, bits):
+def _fill_pair_table(left, right, merges, table, bits):
+    mask = (np.int64(1) << bits) - 1
     for m in range(left.shape[0]):
         key = (left[m] << 32) | right[m]
-        h = find_slot(keys, bits, key)
-        if keys[h] == EMPTY:
-            keys[h] = key
-            out_merged[h] = merged[m]
+        h = hash_slot(key, bits)
+        while table[2 * h] != EMPTY and table[2 * h] != key:
+            h = (h + 1) & mask
+        if table[2 * h] == EMPTY:
+            table[2 * h] = key
+            table[2 * h + 1] = merges[m]
 
 
 @kernel
-def pair_lookup(pair_keys, pair_merged, bits, left, right):
-    """The merged id of the pair ``(left, right)``, or -1 when it is not a merge."""
-    key = (np.int64(left) << 32) | np.int64(right)
+def pair_merge(pair_table, bits, a, b):
+    """``rank << 32 | merged`` of the merge of symbols ``a`` and ``b``, or -1 when they are no merge (or either
+    is not a mergeable symbol, < 0)."""
+    if a < 0 or b < 0:
+        return np.int64(-1)
+    key = (np.int64(a) << 32) | np.int64(b)
     mask = (np.int64(1) << bits) - 1
     h = hash_slot(key, bits)
-    while True:  # find_slot's probe, returning on the hit or the empty slot without a second look (a hot loop)
-        found = pair_keys[h]
+    while True:  # a hot loop: return on the hit or the empty slot without a second look
+        found = pair_table[2 * h]
         if found == key:
-            return np.int64(pair_merged[h])
+            return pair_table[2 * h + 1]
         if found == EMPTY:
             return np.int64(-1)
         h = (h + 1) & mask
@@ -144,23 +153,11 @@ def cache_ids(cache, data, start, end, out, first, stop):
 
 
 @kernel
-def _pair_merge(pair_keys, pair_merged, rank_of, bits, a, b):
-    """``rank << 32 | merged`` of the merge of symbols ``a`` and ``b``, or -1 when they are no merge (or either
-    is not a mergeable symbol, < 0)."""
-    if a < 0 or b < 0:
-        return np.int64(-1)
-    merged = pair_lookup(pair_keys, pair_merged, bits, a, b)
-    if merged < 0:
-        return np.int64(-1)
-    return (np.int64(rank_of[merged]) << 32) | merged
-
-
-@kernel
-def pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, right):
+def pair_at(pair_table, bits, sym, cand, heap, size, left, right):
     """Record in ``cand[left]`` the merge of node ``left`` with node ``right`` (``rank << 32 | merged``, or -1 when
     their symbols are no merge) and push its heap entry ``rank << 32 | left``; returns the heap size. A node's
     ``cand`` is what a popped entry is checked against, so no pair is looked up twice."""
-    merge = _pair_merge(pair_keys, pair_merged, rank_of, bits, sym[left], sym[right])
+    merge = pair_merge(pair_table, bits, sym[left], sym[right])
     cand[left] = merge
     if merge < 0:
         return size
@@ -168,7 +165,7 @@ def pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, 
 
 
 @kernel
-def merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, heap, size, n, dropout, rng_state):
+def merge_pending(pair_table, bits, sym, nxt, prv, cand, heap, size, n, dropout, rng_state):
     """The merge loop of both BPE rules over nodes ``0 .. n - 1`` (linked by ``nxt``/``prv``, pending merges in
     ``cand``, their entries in ``heap[:size]``): pop the lowest ``rank << 32 | node``, skip it when the node's
     pending merge has changed, else merge the node with its right neighbour and record the new pairs on both
@@ -196,24 +193,25 @@ def merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, he
         nxt[left] = after
         if after < n:
             prv[after] = left
-            size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, left, after)
+            size = pair_at(pair_table, bits, sym, cand, heap, size, left, after)
         else:
             cand[left] = -1
         before = prv[left]
         if before >= 0:
-            size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, before, left)
+            size = pair_at(pair_table, bits, sym, cand, heap, size, before, left)
     return popped
 
 
 @kernel
-def short_ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, sym, count, cand, out, pos):
-    """:func:`ranked_bpe_into`'s merges for a short pre-token (at most :data:`SHORT_PRETOKEN_BYTES`), as an array:
-    the symbols in ``sym[:count]`` (int32, its bytes' ids on entry), the merge of each adjacent pair in ``cand``
-    (int64, ``rank << 32 | merged`` or -1); each round scans for the lowest rank (the leftmost on a tie), merges it
-    and looks up only the two pairs it changed. Quadratic in the length, so only for short pre-tokens, where it
-    beats a heap (most words). Writes the ids at ``out[pos:]``; returns ``(new pos, merges done)``."""
+def scan_merges(pair_table, bits, sym, starts, count, cand):
+    """:func:`merge_pending`'s merges for a few symbols (at most :data:`SHORT_SYMBOLS`), in an array: the symbols
+    in ``sym[:count]`` (int32), where each starts in ``starts[:count]`` (int32, kept in step with them), the merge of
+    each adjacent pair in ``cand`` (int64, ``rank << 32 | merged`` or -1); each round scans for the lowest rank (the
+    leftmost on a tie), merges it and looks up only the two pairs it changed. Quadratic in ``count``, so only for
+    a few symbols, where it beats a heap (most words). Returns ``(symbols left, merges done)``; ``sym[:count]`` and
+    ``starts[:count]`` then hold the result. Symbols ``a``, ``b``, ``c`` with one merge ``(b, c)`` -> ``(2, 1)``."""
     for i in range(count - 1):
-        cand[i] = _pair_merge(pair_keys, pair_merged, rank_of, bits, sym[i], sym[i + 1])
+        cand[i] = pair_merge(pair_table, bits, sym[i], sym[i + 1])
     merges = 0
     while count > 1:
         best = np.int64(NO_RANK)  # every merge's rank is below it
@@ -227,20 +225,19 @@ def short_ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, sym, count, can
         sym[at] = np.int32(cand[at] & 0xFFFFFFFF)
         for i in range(at + 1, count - 1):
             sym[i] = sym[i + 1]
+            starts[i] = starts[i + 1]
             cand[i] = cand[i + 1]
         count -= 1
         merges += 1
         if at > 0:
-            cand[at - 1] = _pair_merge(pair_keys, pair_merged, rank_of, bits, sym[at - 1], sym[at])
+            cand[at - 1] = pair_merge(pair_table, bits, sym[at - 1], sym[at])
         if at < count - 1:
-            cand[at] = _pair_merge(pair_keys, pair_merged, rank_of, bits, sym[at], sym[at + 1])
-    for i in range(count):
-        out[pos + i] = sym[i]
-    return pos + count, merges
+            cand[at] = pair_merge(pair_table, bits, sym[at], sym[at + 1])
+    return count, merges
 
 
 @kernel
-def ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, start, end, sym, nxt, prv, cand, heap,
+def ranked_bpe_into(pair_table, bits, byte_to_id, data, start, end, sym, nxt, prv, cand, heap,
                     steps, rng_state, out, pos):
     """Encode ``data[start:end]`` (one pre-token) by merge replay; ids to ``out[pos:]``; returns the new ``pos``.
 
@@ -248,26 +245,30 @@ def ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, byte_to_id, data, sta
     previous node), ``cand`` (int64: each node's pending merge, see :func:`pair_at`) and ``heap`` (int64, twice
     the length). ``steps[0]`` (int64) grows by the heap entries popped (merges done, for a short pre-token), a
     measure of the work done (tests bound it). ``rng_state`` (uint64[1]) is :func:`merge_pending`'s, never drawn
-    from (merge replay has no dropout here). Pre-tokens of at most :data:`SHORT_PRETOKEN_BYTES` go through
-    :func:`short_ranked_bpe_into` (the same ids).
+    from (merge replay has no dropout here). Pre-tokens of at most :data:`SHORT_SYMBOLS` bytes go through
+    :func:`scan_merges` (the same ids).
     """
     n = end - start
     if n == 0:
         return pos
     for i in range(n):
         sym[i] = byte_to_id[data[start + i]]
-    if n <= SHORT_PRETOKEN_BYTES:
-        pos, merges = short_ranked_bpe_into(pair_keys, pair_merged, rank_of, bits, sym, n, cand, out, pos)
+    if n <= SHORT_SYMBOLS:
+        for i in range(n):
+            nxt[i] = i
+        count, merges = scan_merges(pair_table, bits, sym, nxt, n, cand)
         steps[0] += merges
-        return pos
+        for i in range(count):
+            out[pos + i] = sym[i]
+        return pos + count
     for i in range(n):
         nxt[i] = i + 1
         prv[i] = i - 1
     cand[n - 1] = -1
     size = 0
     for i in range(n - 1):
-        size = pair_at(pair_keys, pair_merged, rank_of, bits, sym, cand, heap, size, i, i + 1)
-    popped = merge_pending(pair_keys, pair_merged, rank_of, bits, sym, nxt, prv, cand, heap, size, n, 0.0,
+        size = pair_at(pair_table, bits, sym, cand, heap, size, i, i + 1)
+    popped = merge_pending(pair_table, bits, sym, nxt, prv, cand, heap, size, n, 0.0,
                            rng_state)
     steps[0] += popped
     node = 0
@@ -323,5 +324,5 @@ class ByteLevelEncoder:
                 left.append(a)
                 right.append(b)
             self.merges = (np.array(left, np.int64), np.array(right, np.int64), np.array(normal, np.int64))
-            self.pair_keys, self.pair_merged, self.bits = build_pair_table(*self.merges)
-            self.rank_of = merge_ranks(self.merges[2], np.arange(len(normal)), model.vocab_size)
+            rank_of = merge_ranks(self.merges[2], np.arange(len(normal)), model.vocab_size)
+            self.pair_table, self.bits = build_pair_table(*self.merges, rank_of)
