@@ -16,6 +16,7 @@ import numpy as np
 
 from tokenizer.compiled import ALL_VALID, encode_split
 from tokenizer.packed import from_arrow, pack
+from tokenizer.shared_ids import SharedIds
 
 _MIN_BYTES_PER_THREAD = 1 << 16
 _MIN_BYTES_PER_RANGE = 1 << 14
@@ -73,38 +74,6 @@ def encode_arrow(tok, pa, array, num_threads: int | None, bos: int, eos: int):
     return pa.LargeListArray.from_arrays(pa.array(out_offsets), values, mask=mask)
 
 
-class SharedIds:
-    """The Python ints ``0 .. size - 1`` that id lists share (one object per id, not one per occurrence): ``objects``
-    (an object array) and, for :func:`tokenizer.kernels.python_lists.build_id_lists`, their addresses (int64) and
-    those of the C API functions it calls. Built once per tokenizer (:func:`shared_ids`); it keeps the ints alive.
-
-    >>> SharedIds(3).objects.tolist()
-    [0, 1, 2]
-    """
-
-    def __init__(self, size: int) -> None:
-        self.objects = np.arange(size, dtype=np.int64).astype(object)
-        self.addresses = np.array([id(value) for value in self.objects.tolist()], dtype=np.int64)
-        self.api = python_api_addresses()
-
-
-def python_api_addresses() -> np.ndarray:
-    """The addresses (int64) of :data:`tokenizer.kernels.python_lists.API_FUNCTIONS` in this interpreter."""
-    import ctypes
-
-    from tokenizer.kernels.python_lists import API_FUNCTIONS
-
-    return np.array([ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value for name in API_FUNCTIONS],
-                    dtype=np.int64)
-
-
-def shared_ids(tok) -> SharedIds:
-    """The tokenizer's :class:`SharedIds` (built on first use)."""
-    if tok._shared_ids is None:
-        tok._shared_ids = SharedIds(tok.model.vocab_size)
-    return tok._shared_ids
-
-
 def encode_packed(tok, data, offsets, valid, num_threads, bos, eos, as_lists=False):
     """Encode packed texts; returns ``(ids int32, offsets int32 or int64)``, offsets starting at 0, or with
     ``as_lists`` one Python list of ids per text.
@@ -129,7 +98,7 @@ def encode_packed(tok, data, offsets, valid, num_threads, bos, eos, as_lists=Fal
             replacements = [encode_split(tok.compiled, splitter, bytes(data[offsets[d]:offsets[d + 1]]), bos, eos)
                             for d in split_docs.tolist()]
             spliced = splice_documents(ids, out_offsets, split_docs, replacements)
-            return split_ids(*spliced, shared_ids(tok)) if as_lists else spliced
+            return split_ids(*spliced, tok.compiled.shared_ids()) if as_lists else spliced
     return _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_lists)
 
 
@@ -141,7 +110,7 @@ def _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_li
     if threads == 1:
         ids, out_offsets = _encode_documents(tok, data, offsets, valid, 0, n, bos, eos)
         if as_lists:
-            return split_ids(ids, out_offsets, shared_ids(tok))
+            return split_ids(ids, out_offsets, tok.compiled.shared_ids())
     else:
         # More ranges than threads, taken in turn by whichever thread is free (the calling thread included),
         # so that uneven ranges do not leave a core idle at the end.
@@ -151,7 +120,7 @@ def _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_li
         ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
         parts: list = [None] * len(ranges)
         lists: list = [None] * len(ranges)
-        shared = shared_ids(tok) if as_lists else None
+        shared = tok.compiled.shared_ids() if as_lists else None
         next_range = iter(range(len(ranges)))  # shared; next() on it is atomic under the GIL
 
         def convert_finished() -> None:  # the calling thread only: Python lists need the GIL anyway
@@ -235,12 +204,12 @@ def splice_documents(ids: np.ndarray, offsets: np.ndarray, documents: np.ndarray
 def split_ids(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds | None = None) -> list[list[int]]:
     """Flat ids cut at ``offsets`` into Python lists: ``[1, 2, 3]``, ``[0, 2, 2, 3]`` -> ``[[1, 2], [], [3]]``.
 
-    With ``shared`` (:func:`shared_ids`) the lists hold its int objects instead of one new int per id, and are
-    built in one compiled pass (:func:`tokenizer.kernels.python_lists.build_id_lists`; with the JIT disabled, an
-    object array of the ids, listed, then sliced per text). Without, pyarrow's C conversion builds the lists. The
-    cyclic garbage collector is paused meanwhile: the thousands of new lists would otherwise set off full
-    collections that cost more than the conversion (lists of ints hold no cycles, so pausing it frees nothing later
-    than it would).
+    With ``shared`` (:meth:`tokenizer.compiled.CompiledModel.shared_ids`) the lists hold its int objects instead of
+    one new int per id, and are built in one compiled pass (:func:`tokenizer.kernels.python_lists.build_id_lists`;
+    with the JIT disabled, an object array of the ids, listed, then sliced per text). Without, pyarrow's C
+    conversion builds the lists. The cyclic garbage collector is paused meanwhile: the thousands of new lists would
+    otherwise set off full collections that cost more than the conversion (lists of ints hold no cycles, so pausing
+    it frees nothing later than it would).
     """
     import gc
 

@@ -16,6 +16,7 @@ from tokenizer.kernels.batch import ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, fla
 from tokenizer.kernels.bpe_ranked import CACHE_WORDS
 from tokenizer.kernels.tables import pack_record
 from tokenizer.model import LATTICE_SUMS, Model, PieceType
+from tokenizer.shared_ids import SharedIds
 
 MATCHABLE_TYPES = (PieceType.NORMAL, PieceType.USER_DEFINED)
 UNK_PENALTY = np.float32(10.0)            # SentencePiece's kUnkPenalty
@@ -140,7 +141,9 @@ class CompiledModel:
         else:
             self.rule, self.record = VITERBI, self.viterbi_record(0, np.zeros(0, np.uint8))
         self.kernel = ENTRIES[self.rule]
+        self.vocab_size = model.vocab_size
         self._encode_one = None
+        self._shared_ids = None
 
     def viterbi_record(self, pattern: int, char_class: np.ndarray) -> tuple:
         """The record of :func:`tokenizer.kernels.batch.viterbi_entry` (``pattern`` 0: no pre-split)."""
@@ -163,6 +166,12 @@ class CompiledModel:
                            small=[self.is_user_defined],
                            longs=[pair_table, flags(self.has_user_defined, self.byte_mode, has_pseudo, vocab_size, bits,
                                                    self.unk_id, self.byte_fallback, words)])
+
+    def shared_ids(self) -> SharedIds:
+        """The :class:`~tokenizer.shared_ids.SharedIds` of this model's ids (built on first use)."""
+        if self._shared_ids is None:
+            self._shared_ids = SharedIds(self.vocab_size)
+        return self._shared_ids
 
     # ------------------------------------------------------------------ one document range
     def work_arrays(self, longest: int) -> tuple[np.ndarray, np.ndarray]:
@@ -190,12 +199,17 @@ class CompiledModel:
         return int(total)
 
     def encode_one(self, data: bytes, bos_id: int, eos_id: int) -> list[int]:
-        """Ids of one normalized text (bytes), by :func:`tokenizer.one_text.one_text_encoder` (built on first use)."""
+        """Ids of one normalized text (bytes), by :meth:`one_text_encoder`."""
+        return self.one_text_encoder()(data, bos_id, eos_id)
+
+    def one_text_encoder(self):
+        """``encode(data: bytes, bos_id, eos_id) -> list[int]`` for normalized texts, the one
+        :func:`tokenizer.one_text.one_text_encoder` of this model (built on first use)."""
         if self._encode_one is None:
             from tokenizer.one_text import one_text_encoder
 
             self._encode_one = one_text_encoder(self)
-        return self._encode_one(data, bos_id, eos_id)
+        return self._encode_one
 
 
 def _positions(data: bytes, sub: bytes) -> list[int]:

@@ -52,7 +52,6 @@ class Tokenizer:
         self._decode_table: list[bytes] | None = None
         self._splitter = False  # AddedTokenSplitter | None once built (False = not built yet)
         self._encode_plain = None  # built by _plain_encoder on first encode()
-        self._shared_ids = None  # tokenizer.batching.shared_ids builds it on first use
 
     # ------------------------------------------------------------------ construction, pickling
     @classmethod
@@ -203,7 +202,7 @@ class Tokenizer:
         """``encode_plain(raw bytes, bos_id, eos_id) -> list[int]`` (normalize, cut added tokens, encode), with the
         normalizer and kernel choices made once; kept as ``self._encode_plain``."""
         compiled, normalizer, splitter = self.compiled, self.normalizer, self.added_token_splitter
-        encode_one = compiled.encode_one
+        encode_one = compiled.one_text_encoder()
         normalize, identity = normalizer.normalize, normalizer.is_identity
         if splitter is not None:
             def encode_plain(data, bos_id, eos_id):

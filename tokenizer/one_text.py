@@ -1,5 +1,7 @@
 """The per-call encoder of ``Tokenizer.encode``: one text (bytes) in, a list of ids out, through the C entry point
-of :mod:`tokenizer.kernels.one_text` with a call block per thread, so a call unboxes no array.
+of :mod:`tokenizer.kernels.one_text` with a call block per thread, so a call unboxes no array. Each thread calls
+it through a built-in function (:mod:`tokenizer.kernels.python_call`) bound to its block, or through ctypes where
+this interpreter's object layout does not allow that (:func:`builtin_calls_work`).
 
     >>> from tokenizer.compiled import CompiledModel
     >>> from tokenizer.model import Model
@@ -19,7 +21,9 @@ from tokenizer.kernels.batch import VITERBI
 from tokenizer.kernels.one_text import (BLOCK_WORDS, DID_NOT_FIT, IN_OFFSETS, NORMALIZE, NORMALIZED,
                                         NORMALIZER_FLAGS, OFFSETS, OUT_IDS, OUT_OFFSETS, NARROW, TRIE,
                                         UNREPRESENTABLE, UNITS, WIDE, one_text_entry)
+from tokenizer.shared_ids import c_api_addresses
 
+METH_FASTCALL = 0x0080
 MAX_KEPT_BUFFER = 1 << 20  # a thread keeps its buffers between calls for texts up to this many bytes
 _C_CALL = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64,
                             ctypes.c_int64)  # CFUNCTYPE: the GIL is released during the call, so threads run at once
@@ -31,18 +35,66 @@ def _put(block: np.ndarray, k: int, array: np.ndarray) -> None:
     block[2 * k], block[2 * k + 1] = array.ctypes.data, len(array)
 
 
+class _MethodDef(ctypes.Structure):
+    """CPython's ``PyMethodDef``: what a built-in function object calls."""
+    _fields_ = [("name", ctypes.c_char_p), ("function", ctypes.c_void_p), ("flags", ctypes.c_int),
+                ("doc", ctypes.c_char_p)]
+
+
+_NEW_FUNCTION = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)(
+    ("PyCFunction_NewEx", ctypes.pythonapi))
+_METHOD_DEFS: list = []  # the one PyMethodDef of encode_call, alive as long as the process (functions point to it)
+
+
+def builtin_calls_work() -> bool:
+    """True when :func:`tokenizer.kernels.python_call.encode_call` can serve as a built-in function here: CPython,
+    the JIT on, and numpy's ``data`` field where the kernel reads it."""
+    import sys
+
+    from tokenizer.kernels.python_call import ARRAY_DATA_OFFSET, encode_call
+
+    if sys.implementation.name != "cpython" or not hasattr(encode_call, "address"):
+        return False
+    probe = np.zeros(1, np.int64)
+    return ctypes.c_int64.from_address(id(probe) + ARRAY_DATA_OFFSET).value == probe.ctypes.data
+
+
+def _builtin(header: np.ndarray):
+    """A built-in function ``f(data: bytes, bos_id: int, eos_id: int)`` running
+    :func:`tokenizer.kernels.python_call.encode_call` on ``header`` (which it keeps alive)."""
+    from tokenizer.kernels.python_call import encode_call
+
+    if not _METHOD_DEFS:
+        _METHOD_DEFS.append(_MethodDef(b"encode_one", encode_call.address, METH_FASTCALL, None))
+    return _NEW_FUNCTION(ctypes.addressof(_METHOD_DEFS[0]), header, None)
+
+
+def _call_header(block: np.ndarray, entry_address: int, out_ids: np.ndarray, shared) -> np.ndarray:
+    """The header of :mod:`tokenizer.kernels.python_call` for one call block and its id buffer."""
+    from tokenizer.kernels import python_call as pc
+
+    header = np.zeros(pc.HEADER_WORDS, np.int64)
+    header[:len(pc.API_NAMES)] = c_api_addresses(pc.API_NAMES)
+    header[pc.NONE], header[pc.BLOCK], header[pc.ENTRY] = id(None), block.ctypes.data, entry_address
+    header[pc.OUT_IDS], header[pc.OBJECTS] = out_ids.ctypes.data, shared.addresses.ctypes.data
+    header[pc.OBJECT_COUNT] = len(shared.addresses)
+    return header
+
+
 def one_text_encoder(compiled, normalizer=None):
     """``encode(data: bytes, bos_id, eos_id) -> list[int]`` for ``compiled`` (a :class:`CompiledModel`); with
     ``normalizer`` (a :class:`~tokenizer.normalizers.SentencePieceNormalizer`) the raw bytes are normalized by its
     kernel into the thread's buffer first (a text its growth bound cannot hold takes ``normalizer.normalize``).
-    Each thread has its own block and buffers, kept for texts up to :data:`MAX_KEPT_BUFFER` bytes. Raises what
-    :meth:`CompiledModel.encode_range` raises."""
+    Each thread has its own block, buffers and built-in function, kept for texts up to :data:`MAX_KEPT_BUFFER`
+    bytes. Raises what :meth:`CompiledModel.encode_range` raises."""
+    from tokenizer.kernels.python_call import HEADER_WORDS, STATUS
+
     units, scores, ints, small, longs = compiled.record
     wide_dtype = compiled.score_dtype if compiled.rule == VITERBI else np.int64
     entry = one_text_entry(compiled.rule, units.dtype, scores.dtype, wide_dtype)
     if not hasattr(entry, "address"):  # the JIT is disabled: the batch path on one text
         return _one_text_by_batch(compiled, normalizer)
-    call = _C_CALL(entry.address)
+    shared = compiled.shared_ids() if builtin_calls_work() else None
     fixed = np.zeros(BLOCK_WORDS, np.int64)
     for k, array in enumerate(compiled.record):
         _put(fixed, UNITS + k, array)
@@ -65,7 +117,13 @@ def one_text_encoder(compiled, normalizer=None):
         block = fixed.copy()
         for k, array in arrays.items():
             _put(block, k, array)
-        state = (capacity, block.ctypes.data, arrays[OUT_IDS], block, arrays, tables, compiled.record)
+        if shared is not None:
+            header = _call_header(block, entry.address, arrays[OUT_IDS], shared)
+            function = _builtin(header)
+        else:
+            header = np.zeros(HEADER_WORDS, np.int64)
+            function = _ctypes_function(entry.address, block, arrays[OUT_IDS], header)
+        state = (capacity, function, header, block, arrays, tables, compiled.record, shared)
         if capacity <= MAX_KEPT_BUFFER:
             local.state = state
         return state
@@ -73,19 +131,36 @@ def one_text_encoder(compiled, normalizer=None):
     plain = None if normalizer is None else one_text_encoder(compiled)
 
     def encode(data: bytes, bos_id: int, eos_id: int) -> list[int]:
-        n = len(data)
         state = getattr(local, "state", None)
-        if state is None or state[0] < n:
-            state = grow(n)
-        total = call(state[1], data, n, bos_id, eos_id)
-        if total < 0:
-            if total == DID_NOT_FIT:
-                return plain(normalizer.normalize(data), bos_id, eos_id)
-            assert total == UNREPRESENTABLE
-            raise unrepresentable_error(0)
-        return state[2][:total].tolist()
+        if state is None or state[0] < len(data):
+            state = grow(len(data))
+        ids = state[1](data, bos_id, eos_id)
+        if ids is not None:
+            return ids
+        if state[2][STATUS] == DID_NOT_FIT:
+            return plain(normalizer.normalize(data), bos_id, eos_id)
+        assert state[2][STATUS] == UNREPRESENTABLE
+        raise unrepresentable_error(0)
 
     return encode
+
+
+def _ctypes_function(address: int, block: np.ndarray, out_ids: np.ndarray, header: np.ndarray):
+    """The built-in's contract through ctypes: ``f(data, bos_id, eos_id)`` -> the list of ids, or ``None`` with
+    the entry's status in ``header[STATUS]``."""
+    from tokenizer.kernels.python_call import STATUS
+
+    call = _C_CALL(address)
+    block_address = block.ctypes.data
+
+    def function(data: bytes, bos_id: int, eos_id: int) -> list[int] | None:
+        total = call(block_address, data, len(data), bos_id, eos_id)
+        if total < 0:
+            header[STATUS] = total
+            return None
+        return out_ids[:total].tolist()
+
+    return function
 
 
 def _one_text_by_batch(compiled, normalizer):

@@ -130,7 +130,8 @@ def test_threads_work_in_a_forked_child():
 def test_split_ids_cuts_flat_ids_into_lists_and_restores_the_collector():
     import gc
 
-    from tokenizer.batching import SharedIds, split_ids
+    from tokenizer.batching import split_ids
+    from tokenizer.shared_ids import SharedIds
 
     ids = np.array([1, 2, 3, 70000], dtype=np.int32)
     shared = SharedIds(70001)
@@ -158,7 +159,8 @@ def test_build_id_lists_agrees_with_its_twin_and_leaks_no_reference(documents):
     (ints from 300 on: the interpreter's own small ints are shared with everything else)."""
     import sys
 
-    from tokenizer.batching import SharedIds, split_ids
+    from tokenizer.batching import split_ids
+    from tokenizer.shared_ids import SharedIds
     from tokenizer.twins.python_lists import ref_build_id_lists
 
     shared = SharedIds(600)
@@ -177,7 +179,8 @@ def test_build_id_lists_agrees_with_its_twin_and_leaks_no_reference(documents):
 def test_build_id_lists_refuses_ids_without_an_object():
     """An id outside the shared ints gives 0 from the kernel (all it built released) and the Python path's
     IndexError from split_ids, never a read past the array."""
-    from tokenizer.batching import SharedIds, split_ids
+    from tokenizer.batching import split_ids
+    from tokenizer.shared_ids import SharedIds
     from tokenizer.kernels.python_lists import build_id_lists
 
     shared = SharedIds(4)

@@ -89,3 +89,61 @@ def test_a_new_process_loads_the_c_entry_point_from_the_disk_cache():
                            timeout=600) for _ in range(2)]
     assert all(run.returncode == 0 for run in runs), runs[-1].stderr[-2000:]
     assert runs[1].stdout.split()[-1] == "1"  # the first run compiled it at most; the second found it on disk
+
+
+@pytest.mark.skipif(_DISABLE_JIT, reason="no C entry points without the JIT")
+@pytest.mark.parametrize("kind", ["unigram", "bpe byte_level"])
+def test_the_builtin_and_the_ctypes_call_give_the_same_ids_and_leak_no_reference(tokenizers, kind, monkeypatch):
+    import sys
+
+    from tokenizer import one_text
+
+    assert one_text.builtin_calls_work()  # CPython with numpy's layout: what CI runs
+    compiled = tokenizers[kind].compiled
+    by_builtin = one_text.one_text_encoder(compiled)
+    monkeypatch.setattr(one_text, "builtin_calls_work", lambda: False)
+    by_ctypes = one_text.one_text_encoder(compiled)
+    texts = [line for line in sample_lines(200)] + [b"", b"\xff\xfe", "中".encode() * 3000]
+    assert [by_builtin(t, -1, -1) for t in texts] == [by_ctypes(t, -1, -1) for t in texts]
+    assert by_builtin(b"ab", 1, 2)[::len(by_builtin(b"ab", 1, 2)) - 1] == [1, 2]
+    ids = by_builtin(texts[0], -1, -1)
+    item = compiled.shared_ids().objects[max(ids)]  # an id above 256: not one of the interpreter's shared ints
+    uses = ids.count(max(ids))
+    del ids
+    before = sys.getrefcount(item)
+    results = [by_builtin(texts[0], -1, -1) for _ in range(100)]
+    assert sys.getrefcount(item) == before + 100 * uses
+    list_references = sys.getrefcount(results[0])  # (outside the assert, which keeps its operands)
+    assert list_references == 2  # the list itself: one reference (plus getrefcount's argument)
+    del results
+    assert sys.getrefcount(item) == before
+
+
+@pytest.mark.skipif(_DISABLE_JIT, reason="no C entry points without the JIT")
+def test_the_builtin_refuses_wrong_arguments_with_a_python_error(tokenizers):
+    from tokenizer import one_text
+    from tokenizer.kernels.python_call import HEADER_WORDS, STATUS, WRONG_CALL
+
+    encode = one_text.one_text_encoder(tokenizers["unigram"].compiled)
+    assert encode(b"a", -1, -1)  # builds this thread's state
+    state = next(cell.cell_contents for cell in encode.__closure__ if type(cell.cell_contents).__name__ == "_local")
+    function, header = state.state[1], state.state[2]
+    assert type(function).__name__ == "builtin_function_or_method" and len(header) == HEADER_WORDS
+    with pytest.raises(TypeError):
+        function("a", -1, -1)  # str, not bytes
+    with pytest.raises(TypeError):
+        function(b"a", "x", -1)
+    assert function(b"a") is None and header[STATUS] == WRONG_CALL
+    assert function(b"a", -1, -1) == encode(b"a", -1, -1)
+
+
+@pytest.mark.skipif(_DISABLE_JIT, reason="no C entry points without the JIT")
+def test_threads_calling_at_once_get_their_own_ids(tokenizers):
+    from concurrent.futures import ThreadPoolExecutor
+
+    tok = tokenizers["bpe sentencepiece"]
+    texts = [line.decode("utf-8", "replace") for line in sample_lines(400)]
+    expected = [tok.encode(text) for text in texts]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            assert list(pool.map(tok.encode, texts)) == expected

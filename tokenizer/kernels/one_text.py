@@ -43,7 +43,7 @@ SIGNATURE = types.int64(types.CPointer(types.int64), types.CPointer(types.uint8)
 
 
 @intrinsic
-def _typed_pointer(typingctx, address, dtype):
+def typed_pointer(typingctx, address, dtype):
     """``address`` (int64) as a pointer to ``dtype`` (a numpy scalar type): the start of an array in the block."""
     pointer_type = types.CPointer(dtype.instance_type)
 
@@ -56,7 +56,7 @@ def _typed_pointer(typingctx, address, dtype):
 @kernel
 def _block_array(block, k, dtype):
     """Array ``k`` of the block, viewed in place (no copy, no reference counting)."""
-    return numba.carray(_typed_pointer(block[2 * k], dtype), (block[2 * k + 1],))
+    return numba.carray(typed_pointer(block[2 * k], dtype), (block[2 * k + 1],))
 
 
 _ENTRIES: dict = {}

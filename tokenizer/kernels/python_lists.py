@@ -5,7 +5,7 @@ encoding them: an object array of the ids, a flat list of it, then a slice per d
 builds the lists directly: for each document ``PyList_New``, then each id's shared int object (an address from
 ``objects``, whose Python ints the caller keeps alive) with ``Py_IncRef`` and ``PyList_SetItem``. Those functions
 of the CPython C API are called by the addresses in ``api`` (:data:`API_FUNCTIONS`, filled by
-:func:`tokenizer.batching.python_api_addresses`), so the kernel needs the GIL: it is the one kernel compiled with
+:func:`tokenizer.shared_ids.c_api_addresses`), so the kernel needs the GIL: it is the one ``@kernel`` compiled with
 ``nogil=False``, and no address is compiled into it (the disk cache stays valid from process to process).
 
 The twin is :func:`tokenizer.twins.python_lists.ref_build_id_lists`. Example: ids ``[5, 6, 7]``, offsets

@@ -1,0 +1,113 @@
+"""A compiled body for a Python built-in function: ``Tokenizer.encode``'s call without ctypes.
+
+A ctypes call converts each argument and builds a result object, which costs more than encoding a short line.
+:func:`encode_call` is a C function with CPython's ``METH_FASTCALL`` signature (``self``, a pointer to the
+arguments, their count) that :mod:`tokenizer.one_text` turns into a built-in function object bound to a *header*
+(``self``: an int64 array, :data:`HEADER_WORDS`), so calling it costs what calling ``len`` costs. A call
+``f(data, bos_id, eos_id)`` (``data`` bytes, the ids ints) reads the text through ``PyBytes_AsString`` and
+``PyBytes_Size``, releases the GIL (``PyEval_SaveThread``), calls the one-text entry point of
+:mod:`tokenizer.kernels.one_text` on the header's call block, takes the GIL back, and returns a new list of the
+ids built from the shared int objects (``PyList_New``, ``Py_IncRef``, ``PyList_SetItem``), or ``None`` when the
+entry returned a negative status (kept in ``header[STATUS]`` for the caller to act on).
+
+Every address (the C API's functions, ``None``, the entry point, the arrays) comes from the header, never from the
+compiled code, so the disk cache stays valid from process to process. The header's own address is read from
+``self`` as numpy's ``PyArray_DATA`` does (the ``data`` field right after the object header); the caller checks
+that layout once (:func:`tokenizer.one_text.header_layout_holds`) and uses ctypes where it does not hold.
+
+Example: with a header for a byte-level model with the piece ``ab`` (id 256), ``f(b"abab", -1, -1)`` returns
+``[256, 256]`` and ``f(b"", -1, -1)`` returns ``[]``.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+from tokenizer.kernels import kernel
+from tokenizer.kernels.one_text import typed_pointer
+
+#: the C API functions :func:`encode_call` calls, in the order of their header words
+API_NAMES = ("PyBytes_AsString", "PyBytes_Size", "PyLong_AsLongLong", "PyErr_Occurred", "PyEval_SaveThread",
+             "PyEval_RestoreThread", "PyList_New", "PyList_SetItem", "Py_IncRef")
+(BYTES_AS_STRING, BYTES_SIZE, LONG_AS_LONG_LONG, ERR_OCCURRED, SAVE_THREAD, RESTORE_THREAD, LIST_NEW, LIST_SET_ITEM,
+ INC_REF) = range(len(API_NAMES))
+#: the rest of the header: ``None``'s address, the call block and entry point of :mod:`tokenizer.kernels.one_text`,
+#: the block's id buffer, the shared int objects (addresses, int64) and their count, and the last call's status
+NONE, BLOCK, ENTRY, OUT_IDS, OBJECTS, OBJECT_COUNT, STATUS = range(len(API_NAMES), len(API_NAMES) + 7)
+HEADER_WORDS = STATUS + 1
+WRONG_CALL = -100  # the status of a call with other than three arguments
+#: the byte offset of numpy's ``data`` field in an array object, right after the object header
+ARRAY_DATA_OFFSET = 16
+
+_I64 = ir.IntType(64)
+
+
+@intrinsic
+def _call(typingctx, function, arguments):
+    """Call the C function at address ``function`` with ``arguments`` (a tuple of int64, passed as int64 or
+    pointers alike); its int64 result (for a ``void`` or ``int`` function, not to be used)."""
+    count = len(arguments)
+
+    def codegen(context, builder, signature, args):
+        c_function = ir.FunctionType(_I64, [_I64] * count)
+        values = [builder.extract_value(args[1], k) for k in range(count)]
+        return builder.call(builder.inttoptr(args[0], c_function.as_pointer()), values)
+
+    return types.int64(function, arguments), codegen
+
+
+@intrinsic
+def _word_at(typingctx, address):
+    """The int64 stored at ``address``."""
+
+    def codegen(context, builder, signature, args):
+        return builder.load(builder.inttoptr(args[0], _I64.as_pointer()))
+
+    return types.int64(types.int64), codegen
+
+
+@kernel
+def _header(self):
+    """The header array of the function object's ``self`` (an int64 numpy array), viewed in place."""
+    return numba.carray(typed_pointer(_word_at(self + ARRAY_DATA_OFFSET), np.int64), (HEADER_WORDS,))
+
+
+@kernel(c_signature=types.int64(types.int64, types.CPointer(types.int64), types.int64))
+def encode_call(self, args, nargs):
+    """``METH_FASTCALL`` body (see the module docstring): a new reference (the list of ids, or ``None`` with
+    ``header[STATUS]`` set: the entry's negative status, or :data:`WRONG_CALL`), or 0 with a Python exception set
+    (``data`` not bytes, an id not an int)."""
+    header = _header(self)
+    if nargs != 3:
+        header[STATUS] = WRONG_CALL
+        _call(header[INC_REF], (header[NONE],))
+        return header[NONE]
+    data = _call(header[BYTES_AS_STRING], (args[0],))
+    if data == 0:
+        return np.int64(0)
+    n = _call(header[BYTES_SIZE], (args[0],))
+    bos_id = _call(header[LONG_AS_LONG_LONG], (args[1],))
+    eos_id = _call(header[LONG_AS_LONG_LONG], (args[2],))
+    if (bos_id == -1 or eos_id == -1) and _call(header[ERR_OCCURRED], ()) != 0:
+        return np.int64(0)
+    saved = _call(header[SAVE_THREAD], ())
+    total = _call(header[ENTRY], (header[BLOCK], data, n, bos_id, eos_id))
+    _call(header[RESTORE_THREAD], (saved,))
+    header[STATUS] = total
+    if total < 0:
+        _call(header[INC_REF], (header[NONE],))
+        return header[NONE]
+    result = _call(header[LIST_NEW], (total,))
+    if result == 0:
+        return np.int64(0)
+    ids = numba.carray(typed_pointer(header[OUT_IDS], np.int32), (total,))
+    objects = numba.carray(typed_pointer(header[OBJECTS], np.int64), (header[OBJECT_COUNT],))
+    for k in range(total):
+        item = objects[ids[k]]
+        _call(header[INC_REF], (item,))
+        _call(header[LIST_SET_ITEM], (result, np.int64(k), item))
+    return result
