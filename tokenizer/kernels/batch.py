@@ -40,12 +40,12 @@ VITERBI, PIECE_BPE, RANKED_BPE = 0, 1, 2
 def work_sizes(rule: int, longest: int) -> tuple[int, int]:
     """``(wide, narrow)`` item counts of the work arrays for documents of up to ``longest`` bytes (``n = longest +
     1`` positions): Viterbi one score and three int32 per position; BPE three int64 (pending merge, two heap
-    slots) and three int32, plus one int64 step counter and the pre-token cache
+    slots) and four int32, plus one int64 step counter and the pre-token cache
     (:data:`tokenizer.kernels.bpe_ranked.CACHE_WORDS` int64, zeroed by the caller)."""
     n = longest + 1
     if rule == VITERBI:
         return n, 3 * n
-    return 3 * n + 1 + CACHE_WORDS, 3 * n
+    return 3 * n + 1 + CACHE_WORDS, 4 * n
 
 
 @kernel
@@ -110,10 +110,10 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
 @kernel
 def bpe_work(wide, narrow):
     """The BPE work arrays carved from ``wide`` (int64) and ``narrow`` (int32), as :func:`work_sizes` sizes them:
-    ``(sym, nxt, prv, cand, heap, steps, cache)``."""
-    n = narrow.shape[0] // 3
-    return (narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n], wide[:n], wide[n:3 * n], wide[3 * n:3 * n + 1],
-            wide[3 * n + 1:3 * n + 1 + CACHE_WORDS])
+    ``(sym, nxt, prv, starts, cand, heap, steps, cache)``."""
+    n = narrow.shape[0] // 4
+    return (narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n], narrow[3 * n:4 * n], wide[:n], wide[n:3 * n],
+            wide[3 * n:3 * n + 1], wide[3 * n + 1:3 * n + 1 + CACHE_WORDS])
 
 
 @kernel
@@ -140,7 +140,7 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
     each text is encoded word by word (a word: its "▁" run and what follows up to the next run) through the
     pre-token cache of :func:`tokenizer.kernels.bpe_ranked.cached_ids`: the same ids, most words looked up."""
     model, words = piece_bpe_model(units, scores, ints, small, longs)
-    sym, nxt, prv, cand, heap, steps, cache = bpe_work(wide, narrow)
+    sym, nxt, prv, starts, cand, heap, steps, cache = bpe_work(wide, narrow)
     rng_state = np.zeros(1, np.uint64)  # no dropout: never drawn from
     pos = 0
     out_offsets[0] = 0
@@ -161,8 +161,8 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
                 pos = hit
             else:
                 first = pos
-                pos = piece_bpe_into(*model, 0.0, rng_state, data, p, q, sym, nxt, prv, cand, heap, steps, out_ids,
-                                     pos)
+                pos = piece_bpe_into(*model, 0.0, rng_state, data, p, q, sym, nxt, prv, starts, cand, heap, steps,
+                                     out_ids, pos)
                 if pos < 0:
                     return -1, i
                 if words:
@@ -188,7 +188,7 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
     pair_table = part(longs, longs, 3)
     flags = part(longs, longs, 4)
     pattern, bits, ignore_merges = flags[0], flags[1], flags[2] != 0
-    sym, nxt, prv, cand, heap, steps, cache = bpe_work(wide, narrow)
+    sym, nxt, prv, starts, cand, heap, steps, cache = bpe_work(wide, narrow)
     rng_state = np.zeros(1, np.uint64)  # no dropout: never drawn from
     pos = 0
     out_offsets[0] = 0

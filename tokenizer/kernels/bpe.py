@@ -33,7 +33,10 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.bpe_ranked import SHORT_SYMBOLS, build_pair_table, merge_pending, merge_ranks, pair_at, scan_merges
+from tokenizer.kernels.bpe_ranked import (SHORT_SYMBOLS, build_pair_table, merge_pending, merge_ranks, pair_merge,
+                                         scan_merges)
+from tokenizer.kernels.hash_table import EMPTY
+from tokenizer.kernels.heaps import min_heap_push
 from tokenizer.kernels.double_array import DoubleArray, exact_match, step, unit_value
 from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node
 from tokenizer.kernels.utf8 import char_length
@@ -64,7 +67,8 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
                       byte_mode: bool) -> tuple:
     """The tables of :func:`piece_bpe_into` for the matchable ``pieces`` (their ``ids``; ``merge_score`` float32
     per vocabulary id): ``(pair_table, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo)``
-    (``pair_table``: :func:`tokenizer.kernels.bpe_ranked.build_pair_table`).
+    (``pair_table``: :func:`tokenizer.kernels.bpe_ranked.build_pair_table`, with every two characters that meet
+    inside a piece as a :data:`~tokenizer.kernels.bpe_ranked.JOINABLE` pair when they are no merge).
 
     ``pseudo_units`` is a double array from each pseudo character to its id (``vocab_size + k``). Example:
     pieces ``[b"a", b"ab"]`` miss ``b``: pseudo ``b`` = vocab_size, pair ``(0, vocab_size) -> 1``.
@@ -76,16 +80,21 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
     symbol_starts(data, offsets, byte_mode, starts, ends)
     pseudo: dict[bytes, int] = {}
     left, right, merged = [], [], []
+    join_left: list[int] = []
+    join_right: list[int] = []
     k = 0
     for piece, z, stop in zip(pieces, ids.tolist(), ends.tolist()):
         bounds = starts[k:stop].tolist() + [len(piece)]
         k = stop
         if len(bounds) < 3:
             continue
-        for a, b in zip(bounds, bounds[1:]):
-            char = piece[a:b]
+        chars = [piece[a:b] for a, b in zip(bounds, bounds[1:])]
+        for char in chars:
             if char not in symbol_of and char not in pseudo:
                 pseudo[char] = vocab_size + len(pseudo)
+        for x, y in zip(chars, chars[1:]):  # characters that meet inside a piece: no cut between them
+            join_left.append(symbol_of.get(x, pseudo.get(x, -1)))
+            join_right.append(symbol_of.get(y, pseudo.get(y, -1)))
         for b in bounds[1:-1]:
             x, y = piece[:b], piece[b:]
             ix = symbol_of.get(x, pseudo.get(x, -1))
@@ -98,7 +107,8 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
     distinct = np.unique(merge_score[merged_ids])[::-1] if len(merged_ids) else np.zeros(0, np.float32)
     rank = np.searchsorted(-distinct, -merge_score[merged_ids]) if len(merged_ids) else merged_ids
     rank_of = merge_ranks(merged_ids, rank, vocab_size + len(pseudo))  # dense: equal scores, equal rank
-    pair_table, bits = build_pair_table(np.array(left, np.int64), np.array(right, np.int64), merged_ids, rank_of)
+    pair_table, bits = build_pair_table(np.array(left, np.int64), np.array(right, np.int64), merged_ids, rank_of,
+                                        (join_left, join_right))
     pseudo_units = DoubleArray.build(list(pseudo), list(pseudo.values())).units if pseudo else np.zeros(1, np.int32)
     byte_piece = np.full(256, -1, np.int32)
     bmp_symbol = np.full(1 << 16, -1, np.int32)
@@ -152,23 +162,27 @@ def user_defined_prefix(units, is_user_defined, data, pos, end):
 @kernel
 def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_symbol, byte_mode, pseudo_units,
                    has_pseudo, vocab_size, pair_table, bits, unk_id, byte_fallback, byte_to_id,
-                   dropout, rng_state, data, start, end, sym, nxt, prv, cand, heap, steps, out, pos):
+                   dropout, rng_state, data, start, end, sym, nxt, prv, starts, cand, heap, steps, out, pos):
     """Encode ``data[start:end]``; ids to ``out[pos:]``; returns the new ``pos``, or -1 when unknown text has
     neither an unk piece nor byte fallback.
 
     ``byte_piece`` int32[256]: the symbol of each one-byte character (or byte in ``byte_mode``); ``bmp_symbol``
     int32[65536]: the symbol of each two- and three-byte character by code point (-1: none). Work buffers of
-    length >= ``end - start``: ``sym``, ``nxt``, ``prv`` (int32), ``cand`` (int64: the pending merge of each
-    node, ``rank << 32 | merged`` or -1), ``heap`` (int64, twice the length). Nodes are byte positions; node ``i``
-    spans ``[i, nxt[i])``. ``steps[0]`` (int64) grows by the heap entries popped (tests bound it). ``dropout``
-    (float64) and ``rng_state`` (uint64[1]): BPE-dropout, see :func:`tokenizer.kernels.bpe_ranked.merge_pending`.
-    Without dropout, a text of at most :data:`~tokenizer.kernels.bpe_ranked.SHORT_SYMBOLS` characters merges in
-    an array (:func:`~tokenizer.kernels.bpe_ranked.scan_merges`, the same ids) instead.
+    length >= ``end - start + 1``: ``sym``, ``nxt``, ``prv``, ``starts`` (int32), ``cand`` (int64: the pending
+    merge of each symbol, ``rank << 32 | merged`` or negative), ``heap`` (int64, twice the length). ``steps[0]``
+    (int64) grows by the merges done (tests bound it). ``dropout`` (float64) and ``rng_state`` (uint64[1]):
+    BPE-dropout, see :func:`tokenizer.kernels.bpe_ranked.merge_pending`.
+
+    The characters become symbols (``sym[j]`` starting at byte ``starts[j]``). Without dropout, the text is cut
+    where two adjacent characters appear together in no piece (their pair is not in the pair table, not even as
+    :data:`~tokenizer.kernels.bpe_ranked.JOINABLE`): no merge can cross such a cut, so each stretch between cuts is merged on its own (the same
+    ids), by :func:`~tokenizer.kernels.bpe_ranked.scan_merges` up to
+    :data:`~tokenizer.kernels.bpe_ranked.SHORT_SYMBOLS` symbols, else with the heap.
     """
     n = end - start
     if n == 0:
         return pos
-    count = 0  # the symbols, compact: sym[j] starts at byte prv[j]
+    count = 0
     q = 0
     while q < n:
         length, piece = user_defined_prefix(units, is_user_defined, data, start + q, end) if has_user_defined \
@@ -179,45 +193,52 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
             symbol = _initial_symbol(units, byte_piece, bmp_symbol, pseudo_units, has_pseudo, data, start + q,
                                      length)
         sym[count] = symbol
-        prv[count] = q
+        starts[count] = q
         count += 1
         q += length
-    if count <= SHORT_SYMBOLS and dropout == 0.0:
-        count, merges = scan_merges(pair_table, bits, sym, prv, count, cand)
-        steps[0] += merges
-        prev_unknown = False
-        for j in range(count):
-            stop = prv[j + 1] if j + 1 < count else n
-            pos, prev_unknown = _emit_symbol(sym[j], vocab_size, data, start + prv[j], start + stop, unk_id,
-                                             byte_fallback, byte_to_id, out, pos, prev_unknown)
-            if pos < 0:
-                return pos
-        return pos
-    last = prv[count - 1]
-    next_start = n  # spread the symbols to their byte positions (descending: nothing is overwritten unread)
-    for j in range(count - 1, -1, -1):
-        q = prv[j]
-        before = prv[j - 1] if j > 0 else -1
-        sym[q] = sym[j]
-        nxt[q] = next_start
-        prv[q] = before
-        next_start = q
-    cand[last] = -1
-    size = 0
-    node = 0
-    while nxt[node] < n:
-        size = pair_at(pair_table, bits, sym, cand, heap, size, node, nxt[node])
-        node = nxt[node]
-    popped = merge_pending(pair_table, bits, sym, nxt, prv, cand, heap, size, n, dropout, rng_state)
-    steps[0] += popped
+    starts[count] = n
+    for j in range(count - 1):
+        cand[j] = pair_merge(pair_table, bits, sym[j], sym[j + 1])
+    cand[count - 1] = -1
     prev_unknown = False
-    node = 0
-    while node < n:
-        pos, prev_unknown = _emit_symbol(sym[node], vocab_size, data, start + node, start + nxt[node], unk_id,
-                                         byte_fallback, byte_to_id, out, pos, prev_unknown)
-        if pos < 0:
-            return pos
-        node = nxt[node]
+    a = 0
+    while a < count:
+        b = count
+        if dropout == 0.0:  # (with dropout, one stretch: the draws come in the order of the whole text's merges)
+            b = a + 1
+            while b < count and cand[b - 1] != EMPTY:
+                b += 1
+        if b - a <= SHORT_SYMBOLS and dropout == 0.0:
+            left, merges = scan_merges(pair_table, bits, sym[a:b], starts[a:b], b - a, cand[a:b])
+            steps[0] += merges
+            for j in range(a, a + left):
+                stop = starts[j + 1] if j + 1 < a + left else starts[b]
+                pos, prev_unknown = _emit_symbol(sym[j], vocab_size, data, start + starts[j], start + stop, unk_id,
+                                                 byte_fallback, byte_to_id, out, pos, prev_unknown)
+                if pos < 0:
+                    return pos
+        else:
+            length = b - a
+            seg_sym, seg_nxt, seg_prv, seg_cand = sym[a:b], nxt[a:b], prv[a:b], cand[a:b]
+            seg_cand[length - 1] = -1
+            size = 0
+            for i in range(length):
+                seg_nxt[i] = i + 1
+                seg_prv[i] = i - 1
+                if seg_cand[i] >= 0:
+                    size = min_heap_push(heap, size, ((seg_cand[i] >> 32) << 32) | np.int64(i))
+            steps[0] += merge_pending(pair_table, bits, seg_sym, seg_nxt, seg_prv, seg_cand, heap, size, length,
+                                      dropout, rng_state)
+            node = 0
+            while node < length:
+                stop = starts[a + seg_nxt[node]] if seg_nxt[node] < length else starts[b]
+                pos, prev_unknown = _emit_symbol(seg_sym[node], vocab_size, data, start + starts[a + node],
+                                                 start + stop, unk_id, byte_fallback, byte_to_id, out, pos,
+                                                 prev_unknown)
+                if pos < 0:
+                    return pos
+                node = seg_nxt[node]
+        a = b
     return pos
 
 

@@ -32,20 +32,24 @@ from tokenizer.kernels.heaps import min_heap_pop, min_heap_push
 from tokenizer.kernels.random import next_float64
 
 NO_RANK = np.int32(2**31 - 1)
+JOINABLE = -2  # the pair table's value for a pair that is no merge but appears inside a piece (see bpe.py)
 SHORT_SYMBOLS = 16  # up to this many symbols a text merges by scanning an array (scan_merges), not with a heap
 
 
-def build_pair_table(left: np.ndarray, right: np.ndarray, merged: np.ndarray, rank_of: np.ndarray
-                     ) -> tuple[np.ndarray, int]:
+def build_pair_table(left: np.ndarray, right: np.ndarray, merged: np.ndarray, rank_of: np.ndarray,
+                     joinable: tuple = ((), ())) -> tuple[np.ndarray, int]:
     """``(pair_table int64, bits)`` for merges ``(left[m], right[m]) -> merged[m]`` of rank ``rank_of[merged[m]]``
     (Python, load time); see the module docstring for the layout. A repeated pair keeps its first entry, as a merges
-    list lookup does. ``build_pair_table([97], [98], [256], rank_of)`` with ``rank_of[256] == 0``: one slot holds
+    list lookup does. The pairs ``joinable`` (two sequences of ids) that are no merge get the value
+    :data:`JOINABLE`. ``build_pair_table([97], [98], [256], rank_of)`` with ``rank_of[256] == 0``: one slot holds
     ``97 << 32 | 98`` and ``0 << 32 | 256``, the rest ``-1``."""
-    bits = int(table_bits(2 * len(left) + 16))
+    joinable_left, joinable_right = (np.asarray(ids, np.int64) for ids in joinable)
+    bits = int(table_bits(2 * (len(left) + len(joinable_left)) + 16))
     table = np.full(2 << bits, EMPTY, np.int64)
     merged = np.asarray(merged, np.int64)
     merges = (np.asarray(rank_of, np.int64)[merged] << 32) | merged if len(merged) else merged
     _fill_pair_table(np.asarray(left, np.int64), np.asarray(right, np.int64), merges, table, bits)
+    _fill_pair_table(joinable_left, joinable_right, np.full(len(joinable_left), JOINABLE, np.int64), table, bits)
     return table, bits
 
 
@@ -205,13 +209,12 @@ def merge_pending(pair_table, bits, sym, nxt, prv, cand, heap, size, n, dropout,
 @kernel
 def scan_merges(pair_table, bits, sym, starts, count, cand):
     """:func:`merge_pending`'s merges for a few symbols (at most :data:`SHORT_SYMBOLS`), in an array: the symbols
-    in ``sym[:count]`` (int32), where each starts in ``starts[:count]`` (int32, kept in step with them), the merge of
-    each adjacent pair in ``cand`` (int64, ``rank << 32 | merged`` or -1); each round scans for the lowest rank (the
-    leftmost on a tie), merges it and looks up only the two pairs it changed. Quadratic in ``count``, so only for
-    a few symbols, where it beats a heap (most words). Returns ``(symbols left, merges done)``; ``sym[:count]`` and
-    ``starts[:count]`` then hold the result. Symbols ``a``, ``b``, ``c`` with one merge ``(b, c)`` -> ``(2, 1)``."""
-    for i in range(count - 1):
-        cand[i] = pair_merge(pair_table, bits, sym[i], sym[i + 1])
+    in ``sym[:count]`` (int32), where each starts in ``starts[:count]`` (int32, kept in step with them), and on
+    entry the merge of each adjacent pair in ``cand[:count - 1]`` (int64, :func:`pair_merge`'s); each round scans
+    for the lowest rank (the leftmost on a tie), merges it and looks up only the two pairs it changed. Quadratic in
+    ``count``, so only for a few symbols, where it beats a heap (most words). Returns ``(symbols left, merges
+    done)``; ``sym[:count]`` and ``starts[:count]`` then hold the result. Symbols ``a``, ``b``, ``c`` with one
+    merge ``(b, c)`` -> ``(2, 1)``."""
     merges = 0
     while count > 1:
         best = np.int64(NO_RANK)  # every merge's rank is below it
@@ -256,6 +259,8 @@ def ranked_bpe_into(pair_table, bits, byte_to_id, data, start, end, sym, nxt, pr
     if n <= SHORT_SYMBOLS:
         for i in range(n):
             nxt[i] = i
+            if i + 1 < n:
+                cand[i] = pair_merge(pair_table, bits, sym[i], sym[i + 1])
         count, merges = scan_merges(pair_table, bits, sym, nxt, n, cand)
         steps[0] += merges
         for i in range(count):
