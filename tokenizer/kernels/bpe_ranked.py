@@ -43,12 +43,14 @@ def build_pair_table(left: np.ndarray, right: np.ndarray, merged: np.ndarray, ra
     list lookup does. The pairs ``joinable`` (two sequences of ids) that are no merge get the value
     :data:`JOINABLE`. ``build_pair_table([97], [98], [256], rank_of)`` with ``rank_of[256] == 0``: one slot holds
     ``97 << 32 | 98`` and ``0 << 32 | 256``, the rest ``-1``."""
+    left, right = np.asarray(left, np.int64), np.asarray(right, np.int64)
     joinable_left, joinable_right = (np.asarray(ids, np.int64) for ids in joinable)
-    bits = int(table_bits(2 * (len(left) + len(joinable_left)) + 16))
+    distinct = len(np.unique(np.concatenate([(left << 32) | right, (joinable_left << 32) | joinable_right])))
+    bits = int(table_bits(2 * distinct + 16))  # at most half full: a miss (most probes) ends within a line or two
     table = np.full(2 << bits, EMPTY, np.int64)
     merged = np.asarray(merged, np.int64)
     merges = (np.asarray(rank_of, np.int64)[merged] << 32) | merged if len(merged) else merged
-    _fill_pair_table(np.asarray(left, np.int64), np.asarray(right, np.int64), merges, table, bits)
+    _fill_pair_table(left, right, merges, table, bits)
     _fill_pair_table(joinable_left, joinable_right, np.full(len(joinable_left), JOINABLE, np.int64), table, bits)
     return table, bits
 
