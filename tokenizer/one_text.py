@@ -122,7 +122,7 @@ def one_text_encoder(compiled, normalizer=None):
             function = _builtin(header)
         else:
             header = np.zeros(HEADER_WORDS, np.int64)
-            function = _ctypes_function(entry.address, block, arrays[OUT_IDS], header)
+            function = _ctypes_function(entry.address, block, arrays[OUT_IDS], header, compiled.vocab_size)
         state = (capacity, function, header, block, arrays, tables, compiled.record, shared)
         if capacity <= MAX_KEPT_BUFFER:
             local.state = state
@@ -137,23 +137,29 @@ def one_text_encoder(compiled, normalizer=None):
         ids = state[1](data, bos_id, eos_id)
         if ids is not None:
             return ids
-        if state[2][STATUS] == DID_NOT_FIT:
+        status = state[2][STATUS]
+        if status == DID_NOT_FIT:
             return plain(normalizer.normalize(data), bos_id, eos_id)
-        assert state[2][STATUS] == UNREPRESENTABLE
-        raise unrepresentable_error(0)
+        if status == UNREPRESENTABLE:
+            raise unrepresentable_error(0)
+        raise ValueError(f"bos_id {bos_id} or eos_id {eos_id} is not an id of this model "
+                         f"(0 .. {compiled.vocab_size - 1}): pass a piece id, or -1 for none")
 
     return encode
 
 
-def _ctypes_function(address: int, block: np.ndarray, out_ids: np.ndarray, header: np.ndarray):
+def _ctypes_function(address: int, block: np.ndarray, out_ids: np.ndarray, header: np.ndarray, vocab_size: int):
     """The built-in's contract through ctypes: ``f(data, bos_id, eos_id)`` -> the list of ids, or ``None`` with
     the entry's status in ``header[STATUS]``."""
-    from tokenizer.kernels.python_call import STATUS
+    from tokenizer.kernels.python_call import NO_OBJECT, STATUS
 
     call = _C_CALL(address)
     block_address = block.ctypes.data
 
     def function(data: bytes, bos_id: int, eos_id: int) -> list[int] | None:
+        if bos_id >= vocab_size or eos_id >= vocab_size:
+            header[STATUS] = NO_OBJECT
+            return None
         total = call(block_address, data, len(data), bos_id, eos_id)
         if total < 0:
             header[STATUS] = total

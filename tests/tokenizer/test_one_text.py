@@ -135,6 +135,10 @@ def test_the_builtin_refuses_wrong_arguments_with_a_python_error(tokenizers):
         function(b"a", "x", -1)
     assert function(b"a") is None and header[STATUS] == WRONG_CALL
     assert function(b"a", -1, -1) == encode(b"a", -1, -1)
+    vocab_size = tokenizers["unigram"].model.vocab_size
+    for bos, eos in ((vocab_size, -1), (-1, vocab_size + 5)):  # no such piece: an error, not a stray read
+        with pytest.raises(ValueError, match="is not an id of this model"):
+            encode(b"a", bos, eos)
 
 
 @pytest.mark.skipif(_DISABLE_JIT, reason="no C entry points without the JIT")

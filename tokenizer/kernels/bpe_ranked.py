@@ -78,8 +78,8 @@ def _fill_pair_table(left, right, merges, table, bits):
 
 @kernel
 def pair_merge(pair_table, bits, a, b):
-    """``rank << 32 | merged`` of the merge of symbols ``a`` and ``b``, or -1 when they are no merge (or either
-    is not a mergeable symbol, < 0)."""
+    """``rank << 32 | merged`` of the merge of symbols ``a`` and ``b``; else negative: :data:`JOINABLE` when the
+    table lists them as that, -1 when it does not list them (or either is not a mergeable symbol, < 0)."""
     if a < 0 or b < 0:
         return np.int64(-1)
     key = (np.int64(a) << 32) | np.int64(b)

@@ -13,7 +13,7 @@ entry returned a negative status (kept in ``header[STATUS]`` for the caller to a
 Every address (the C API's functions, ``None``, the entry point, the arrays) comes from the header, never from the
 compiled code, so the disk cache stays valid from process to process. The header's own address is read from
 ``self`` as numpy's ``PyArray_DATA`` does (the ``data`` field right after the object header); the caller checks
-that layout once (:func:`tokenizer.one_text.header_layout_holds`) and uses ctypes where it does not hold.
+that layout once (:func:`tokenizer.one_text.builtin_calls_work`) and uses ctypes where it does not hold.
 
 Example: with a header for a byte-level model with the piece ``ab`` (id 256), ``f(b"abab", -1, -1)`` returns
 ``[256, 256]`` and ``f(b"", -1, -1)`` returns ``[]``.
@@ -40,6 +40,7 @@ API_NAMES = ("PyBytes_AsString", "PyBytes_Size", "PyLong_AsLongLong", "PyErr_Occ
 NONE, BLOCK, ENTRY, OUT_IDS, OBJECTS, OBJECT_COUNT, STATUS = range(len(API_NAMES), len(API_NAMES) + 7)
 HEADER_WORDS = STATUS + 1
 WRONG_CALL = -100  # the status of a call with other than three arguments
+NO_OBJECT = -101  # the status of a call whose ids include one without a shared int object (a bos/eos id too large)
 #: the byte offset of numpy's ``data`` field in an array object, right after the object header
 ARRAY_DATA_OFFSET = 16
 
@@ -79,8 +80,8 @@ def _header(self):
 @kernel(c_signature=types.int64(types.int64, types.CPointer(types.int64), types.int64))
 def encode_call(self, args, nargs):
     """``METH_FASTCALL`` body (see the module docstring): a new reference (the list of ids, or ``None`` with
-    ``header[STATUS]`` set: the entry's negative status, or :data:`WRONG_CALL`), or 0 with a Python exception set
-    (``data`` not bytes, an id not an int)."""
+    ``header[STATUS]`` set: the entry's negative status, :data:`WRONG_CALL` or :data:`NO_OBJECT`), or 0 with a
+    Python exception set (``data`` not bytes, an id not an int)."""
     header = _header(self)
     if nargs != 3:
         header[STATUS] = WRONG_CALL
@@ -98,13 +99,16 @@ def encode_call(self, args, nargs):
     total = _call(header[ENTRY], (header[BLOCK], data, n, bos_id, eos_id))
     _call(header[RESTORE_THREAD], (saved,))
     header[STATUS] = total
-    if total < 0:
+    ids = numba.carray(typed_pointer(header[OUT_IDS], np.int32), (max(total, 0),))
+    for k in range(max(total, 0)):
+        if ids[k] < 0 or ids[k] >= header[OBJECT_COUNT]:
+            header[STATUS] = NO_OBJECT
+    if header[STATUS] < 0:
         _call(header[INC_REF], (header[NONE],))
         return header[NONE]
     result = _call(header[LIST_NEW], (total,))
     if result == 0:
         return np.int64(0)
-    ids = numba.carray(typed_pointer(header[OUT_IDS], np.int32), (total,))
     objects = numba.carray(typed_pointer(header[OBJECTS], np.int64), (header[OBJECT_COUNT],))
     for k in range(total):
         item = objects[ids[k]]
