@@ -152,18 +152,24 @@ def test_split_ids_cuts_flat_ids_into_lists_and_restores_the_collector():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 599), max_size=12), max_size=30))
-def test_build_id_lists_agrees_with_its_twin_and_leaks_no_reference(documents):
-    """The compiled list builder (split_ids with shared ints) against its twin and the plain conversion: equal
-    lists of the shared objects, and once they are dropped every shared int has its old reference count again
-    (ints from 300 on: the interpreter's own small ints are shared with everything else)."""
+@given(st.lists(st.lists(st.integers(0, 599), max_size=12), max_size=30), st.booleans())
+def test_build_id_lists_agrees_with_its_twin_and_leaks_no_reference(documents, in_place):
+    """The compiled list builder (split_ids with shared ints), writing items and counts in place or through the C
+    API, against its twin and the plain conversion: equal lists of the shared objects, and once they are dropped
+    every shared int has its old reference count again (ints from 300 on: the interpreter's own small ints are
+    shared with everything else)."""
     import sys
 
     from tokenizer.batching import split_ids
-    from tokenizer.shared_ids import SharedIds
+    from tokenizer.kernels.python_lists import DIRECT
+    from tokenizer.shared_ids import SharedIds, direct_writes_work
     from tokenizer.twins.python_lists import ref_build_id_lists
 
     shared = SharedIds(600)
+    assert shared.api[DIRECT] == direct_writes_work()
+    if sys.version_info < (3, 12):
+        assert direct_writes_work()  # CPython 3.11 here: the in-place writes are what runs
+    shared.api[DIRECT] = int(in_place and direct_writes_work())
     ids = np.array([i for document in documents for i in document], dtype=np.int32)
     offsets = np.cumsum([0] + [len(document) for document in documents]).astype(np.int64)
     before = [sys.getrefcount(value) for value in shared.objects[300:].tolist()]

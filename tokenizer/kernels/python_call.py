@@ -29,6 +29,7 @@ from numba.extending import intrinsic
 
 from tokenizer.kernels import kernel
 from tokenizer.kernels.one_text import typed_pointer
+from tokenizer.kernels.python_lists import word_at
 
 #: the C API functions :func:`encode_call` calls, in the order of their header words
 API_NAMES = ("PyBytes_AsString", "PyBytes_Size", "PyLong_AsLongLong", "PyErr_Occurred", "PyEval_SaveThread",
@@ -61,20 +62,10 @@ def _call(typingctx, function, arguments):
     return types.int64(function, arguments), codegen
 
 
-@intrinsic
-def _word_at(typingctx, address):
-    """The int64 stored at ``address``."""
-
-    def codegen(context, builder, signature, args):
-        return builder.load(builder.inttoptr(args[0], _I64.as_pointer()))
-
-    return types.int64(types.int64), codegen
-
-
 @kernel
 def _header(self):
     """The header array of the function object's ``self`` (an int64 numpy array), viewed in place."""
-    return numba.carray(typed_pointer(_word_at(self + ARRAY_DATA_OFFSET), np.int64), (HEADER_WORDS,))
+    return numba.carray(typed_pointer(word_at(self + ARRAY_DATA_OFFSET), np.int64), (HEADER_WORDS,))
 
 
 @kernel(c_signature=types.int64(types.int64, types.CPointer(types.int64), types.int64))

@@ -25,6 +25,11 @@ from tokenizer.kernels import kernel
 #: the C API functions :func:`build_id_lists` calls, in the order of its ``api`` array
 API_FUNCTIONS = ("PyList_New", "PyList_SetItem", "Py_IncRef", "Py_DecRef")
 LIST_NEW, LIST_SET_ITEM, INC_REF, DEC_REF = range(len(API_FUNCTIONS))
+#: the word of ``api`` after the functions: 1 when items and reference counts may be written in place
+#: (:func:`tokenizer.shared_ids.direct_writes_work`), 0 to call ``Py_IncRef`` and ``PyList_SetItem``
+DIRECT = len(API_FUNCTIONS)
+#: where a list object holds the address of its items (``ob_item``), and an object its reference count (0)
+LIST_ITEMS_OFFSET = 24
 
 _I64 = ir.IntType(64)
 
@@ -64,13 +69,36 @@ def _adjust_count(typingctx, function, target):
     return types.none(types.int64, types.int64), codegen
 
 
+@intrinsic
+def word_at(typingctx, address):
+    """The int64 stored at ``address``."""
+
+    def codegen(context, builder, signature, args):
+        return builder.load(builder.inttoptr(args[0], _I64.as_pointer()))
+
+    return types.int64(types.int64), codegen
+
+
+@intrinsic
+def _store_word(typingctx, address, value):
+    """Store the int64 ``value`` at ``address``."""
+
+    def codegen(context, builder, signature, args):
+        builder.store(args[1], builder.inttoptr(args[0], _I64.as_pointer()))
+        return context.get_dummy_value()
+
+    return types.none(types.int64, types.int64), codegen
+
+
 @kernel(nogil=False)
 def build_id_lists(ids, offsets, objects, api):
     """The address of a new list (a new reference) holding, for each ``i``, the list of the objects
     ``objects[ids[offsets[i]:offsets[i + 1]]]``; 0 when an id is outside ``objects`` or memory ran out (whatever was
     built is released). ``ids`` int32, ``offsets`` int64 (ascending, from 0 to at most ``len(ids)``), ``objects``
-    int64: addresses of live Python objects, ``api`` int64: the addresses of :data:`API_FUNCTIONS`. Needs the GIL."""
+    int64: addresses of live Python objects, ``api`` int64: the addresses of :data:`API_FUNCTIONS`, then
+    :data:`DIRECT`. Needs the GIL."""
     documents = offsets.shape[0] - 1
+    direct = api[DIRECT] != 0
     outer = _list_new(api[LIST_NEW], documents)
     if outer == 0:
         return np.int64(0)
@@ -82,12 +110,17 @@ def build_id_lists(ids, offsets, objects, api):
             _adjust_count(api[DEC_REF], outer)
             return np.int64(0)
         _list_set_item(api[LIST_SET_ITEM], outer, i, inner)  # the outer list owns it from here
+        items = word_at(inner + LIST_ITEMS_OFFSET) if direct else np.int64(0)
         for k in range(start, offsets[i + 1]):
             value = ids[k]
             if value < 0 or value >= limit:
                 _adjust_count(api[DEC_REF], outer)
                 return np.int64(0)
             item = objects[value]
-            _adjust_count(api[INC_REF], item)
-            _list_set_item(api[LIST_SET_ITEM], inner, k - start, item)
+            if direct:  # what Py_IncRef and PyList_SetItem do on a new list, without two calls
+                _store_word(item, word_at(item) + 1)
+                _store_word(items + 8 * (k - start), item)
+            else:
+                _adjust_count(api[INC_REF], item)
+                _list_set_item(api[LIST_SET_ITEM], inner, k - start, item)
     return outer
