@@ -165,7 +165,7 @@ class CompiledModel:
                            ints=[byte_piece, bmp_symbol, self.byte_to_id],
                            small=[self.is_user_defined],
                            longs=[pair_table, flags(self.has_user_defined, self.byte_mode, has_pseudo, vocab_size, bits,
-                                                   self.unk_id, self.byte_fallback, words)])
+                                                    self.unk_id, self.byte_fallback, words)])
 
     def shared_ids(self) -> SharedIds:
         """The :class:`~tokenizer.shared_ids.SharedIds` of this model's ids (built on first use)."""

@@ -35,9 +35,9 @@ import numpy as np
 from tokenizer.kernels import kernel
 from tokenizer.kernels.bpe_ranked import (SHORT_SYMBOLS, build_pair_table, merge_pending, merge_ranks, pair_merge,
                                          scan_merges)
+from tokenizer.kernels.double_array import DoubleArray, exact_match, step, unit_value
 from tokenizer.kernels.hash_table import EMPTY
 from tokenizer.kernels.heaps import min_heap_push
-from tokenizer.kernels.double_array import DoubleArray, exact_match, step, unit_value
 from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node
 from tokenizer.kernels.utf8 import char_length
 from tokenizer.packed import pack
@@ -170,13 +170,14 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
     int32[65536]: the symbol of each two- and three-byte character by code point (-1: none). Work buffers of
     length >= ``end - start + 1``: ``sym``, ``nxt``, ``prv``, ``starts`` (int32), ``cand`` (int64: the pending
     merge of each symbol, ``rank << 32 | merged`` or negative), ``heap`` (int64, twice the length). ``steps[0]``
-    (int64) grows by the merges done (tests bound it). ``dropout`` (float64) and ``rng_state`` (uint64[1]):
-    BPE-dropout, see :func:`tokenizer.kernels.bpe_ranked.merge_pending`.
+    (int64) grows by the merges of the array scan and the entries popped from the heap (tests bound it).
+    ``dropout`` (float64) and ``rng_state`` (uint64[1]): BPE-dropout, see
+    :func:`tokenizer.kernels.bpe_ranked.merge_pending`.
 
     The characters become symbols (``sym[j]`` starting at byte ``starts[j]``). Without dropout, the text is cut
     where two adjacent characters appear together in no piece (their pair is not in the pair table, not even as
-    :data:`~tokenizer.kernels.bpe_ranked.JOINABLE`): no merge can cross such a cut, so each stretch between cuts is merged on its own (the same
-    ids), by :func:`~tokenizer.kernels.bpe_ranked.scan_merges` up to
+    :data:`~tokenizer.kernels.bpe_ranked.JOINABLE`): no merge can cross such a cut, so each stretch between cuts
+    is merged on its own (the same ids), by :func:`~tokenizer.kernels.bpe_ranked.scan_merges` up to
     :data:`~tokenizer.kernels.bpe_ranked.SHORT_SYMBOLS` symbols, else with the heap.
     """
     n = end - start
