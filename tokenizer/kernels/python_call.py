@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from llvmlite import ir
 from numba import types
-from numba.extending import intrinsic
 
 from tokenizer.kernels import kernel
 from tokenizer.kernels.one_text import typed_pointer
-from tokenizer.kernels.python_lists import word_at
+from tokenizer.kernels.python_lists import call_c, call_void, list_set_item, word_at
 
 #: the C API functions :func:`encode_call` calls, in the order of their header words
 API_NAMES = ("PyBytes_AsString", "PyBytes_Size", "PyLong_AsLongLong", "PyErr_Occurred", "PyEval_SaveThread",
@@ -45,21 +43,6 @@ NO_OBJECT = -101  # the status of a call whose ids include one without a shared 
 #: the byte offset of numpy's ``data`` field in an array object, right after the object header
 ARRAY_DATA_OFFSET = 16
 
-_I64 = ir.IntType(64)
-
-
-@intrinsic
-def _call(typingctx, function, arguments):
-    """Call the C function at address ``function`` with ``arguments`` (a tuple of int64, passed as int64 or
-    pointers alike); its int64 result (for a ``void`` or ``int`` function, not to be used)."""
-    count = len(arguments)
-
-    def codegen(context, builder, signature, args):
-        c_function = ir.FunctionType(_I64, [_I64] * count)
-        values = [builder.extract_value(args[1], k) for k in range(count)]
-        return builder.call(builder.inttoptr(args[0], c_function.as_pointer()), values)
-
-    return types.int64(function, arguments), codegen
 
 
 @kernel
@@ -76,33 +59,33 @@ def encode_call(self, args, nargs):
     header = _header(self)
     if nargs != 3:
         header[STATUS] = WRONG_CALL
-        _call(header[INC_REF], (header[NONE],))
+        call_void(header[INC_REF], header[NONE])
         return header[NONE]
-    data = _call(header[BYTES_AS_STRING], (args[0],))
+    data = call_c(header[BYTES_AS_STRING], (args[0],))
     if data == 0:
         return np.int64(0)
-    n = _call(header[BYTES_SIZE], (args[0],))
-    bos_id = _call(header[LONG_AS_LONG_LONG], (args[1],))
-    eos_id = _call(header[LONG_AS_LONG_LONG], (args[2],))
-    if (bos_id == -1 or eos_id == -1) and _call(header[ERR_OCCURRED], ()) != 0:
+    n = call_c(header[BYTES_SIZE], (args[0],))
+    bos_id = call_c(header[LONG_AS_LONG_LONG], (args[1],))
+    eos_id = call_c(header[LONG_AS_LONG_LONG], (args[2],))
+    if (bos_id == -1 or eos_id == -1) and call_c(header[ERR_OCCURRED], ()) != 0:
         return np.int64(0)
-    saved = _call(header[SAVE_THREAD], ())
-    total = _call(header[ENTRY], (header[BLOCK], data, n, bos_id, eos_id))
-    _call(header[RESTORE_THREAD], (saved,))
+    saved = call_c(header[SAVE_THREAD], ())
+    total = call_c(header[ENTRY], (header[BLOCK], data, n, bos_id, eos_id))
+    call_void(header[RESTORE_THREAD], saved)
     header[STATUS] = total
     ids = numba.carray(typed_pointer(header[OUT_IDS], np.int32), (max(total, 0),))
     for k in range(max(total, 0)):
         if ids[k] < 0 or ids[k] >= header[OBJECT_COUNT]:
             header[STATUS] = NO_OBJECT
     if header[STATUS] < 0:
-        _call(header[INC_REF], (header[NONE],))
+        call_void(header[INC_REF], header[NONE])
         return header[NONE]
-    result = _call(header[LIST_NEW], (total,))
+    result = call_c(header[LIST_NEW], (total,))
     if result == 0:
         return np.int64(0)
     objects = numba.carray(typed_pointer(header[OBJECTS], np.int64), (header[OBJECT_COUNT],))
     for k in range(total):
         item = objects[ids[k]]
-        _call(header[INC_REF], (item,))
-        _call(header[LIST_SET_ITEM], (result, np.int64(k), item))
+        call_void(header[INC_REF], item)
+        list_set_item(header[LIST_SET_ITEM], result, np.int64(k), item)
     return result

@@ -6,7 +6,9 @@ builds the lists directly: for each document ``PyList_New``, then each id's shar
 ``objects``, whose Python ints the caller keeps alive) with ``Py_IncRef`` and ``PyList_SetItem``. Those functions
 of the CPython C API are called by the addresses in ``api`` (:data:`API_FUNCTIONS`, filled by
 :func:`tokenizer.shared_ids.c_api_addresses`), so the kernel needs the GIL: it is the one ``@kernel`` compiled with
-``nogil=False``, and no address is compiled into it (the disk cache stays valid from process to process).
+``nogil=False``, and no address is compiled into it (the disk cache stays valid from process to process). Its
+calls by address (:func:`call_c`, :func:`call_void`, :func:`list_set_item`) serve
+:mod:`tokenizer.kernels.python_call` too.
 
 The twin is :func:`tokenizer.twins.python_lists.ref_build_id_lists`. Example: ids ``[5, 6, 7]``, offsets
 ``[0, 2, 2, 3]`` -> the address of ``[[5, 6], [], [7]]`` (a new reference), or 0 when memory ran out or an id has no
@@ -35,18 +37,22 @@ _I64 = ir.IntType(64)
 
 
 @intrinsic
-def _list_new(typingctx, function, length):
-    """``PyList_New(length)`` through the function's address: the new list's address, 0 on failure."""
+def call_c(typingctx, function, arguments):
+    """Call the C function at address ``function`` with ``arguments`` (a tuple of int64: integers or addresses) and
+    return its result, for functions that return a 64-bit integer or an address (``PyList_New``,
+    ``PyBytes_Size``, ...)."""
+    count = len(arguments)
 
     def codegen(context, builder, signature, args):
-        pointer = builder.inttoptr(args[0], ir.FunctionType(_I64, [_I64]).as_pointer())
-        return builder.call(pointer, [args[1]])
+        c_function = ir.FunctionType(_I64, [_I64] * count)
+        values = [builder.extract_value(args[1], k) for k in range(count)]
+        return builder.call(builder.inttoptr(args[0], c_function.as_pointer()), values)
 
-    return types.int64(types.int64, types.int64), codegen
+    return types.int64(function, arguments), codegen
 
 
 @intrinsic
-def _list_set_item(typingctx, function, target, index, item):
+def list_set_item(typingctx, function, target, index, item):
     """``PyList_SetItem(target, index, item)`` (steals the reference to ``item``): 0, or -1 on failure."""
 
     def codegen(context, builder, signature, args):
@@ -58,8 +64,9 @@ def _list_set_item(typingctx, function, target, index, item):
 
 
 @intrinsic
-def _adjust_count(typingctx, function, target):
-    """``Py_IncRef(target)`` or ``Py_DecRef(target)``, as ``function`` says."""
+def call_void(typingctx, function, argument):
+    """Call the C function at address ``function``, of one word and no result (``Py_IncRef``, ``Py_DecRef``,
+    ``PyEval_RestoreThread``), with ``argument``."""
 
     def codegen(context, builder, signature, args):
         c_function = ir.FunctionType(ir.VoidType(), [_I64])
@@ -99,28 +106,28 @@ def build_id_lists(ids, offsets, objects, api):
     :data:`DIRECT`. Needs the GIL."""
     documents = offsets.shape[0] - 1
     direct = api[DIRECT] != 0
-    outer = _list_new(api[LIST_NEW], documents)
+    outer = call_c(api[LIST_NEW], (documents,))
     if outer == 0:
         return np.int64(0)
     limit = objects.shape[0]
     for i in range(documents):
         start = offsets[i]
-        inner = _list_new(api[LIST_NEW], offsets[i + 1] - start)
+        inner = call_c(api[LIST_NEW], (offsets[i + 1] - start,))
         if inner == 0:
-            _adjust_count(api[DEC_REF], outer)
+            call_void(api[DEC_REF], outer)
             return np.int64(0)
-        _list_set_item(api[LIST_SET_ITEM], outer, i, inner)  # the outer list owns it from here
+        list_set_item(api[LIST_SET_ITEM], outer, i, inner)  # the outer list owns it from here
         items = word_at(inner + LIST_ITEMS_OFFSET) if direct else np.int64(0)
         for k in range(start, offsets[i + 1]):
             value = ids[k]
             if value < 0 or value >= limit:
-                _adjust_count(api[DEC_REF], outer)
+                call_void(api[DEC_REF], outer)
                 return np.int64(0)
             item = objects[value]
             if direct:  # what Py_IncRef and PyList_SetItem do on a new list, without two calls
                 _store_word(item, word_at(item) + 1)
                 _store_word(items + 8 * (k - start), item)
             else:
-                _adjust_count(api[INC_REF], item)
-                _list_set_item(api[LIST_SET_ITEM], inner, k - start, item)
+                call_void(api[INC_REF], item)
+                list_set_item(api[LIST_SET_ITEM], inner, k - start, item)
     return outer
