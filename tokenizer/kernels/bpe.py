@@ -33,11 +33,10 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.bpe_ranked import (SHORT_SYMBOLS, build_pair_table, merge_pending, merge_ranks, pair_merge,
+from tokenizer.kernels.bpe_ranked import (SHORT_SYMBOLS, build_pair_table, heap_merges, merge_ranks, pair_merge,
                                          scan_merges)
 from tokenizer.kernels.double_array import DoubleArray, exact_match, step, unit_value
 from tokenizer.kernels.hash_table import EMPTY
-from tokenizer.kernels.heaps import min_heap_push
 from tokenizer.kernels.unigram import UNKNOWN_NODE, emit_node
 from tokenizer.kernels.utf8 import char_length
 from tokenizer.packed import pack
@@ -79,6 +78,10 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
     ends = np.empty(len(pieces), np.int64)
     symbol_starts(data, offsets, byte_mode, starts, ends)
     pseudo: dict[bytes, int] = {}
+
+    def symbol_id(text: bytes) -> int:  # its piece, else its pseudo character, else -1
+        return symbol_of.get(text, pseudo.get(text, -1))
+
     left, right, merged = [], [], []
     join_left: list[int] = []
     join_right: list[int] = []
@@ -93,12 +96,10 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
             if char not in symbol_of and char not in pseudo:
                 pseudo[char] = vocab_size + len(pseudo)
         for x, y in zip(chars, chars[1:]):  # characters that meet inside a piece: no cut between them
-            join_left.append(symbol_of.get(x, pseudo.get(x, -1)))
-            join_right.append(symbol_of.get(y, pseudo.get(y, -1)))
+            join_left.append(symbol_id(x))
+            join_right.append(symbol_id(y))
         for b in bounds[1:-1]:
-            x, y = piece[:b], piece[b:]
-            ix = symbol_of.get(x, pseudo.get(x, -1))
-            iy = symbol_of.get(y, pseudo.get(y, -1))
+            ix, iy = symbol_id(piece[:b]), symbol_id(piece[b:])
             if ix >= 0 and iy >= 0:
                 left.append(ix)
                 right.append(iy)
@@ -220,16 +221,9 @@ def piece_bpe_into(units, is_user_defined, has_user_defined, byte_piece, bmp_sym
                     return pos
         else:
             length = b - a
-            seg_sym, seg_nxt, seg_prv, seg_cand = sym[a:b], nxt[a:b], prv[a:b], cand[a:b]
-            seg_cand[length - 1] = -1
-            size = 0
-            for i in range(length):
-                seg_nxt[i] = i + 1
-                seg_prv[i] = i - 1
-                if seg_cand[i] >= 0:
-                    size = min_heap_push(heap, size, ((seg_cand[i] >> 32) << 32) | np.int64(i))
-            steps[0] += merge_pending(pair_table, bits, seg_sym, seg_nxt, seg_prv, seg_cand, heap, size, length,
-                                      dropout, rng_state)
+            seg_sym, seg_nxt = sym[a:b], nxt[a:b]
+            steps[0] += heap_merges(pair_table, bits, seg_sym, seg_nxt, prv[a:b], cand[a:b], heap, length, dropout,
+                                    rng_state)
             node = 0
             while node < length:
                 stop = starts[a + seg_nxt[node]] if seg_nxt[node] < length else starts[b]

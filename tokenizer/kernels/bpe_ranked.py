@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.hash_table import EMPTY, hash_slot, table_bits
+from tokenizer.kernels.hash_table import EMPTY, find_slot, hash_slot, table_bits
 from tokenizer.kernels.heaps import min_heap_pop, min_heap_push
 from tokenizer.kernels.random import next_float64
 
@@ -65,14 +65,12 @@ def merge_ranks(merged: np.ndarray, ranks: np.ndarray, size: int) -> np.ndarray:
 
 @kernel
 def _fill_pair_table(left, right, merges, table, bits):
-    mask = (np.int64(1) << bits) - 1
+    keys = table[0::2]
     for m in range(left.shape[0]):
         key = (left[m] << 32) | right[m]
-        h = hash_slot(key, bits)
-        while table[2 * h] != EMPTY and table[2 * h] != key:
-            h = (h + 1) & mask
-        if table[2 * h] == EMPTY:
-            table[2 * h] = key
+        h = find_slot(keys, bits, key)
+        if keys[h] == EMPTY:
+            keys[h] = key
             table[2 * h + 1] = merges[m]
 
 
@@ -209,6 +207,23 @@ def merge_pending(pair_table, bits, sym, nxt, prv, cand, heap, size, n, dropout,
 
 
 @kernel
+def heap_merges(pair_table, bits, sym, nxt, prv, cand, heap, n, dropout, rng_state):
+    """:func:`merge_pending` over the symbols ``sym[:n]`` as nodes ``0 .. n - 1``, given the merge of each adjacent
+    pair in ``cand[:n - 1]`` (:func:`pair_merge`'s): links the nodes, pushes the pending merges and runs the loop;
+    returns how many entries were popped. The result is read from node 0 along ``nxt`` (a node ``i`` holds
+    ``sym[i]`` until ``nxt[i]``). Symbols ``a``, ``b`` with the merge ``(a, b)`` -> ``sym[0]`` the merged id,
+    ``nxt[0] == 2``, 1 popped."""
+    size = 0
+    cand[n - 1] = -1
+    for i in range(n):
+        nxt[i] = i + 1
+        prv[i] = i - 1
+        if cand[i] >= 0:
+            size = min_heap_push(heap, size, ((cand[i] >> 32) << 32) | np.int64(i))
+    return merge_pending(pair_table, bits, sym, nxt, prv, cand, heap, size, n, dropout, rng_state)
+
+
+@kernel
 def scan_merges(pair_table, bits, sym, starts, count, cand):
     """:func:`merge_pending`'s merges for a few symbols (at most :data:`SHORT_SYMBOLS`), in an array: the symbols
     in ``sym[:count]`` (int32), where each starts in ``starts[:count]`` (int32, kept in step with them), and on
@@ -258,26 +273,17 @@ def ranked_bpe_into(pair_table, bits, byte_to_id, data, start, end, sym, nxt, pr
         return pos
     for i in range(n):
         sym[i] = byte_to_id[data[start + i]]
+    for i in range(n - 1):
+        cand[i] = pair_merge(pair_table, bits, sym[i], sym[i + 1])
     if n <= SHORT_SYMBOLS:
         for i in range(n):
             nxt[i] = i
-            if i + 1 < n:
-                cand[i] = pair_merge(pair_table, bits, sym[i], sym[i + 1])
         count, merges = scan_merges(pair_table, bits, sym, nxt, n, cand)
         steps[0] += merges
         for i in range(count):
             out[pos + i] = sym[i]
         return pos + count
-    for i in range(n):
-        nxt[i] = i + 1
-        prv[i] = i - 1
-    cand[n - 1] = -1
-    size = 0
-    for i in range(n - 1):
-        size = pair_at(pair_table, bits, sym, cand, heap, size, i, i + 1)
-    popped = merge_pending(pair_table, bits, sym, nxt, prv, cand, heap, size, n, 0.0,
-                           rng_state)
-    steps[0] += popped
+    steps[0] += heap_merges(pair_table, bits, sym, nxt, prv, cand, heap, n, 0.0, rng_state)
     node = 0
     while node < n:
         out[pos] = sym[node]
