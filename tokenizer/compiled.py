@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.errors import ModelError, unrepresentable_error
-from tokenizer.kernels.batch import ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, flags, work_sizes
-from tokenizer.kernels.bpe_ranked import CACHE_WORDS
+from tokenizer.kernels.batch import ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, ZEROED_WORDS, flags, work_sizes
 from tokenizer.kernels.tables import pack_record
 from tokenizer.model import LATTICE_SUMS, Model, PieceType
 from tokenizer.shared_ids import SharedIds
@@ -129,10 +128,17 @@ class CompiledModel:
         # The entry point and its record (tokenizer.kernels.batch): kernel(*record, data, offsets, valid, doc_begin,
         # doc_end, bos, eos, *work_arrays(longest), out_ids, out_offsets) -> (total, failed)
         if self.byte_level is not None and self.is_bpe:
+            from tokenizer.kernels.bpe_match import build_match_tables
+
             encoder = self.byte_level
+            left, right, merged = encoder.merges
+            match = build_match_tables(self.units, model.pieces, merged, left, right, encoder.byte_to_id,
+                                       encoder.pair_table, encoder.bits)
             self.rule, self.record = RANKED_BPE, pack_record(
-                units=[self.units], ints=[encoder.byte_to_id], small=[encoder.char_class],
-                longs=[encoder.pair_table, flags(encoder.pattern, encoder.bits, encoder.ignore_merges)])
+                units=[self.units], ints=[encoder.byte_to_id, *(match or [np.zeros(0, np.int32)] * 5)],
+                small=[encoder.char_class],
+                longs=[encoder.pair_table, flags(encoder.pattern, encoder.bits, encoder.ignore_merges,
+                                                 match is not None)])
         elif self.byte_level is not None:
             self.rule, self.record = VITERBI, self.viterbi_record(max(self.byte_level.pattern, 0),
                                                                   self.byte_level.char_class)
@@ -185,7 +191,7 @@ class CompiledModel:
         check_work_memory(wide * np.dtype(wide_dtype).itemsize + 4 * narrow, longest)
         wide_array = np.empty(wide, wide_dtype)
         if self.rule != VITERBI:
-            wide_array[wide - CACHE_WORDS:] = 0  # an empty pre-token cache
+            wide_array[wide - ZEROED_WORDS:] = 0  # an empty pre-token cache and pair memo
         return wide_array, np.empty(narrow, np.int32)
 
     def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets):

@@ -28,6 +28,7 @@ import numpy as np
 
 from tokenizer.kernels import kernel
 from tokenizer.kernels.bpe import piece_bpe_into
+from tokenizer.kernels.bpe_match import MATCH_ABOVE, MEMO_WORDS, matched_bpe_into
 from tokenizer.kernels.bpe_ranked import CACHE_WORDS, cache_ids, cached_ids, ranked_bpe_into
 from tokenizer.kernels.double_array import exact_match
 from tokenizer.kernels.pretokenize import next_pretoken_end
@@ -35,17 +36,18 @@ from tokenizer.kernels.tables import part
 from tokenizer.kernels.unigram import viterbi_into
 
 VITERBI, PIECE_BPE, RANKED_BPE = 0, 1, 2
+ZEROED_WORDS = CACHE_WORDS + MEMO_WORDS  # the end of a BPE ``wide`` array that starts zeroed
 
 
 def work_sizes(rule: int, longest: int) -> tuple[int, int]:
     """``(wide, narrow)`` item counts of the work arrays for documents of up to ``longest`` bytes (``n = longest +
     1`` positions): Viterbi one score and three int32 per position; BPE three int64 (pending merge, two heap
-    slots) and four int32, plus one int64 step counter and the pre-token cache
-    (:data:`tokenizer.kernels.bpe_ranked.CACHE_WORDS` int64, zeroed by the caller)."""
+    slots) and four int32, plus one int64 step counter, the pre-token cache and the memo of compatible pairs
+    (:data:`ZEROED_WORDS` int64 at the end, zeroed by the caller)."""
     n = longest + 1
     if rule == VITERBI:
         return n, 3 * n
-    return 3 * n + 1 + CACHE_WORDS, 4 * n
+    return 3 * n + 1 + ZEROED_WORDS, 4 * n
 
 
 @kernel
@@ -110,10 +112,11 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
 @kernel
 def bpe_work(wide, narrow):
     """The BPE work arrays carved from ``wide`` (int64) and ``narrow`` (int32), as :func:`work_sizes` sizes them:
-    ``(sym, nxt, prv, starts, cand, heap, steps, cache)``."""
+    ``(sym, nxt, prv, starts, cand, heap, steps, cache, memo)``."""
     n = narrow.shape[0] // 4
+    tail = 3 * n + 1 + CACHE_WORDS
     return (narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n], narrow[3 * n:4 * n], wide[:n], wide[n:3 * n],
-            wide[3 * n:3 * n + 1], wide[3 * n + 1:3 * n + 1 + CACHE_WORDS])
+            wide[3 * n:3 * n + 1], wide[3 * n + 1:tail], wide[tail:tail + MEMO_WORDS])
 
 
 @kernel
@@ -140,7 +143,7 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
     each text is encoded word by word (a word: its "▁" run and what follows up to the next run) through the
     pre-token cache of :func:`tokenizer.kernels.bpe_ranked.cached_ids`: the same ids, most words looked up."""
     model, words = piece_bpe_model(units, scores, ints, small, longs)
-    sym, nxt, prv, starts, cand, heap, steps, cache = bpe_work(wide, narrow)
+    sym, nxt, prv, starts, cand, heap, steps, cache, _ = bpe_work(wide, narrow)
     rng_state = np.zeros(1, np.uint64)  # no dropout: never drawn from
     pos = 0
     out_offsets[0] = 0
@@ -178,17 +181,21 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
 @kernel
 def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
                      wide, narrow, out_ids, out_offsets):
-    """Regex pre-split (pattern 0: none) plus merge replay (:func:`tokenizer.kernels.bpe_ranked.ranked_bpe_into`);
-    with ``ignore_merges`` a pre-token that is itself a piece is emitted whole, as ``tokenizers`` does. Tables:
-    0 units; 1 byte_to_id (int32); 2 char_class (uint8); 3 pair_table, 4 flags (int64: pattern, bits,
-    ignore_merges)."""
+    """Regex pre-split (pattern 0: none) plus merge replay (:func:`tokenizer.kernels.bpe_ranked.ranked_bpe_into`;
+    with ``matching``, a pre-token of more than :data:`~tokenizer.kernels.bpe_match.MATCH_ABOVE` bytes by
+    :func:`tokenizer.kernels.bpe_match.matched_bpe_into`: the same ids); with ``ignore_merges`` a pre-token that
+    is itself a piece is emitted whole, as ``tokenizers`` does. Tables: 0 units; 1 byte_to_id, 2 created,
+    3 split_left, 4 split_right, 5 prefix_of, 6 piece_length (int32, empty without ``matching``); 7 char_class
+    (uint8); 8 pair_table, 9 flags (int64: pattern, bits, ignore_merges, matching)."""
     piece_units = part(units, longs, 0)
     byte_to_id = part(ints, longs, 1)
-    char_class = part(small, longs, 2)
-    pair_table = part(longs, longs, 3)
-    flags = part(longs, longs, 4)
-    pattern, bits, ignore_merges = flags[0], flags[1], flags[2] != 0
-    sym, nxt, prv, starts, cand, heap, steps, cache = bpe_work(wide, narrow)
+    match = (part(ints, longs, 2), part(ints, longs, 3), part(ints, longs, 4), part(ints, longs, 5),
+             part(ints, longs, 6))
+    char_class = part(small, longs, 7)
+    pair_table = part(longs, longs, 8)
+    flags = part(longs, longs, 9)
+    pattern, bits, ignore_merges, matching = flags[0], flags[1], flags[2] != 0, flags[3] != 0
+    sym, nxt, prv, starts, cand, heap, steps, cache, memo = bpe_work(wide, narrow)
     rng_state = np.zeros(1, np.uint64)  # no dropout: never drawn from
     pos = 0
     out_offsets[0] = 0
@@ -217,8 +224,13 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
                     p = q
                     continue
             first = pos
-            pos = ranked_bpe_into(pair_table, bits, byte_to_id, data, p, q, sym, nxt, prv, cand,
-                                  heap, steps, rng_state, out_ids, pos)
+            pos = -1
+            if matching and q - p > MATCH_ABOVE:
+                pos = matched_bpe_into(piece_units, pair_table, bits, *match, data, p, q, sym, nxt, prv, memo,
+                                       steps, out_ids, first)
+            if pos < 0:
+                pos = ranked_bpe_into(pair_table, bits, byte_to_id, data, p, q, sym, nxt, prv, cand,
+                                      heap, steps, rng_state, out_ids, first)
             cache_ids(cache, data, p, q, out_ids, first, pos)
             p = q
         if eos_id >= 0:

@@ -1,0 +1,244 @@
+"""Merge replay by matching pieces: the ids of :mod:`tokenizer.kernels.bpe_ranked` for a long pre-token, found left
+to right without replaying its merges.
+
+When every merge's two parts exist before it (single bytes, or pieces of lower rank: what training produces), the
+ids that merge replay gives a text are the one sequence of *usable* pieces (a single byte, or a merged piece whose
+own bytes replay to itself) in which every two neighbours are *compatible*: replaying the bytes of ``a + b`` gives
+``[a, b]`` back (:func:`compatible`). So a text can be encoded piece by piece: at each position take the longest
+usable piece that starts there; keep it when it is compatible with the piece before it, else try the next shorter
+usable piece (``prefix_of``). When no piece fits, the position is a dead end: the pieces kept before it are the
+only replay of the text before it (every two neighbours compatible), so it would stay one; it is marked, and the
+last piece kept is exchanged for its next shorter one. A position dies at most once and tries each of its prefix
+pieces at most once, so the work is linear in the text's length (times the longest piece), with no heap and no
+array per byte beyond three int32 ones.
+
+:func:`compatible` walks back through the two pieces' merges. The pair across their boundary is, over the replay,
+(right end of ``a``, left end of ``b``): each end changes when a merge takes it in, in rank order (on a tie, the
+left one first, as replay merges the leftmost pair first). Undoing those merges from the last one back visits every
+pair that ever stood across the boundary, together with the ranks of the merges that end it (``until_left``,
+``until_right``); if one of them is a merge of rank below ``until_left`` (and at most ``until_right``, where the
+pair across, being further left, is merged first), replay would have merged across, so ``a, b`` are not compatible.
+
+Example (hand-checkable): bytes ``a``=0, ``b``=1, ``c``=2; merges ``(a, b) -> 3`` rank 0, ``(b, c) -> 4`` rank 1.
+``"abc"``: the longest usable piece at 0 is ``ab`` (3), then ``c`` (2); ``compatible(3, 2)``: ``(ab, c)`` is no
+merge; undo ``ab`` (rank 0): ``(b, c)`` is the merge of rank 1, not below 0, so it never stood: compatible,
+``[3, 2]``, as replay gives (``ab`` first, rank 0).
+
+:func:`tokenizer.twins.bpe.ref_ranked_bpe` (merge replay, the slow way) is the twin: the same ids.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tokenizer.kernels import kernel
+from tokenizer.kernels.bpe_ranked import pair_merge, ranked_bpe_into
+from tokenizer.kernels.double_array import HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT, TAG_MASK, common_prefix_search
+from tokenizer.kernels.hash_table import hash_slot
+
+BYTE = -1          # created[id] of a single byte
+NOT_USABLE = -2    # created[id] of a piece that matching never emits (not a merge's result, or not its own replay)
+NO_LIMIT = np.int64(1) << 40  # a rank above every merge's
+MEMO_BITS = 12
+MEMO_WORDS = 1 << MEMO_BITS  # the work arrays' memo of compatible pairs (:func:`remembered_compatible`)
+MATCH_ABOVE = 8  # the batch entry matches pre-tokens longer than this many bytes; shorter ones replay in an array
+
+
+@kernel
+def compatible(pair_table, bits, created, split_left, split_right, a, b):
+    """True when replaying the bytes of usable pieces ``a`` then ``b`` gives ``[a, b]`` (int32 tables per id:
+    ``created`` the rank of the merge that makes it, :data:`BYTE` for a single byte; ``split_left``/``split_right``
+    that merge's parts). With merges ``(a, b) -> 3`` rank 0 only: ``compatible(.., 0, 1)`` is False,
+    ``compatible(.., 3, 3)`` True."""
+    until_left = NO_LIMIT
+    until_right = NO_LIMIT
+    x = a
+    y = b
+    while True:
+        merge = pair_merge(pair_table, bits, x, y)
+        if merge >= 0:
+            rank = merge >> 32
+            if rank < until_left and rank <= until_right:
+                return False
+        made_x = created[x]
+        made_y = created[y]
+        if made_x < 0 and made_y < 0:
+            return True
+        if made_x > made_y:  # the later merge is x's: before it, x's right part stood at the boundary
+            until_left = made_x
+            x = split_right[x]
+        else:  # y's (on a tie the same merge made both, the left one first: undo the right one first)
+            until_right = made_y
+            y = split_left[y]
+
+
+@kernel
+def remembered_compatible(memo, pair_table, bits, created, split_left, split_right, a, b):
+    """:func:`compatible` through ``memo`` (int64, ``2**MEMO_BITS`` words, zeroed before first use): a
+    direct-mapped slot per pair holding ``key + 1`` (compatible) or ``-(key + 1)`` (not), ``key = a << 32 | b``;
+    a pair that meets another's slot is worked out again and takes the slot."""
+    key = (np.int64(a) << 32) | np.int64(b)
+    slot = hash_slot(key, MEMO_BITS)
+    word = memo[slot]
+    if word == key + 1:
+        return True
+    if word == -(key + 1):
+        return False
+    answer = compatible(pair_table, bits, created, split_left, split_right, a, b)
+    memo[slot] = key + 1 if answer else -(key + 1)
+    return answer
+
+
+@kernel
+def longest_piece(units, created, prefix_of, piece_length, data, start, end):
+    """``(id, length)`` of the longest usable piece (``created[id] != NOT_USABLE``) that is a prefix of
+    ``data[start:end]``, or ``(-1, 0)``; ``units`` is the model's double array of pieces. The walk keeps the last
+    node where a piece ends and reads its value once; an unusable piece gives way to ``prefix_of`` it."""
+    node = units[0]
+    last = np.int64(-1)
+    for k in range(start, end):
+        c = data[k]
+        unit = units[(node >> PAYLOAD_SHIFT) + 1 + c]
+        if (unit & TAG_MASK) != c:
+            break
+        node = unit
+        if unit & HAS_VALUE:
+            last = unit
+        if unit & IS_LEAF:
+            break
+    if last < 0:
+        return np.int64(-1), np.int64(0)
+    piece = np.int64(last >> PAYLOAD_SHIFT if last & IS_LEAF else units[last >> PAYLOAD_SHIFT] >> PAYLOAD_SHIFT)
+    if created[piece] == NOT_USABLE:
+        piece = np.int64(prefix_of[piece])
+    return piece, np.int64(piece_length[piece] if piece >= 0 else 0)
+
+
+@kernel
+def matched_bpe_into(units, pair_table, bits, created, split_left, split_right, prefix_of, piece_length, data,
+                     start, end, stack, ends, dead, memo, steps, out, pos):
+    """Encode ``data[start:end]`` (one pre-token) by matching pieces (see the module docstring); ids to
+    ``out[pos:]``; returns the new ``pos``, or -1 when the tables break the rule (no sequence found: the caller
+    replays the merges instead). Work buffers (int32) of length >= ``end - start + 1``: ``stack`` (the pieces
+    kept), ``ends`` (where each ends), ``dead`` (dead-end marks per position); ``memo`` the pairs' memo of
+    :func:`remembered_compatible`. ``steps[0]`` grows by the
+    candidates tried (tests bound it). Tables per id (int32): ``created``, ``split_left``, ``split_right``
+    (:func:`compatible`), ``prefix_of`` (the longest usable piece that is a proper prefix of it, -1 for none),
+    ``piece_length`` (its bytes)."""
+    n = end - start
+    if n == 0:
+        return pos
+    for k in range(n + 1):
+        dead[k] = 0
+    top = 0
+    p = start
+    piece, length = longest_piece(units, created, prefix_of, piece_length, data, p, end)
+    while True:
+        steps[0] += 1
+        if piece >= 0:
+            q = p + length
+            if (q == end or dead[q - start] == 0) and (
+                    top == 0 or remembered_compatible(memo, pair_table, bits, created, split_left, split_right,
+                                                      stack[top - 1], piece)):
+                stack[top] = piece
+                ends[top] = q
+                top += 1
+                p = q
+                if p == end:
+                    break
+                piece, length = longest_piece(units, created, prefix_of, piece_length, data, p, end)
+            else:
+                piece = prefix_of[piece]
+                length = piece_length[piece] if piece >= 0 else 0
+            continue
+        if top == 0:
+            return -1
+        dead[p - start] = 1
+        top -= 1
+        p = ends[top - 1] if top > 0 else start
+        piece = prefix_of[stack[top]]
+        length = piece_length[piece] if piece >= 0 else 0
+    for k in range(top):
+        out[pos + k] = stack[k]
+    return pos + top
+
+
+@kernel
+def _replays_to_itself(pair_table, bits, byte_to_id, data, offsets, ids, out):
+    """``out[k] = 1`` where merge replay of piece ``k``'s bytes (``data[offsets[k]:offsets[k + 1]]``) gives
+    ``[ids[k]]``."""
+    longest = 1
+    for k in range(ids.shape[0]):
+        longest = max(longest, offsets[k + 1] - offsets[k])
+    n = longest + 1
+    sym, nxt, prv = np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32)
+    cand, heap, steps = np.empty(n, np.int64), np.empty(2 * n, np.int64), np.zeros(1, np.int64)
+    rng_state = np.zeros(1, np.uint64)
+    got = np.empty(n, np.int32)
+    for k in range(ids.shape[0]):
+        count = ranked_bpe_into(pair_table, bits, byte_to_id, data, offsets[k], offsets[k + 1], sym, nxt, prv, cand,
+                                heap, steps, rng_state, got, 0)
+        out[k] = 1 if count == 1 and got[0] == ids[k] else 0
+
+
+@kernel
+def _longest_usable_prefixes(units, created, data, offsets, ids, prefix_of):
+    """``prefix_of[ids[k]]`` = the longest usable piece that is a proper prefix of piece ``k``'s bytes, or -1.
+    Returns how many usable pieces ``units`` does not map to themselves (0 for a model's distinct pieces)."""
+    longest = 0
+    for k in range(ids.shape[0]):
+        longest = max(longest, offsets[k + 1] - offsets[k])
+    found = np.empty(longest + 1, np.int32)
+    lengths = np.empty(longest + 1, np.int32)
+    astray = 0
+    for k in range(ids.shape[0]):
+        count = common_prefix_search(units, data, offsets[k], offsets[k + 1], found, lengths)
+        size = offsets[k + 1] - offsets[k]
+        best = -1
+        for j in range(count):
+            if lengths[j] < size and created[found[j]] != NOT_USABLE:
+                best = found[j]
+        prefix_of[ids[k]] = best
+        if created[ids[k]] != NOT_USABLE and (count == 0 or lengths[count - 1] != size or found[count - 1] != ids[k]):
+            astray += 1
+    return astray
+
+
+def build_match_tables(units: np.ndarray, pieces: list[bytes], merged: np.ndarray, left: np.ndarray,
+                       right: np.ndarray, byte_to_id: np.ndarray, pair_table: np.ndarray, bits: int) -> list | None:
+    """The tables of :func:`matched_bpe_into` (int32 per id, ``len(pieces)`` each): ``[created, split_left,
+    split_right, prefix_of, piece_length]``, for merges ``(left[m], right[m]) -> merged[m]`` in rank order
+    (``pair_table``/``bits``: :func:`tokenizer.kernels.bpe_ranked.build_pair_table`'s) over the single bytes
+    ``byte_to_id`` and the double array ``units`` of the pieces. ``None`` when matching cannot stand for replay
+    here: a merge's part made by a later merge, a merged piece made twice, or a usable piece that ``units`` does not
+    map to itself.
+    Merges ``(97, 98) -> 256``: ``created[256] == 0``, ``split_left[256] == 97``, ``prefix_of[256] == 97``."""
+    from tokenizer.packed import pack
+
+    size = len(pieces)
+    created = np.full(size, NOT_USABLE, np.int64)
+    created[byte_to_id] = BYTE
+    merged = np.asarray(merged, np.int64)
+    if len(np.unique(merged)) != len(merged) or (created[merged] == BYTE).any():
+        return None
+    created[merged] = np.arange(len(merged))
+    ranks = np.arange(len(merged))
+    left, right = np.asarray(left, np.int64), np.asarray(right, np.int64)
+    if len(merged) and ((created[left] == NOT_USABLE) | (created[left] >= ranks)
+                        | (created[right] == NOT_USABLE) | (created[right] >= ranks)).any():
+        return None
+    split_left, split_right = np.full(size, -1, np.int32), np.full(size, -1, np.int32)
+    split_left[merged], split_right[merged] = left, right
+    data, offsets = pack([pieces[i] for i in merged.tolist()])
+    replays = np.zeros(len(merged), np.uint8)
+    if len(merged):
+        _replays_to_itself(pair_table, bits, byte_to_id, data, offsets, merged.astype(np.int32), replays)
+    created[merged[replays == 0]] = NOT_USABLE
+    created = created.astype(np.int32)
+    data, offsets = pack(pieces)
+    prefix_of = np.full(size, -1, np.int32)
+    if _longest_usable_prefixes(units, created, data, offsets, np.arange(size, dtype=np.int32), prefix_of):
+        return None
+    piece_length = np.diff(offsets).astype(np.int32)
+    return [created, split_left, split_right, prefix_of, piece_length]
+
