@@ -31,15 +31,15 @@ def match_tables(pairs: list[tuple[int, int]]):
     return units, pair_table, bits, tables
 
 
-def matched(model, data: bytes) -> tuple[list[int], int]:
+def matched(model, data: bytes, patience: int = 1 << 40) -> tuple[list[int] | None, int]:
+    """``(ids, steps)`` of one pre-token matched (``ids`` None where matching gave way to replay)."""
     units, pair_table, bits, tables = model
     n = len(data) + 1
     stack, ends, dead = np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32)
     memo, steps, out = np.zeros(MEMO_WORDS, np.int64), np.zeros(1, np.int64), np.empty(n, np.int32)
     end = matched_bpe_into(units, pair_table, bits, *tables, np.frombuffer(data, np.uint8), 0, len(data), stack,
-                           ends, dead, memo, steps, out, 0)
-    assert end >= 0
-    return out[:end].tolist(), int(steps[0])
+                           ends, dead, memo, patience, steps, out, 0)
+    return (out[:end].tolist() if end >= 0 else None), int(steps[0])
 
 
 @st.composite
@@ -132,3 +132,16 @@ def test_a_trained_model_gives_the_same_ids_matched_or_replayed():
     texts = lines + [b"a" * 5000, "中".encode() * 3000, b"ab" * 2000, b" " * 3000, bytes(range(256)) * 8]
     assert matching.encode_batch(texts, num_threads=1) == replaying.encode_batch(texts, num_threads=1)
     assert [matching.encode(text) for text in texts[::7]] == [replaying.encode(text) for text in texts[::7]]
+
+
+def test_matching_gives_way_where_replay_is_cheaper():
+    """One-byte pieces (no merge applies) or much backtracking: matching stops after a few dozen candidates and
+    the entry replays the merges; a CJK run of long pieces is matched to the end."""
+    from tokenizer.kernels.bpe_match import GIVE_WAY_AFTER
+
+    no_merges = match_tables([(98, 99)])
+    ids, steps = matched(no_merges, b"a" * 10_000, GIVE_WAY_AFTER)
+    assert ids is None and steps < 3 * GIVE_WAY_AFTER
+    cjk = match_tables(doubling_merges("中".encode()))
+    ids, steps = matched(cjk, "中".encode() * 10_000, GIVE_WAY_AFTER)
+    assert ids == encode(merge_table(doubling_merges("中".encode()))[0], "中".encode() * 10_000)[0]

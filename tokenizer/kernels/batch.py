@@ -28,7 +28,7 @@ import numpy as np
 
 from tokenizer.kernels import kernel
 from tokenizer.kernels.bpe import piece_bpe_into
-from tokenizer.kernels.bpe_match import MATCH_ABOVE, MEMO_WORDS, matched_bpe_into
+from tokenizer.kernels.bpe_match import GIVE_WAY_AFTER, MATCH_ABOVE, MEMO_WORDS, matched_bpe_into
 from tokenizer.kernels.bpe_ranked import CACHE_WORDS, cache_ids, cached_ids, ranked_bpe_into
 from tokenizer.kernels.double_array import exact_match
 from tokenizer.kernels.pretokenize import next_pretoken_end
@@ -227,7 +227,7 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
             pos = -1
             if matching and q - p > MATCH_ABOVE:
                 pos = matched_bpe_into(piece_units, pair_table, bits, *match, data, p, q, sym, nxt, prv, memo,
-                                       steps, out_ids, first)
+                                       GIVE_WAY_AFTER, steps, out_ids, first)
             if pos < 0:
                 pos = ranked_bpe_into(pair_table, bits, byte_to_id, data, p, q, sym, nxt, prv, cand,
                                       heap, steps, rng_state, out_ids, first)

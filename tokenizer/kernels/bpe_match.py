@@ -41,6 +41,7 @@ NOT_USABLE = -2    # created[id] of a piece that matching never emits (not a mer
 NO_LIMIT = np.int64(1) << 40  # a rank above every merge's
 MEMO_BITS = 12
 MEMO_WORDS = 1 << MEMO_BITS  # the work arrays' memo of compatible pairs (:func:`remembered_compatible`)
+GIVE_WAY_AFTER = 64  # the patience of matched_bpe_into: candidates tried before it weighs its work against replay
 MATCH_ABOVE = 8  # the batch entry matches pre-tokens longer than this many bytes; shorter ones replay in an array
 
 
@@ -116,10 +117,13 @@ def longest_piece(units, created, prefix_of, piece_length, data, start, end):
 
 @kernel
 def matched_bpe_into(units, pair_table, bits, created, split_left, split_right, prefix_of, piece_length, data,
-                     start, end, stack, ends, dead, memo, steps, out, pos):
+                     start, end, stack, ends, dead, memo, patience, steps, out, pos):
     """Encode ``data[start:end]`` (one pre-token) by matching pieces (see the module docstring); ids to
-    ``out[pos:]``; returns the new ``pos``, or -1 when the tables break the rule (no sequence found: the caller
-    replays the merges instead). Work buffers (int32) of length >= ``end - start + 1``: ``stack`` (the pieces
+    ``out[pos:]``; returns the new ``pos``, or -1 when matching gives way to replaying the merges (the caller's
+    next step): when it has tried more than one candidate per two bytes passed, plus ``patience``
+    (:data:`GIVE_WAY_AFTER` in the entry),
+    which short pieces (a run of one byte) or much backtracking (a run of spaces, where each position tries its
+    prefix pieces) make dearer than replay, or when the tables break the rule (no sequence found). Work buffers (int32) of length >= ``end - start + 1``: ``stack`` (the pieces
     kept), ``ends`` (where each ends), ``dead`` (dead-end marks per position); ``memo`` the pairs' memo of
     :func:`remembered_compatible`. ``steps[0]`` grows by the
     candidates tried (tests bound it). Tables per id (int32): ``created``, ``split_left``, ``split_right``
@@ -132,9 +136,13 @@ def matched_bpe_into(units, pair_table, bits, created, split_left, split_right, 
         dead[k] = 0
     top = 0
     p = start
+    tried = 0
     piece, length = longest_piece(units, created, prefix_of, piece_length, data, p, end)
     while True:
         steps[0] += 1
+        tried += 1
+        if tried > ((p - start) >> 1) + patience:
+            return -1
         if piece >= 0:
             q = p + length
             if (q == end or dead[q - start] == 0) and (
