@@ -10,7 +10,8 @@ usable piece (``prefix_of``). When no piece fits, the position is a dead end: th
 only replay of the text before it (every two neighbours compatible), so it would stay one; it is marked, and the
 last piece kept is exchanged for its next shorter one. A position dies at most once and tries each of its prefix
 pieces at most once, so the work is linear in the text's length (times the longest piece), with no heap and no
-array per byte beyond three int32 ones.
+array per byte beyond three int32 ones. Where pieces are short (one per byte) or the search backtracks much,
+replaying the merges costs less: :func:`matched_bpe_into` then gives way (its ``patience``).
 
 :func:`compatible` walks back through the two pieces' merges. The pair across their boundary is, over the replay,
 (right end of ``a``, left end of ``b``): each end changes when a merge takes it in, in rank order (on a tie, the
@@ -120,15 +121,16 @@ def matched_bpe_into(units, pair_table, bits, created, split_left, split_right, 
                      start, end, stack, ends, dead, memo, patience, steps, out, pos):
     """Encode ``data[start:end]`` (one pre-token) by matching pieces (see the module docstring); ids to
     ``out[pos:]``; returns the new ``pos``, or -1 when matching gives way to replaying the merges (the caller's
-    next step): when it has tried more than one candidate per two bytes passed, plus ``patience``
-    (:data:`GIVE_WAY_AFTER` in the entry),
-    which short pieces (a run of one byte) or much backtracking (a run of spaces, where each position tries its
-    prefix pieces) make dearer than replay, or when the tables break the rule (no sequence found). Work buffers (int32) of length >= ``end - start + 1``: ``stack`` (the pieces
-    kept), ``ends`` (where each ends), ``dead`` (dead-end marks per position); ``memo`` the pairs' memo of
-    :func:`remembered_compatible`. ``steps[0]`` grows by the
-    candidates tried (tests bound it). Tables per id (int32): ``created``, ``split_left``, ``split_right``
-    (:func:`compatible`), ``prefix_of`` (the longest usable piece that is a proper prefix of it, -1 for none),
-    ``piece_length`` (its bytes)."""
+    next step). It gives way once it has tried more than one candidate per two bytes passed, plus ``patience``
+    (:data:`GIVE_WAY_AFTER` in the entry): short pieces (a run of one byte) or much backtracking (a run of spaces,
+    where each position tries its prefix pieces) make matching dearer than replay. It also gives way where the
+    tables break the rule (no sequence found).
+
+    Work buffers (int32) of length >= ``end - start + 1``: ``stack`` (the pieces kept), ``ends`` (where each
+    ends), ``dead`` (dead-end marks per position); ``memo`` is :func:`remembered_compatible`'s. ``steps[0]``
+    grows by the candidates tried (tests bound it). Tables per id (int32): ``created``, ``split_left``,
+    ``split_right`` (:func:`compatible`), ``prefix_of`` (the longest usable piece that is a proper prefix of it,
+    -1 for none), ``piece_length`` (its bytes)."""
     n = end - start
     if n == 0:
         return pos
