@@ -62,16 +62,16 @@ def compatible(pair_table, bits, created, split_left, split_right, a, b):
             rank = merge >> 32
             if rank < until_left and rank <= until_right:
                 return False
-        made_x = created[x]
-        made_y = created[y]
+        made_x = created[np.uint64(x)]
+        made_y = created[np.uint64(y)]
         if made_x < 0 and made_y < 0:
             return True
         if made_x > made_y:  # the later merge is x's: before it, x's right part stood at the boundary
             until_left = made_x
-            x = split_right[x]
+            x = split_right[np.uint64(x)]
         else:  # y's (on a tie the same merge made both, the left one first: undo the right one first)
             until_right = made_y
-            y = split_left[y]
+            y = split_left[np.uint64(y)]
 
 
 @kernel
@@ -81,7 +81,7 @@ def remembered_compatible(memo, pair_table, bits, created, split_left, split_rig
     a pair that meets another's slot is worked out again and takes the slot."""
     key = (np.int64(a) << 32) | np.int64(b)
     slot = hash_slot(key, MEMO_BITS)
-    word = memo[slot]
+    word = memo[np.uint64(slot)]
     if word == key + 1:
         return True
     if word == -(key + 1):
@@ -95,12 +95,14 @@ def remembered_compatible(memo, pair_table, bits, created, split_left, split_rig
 def longest_piece(units, created, prefix_of, piece_length, data, start, end):
     """``(id, length)`` of the longest usable piece (``created[id] != NOT_USABLE``) that is a prefix of
     ``data[start:end]``, or ``(-1, 0)``; ``units`` is the model's double array of pieces. The walk keeps the last
-    node where a piece ends and reads its value once; an unusable piece gives way to ``prefix_of`` it."""
+    node where a piece ends and reads its value once; an unusable piece gives way to ``prefix_of`` it. Tables are
+    indexed with ``np.uint64`` here and in :func:`compatible` (no negative-index test per read, as in
+    :func:`tokenizer.kernels.unigram.viterbi_into`; every such index is >= 0)."""
     node = units[0]
     last = np.int64(-1)
     for k in range(start, end):
-        c = data[k]
-        unit = units[(node >> PAYLOAD_SHIFT) + 1 + c]
+        c = data[np.uint64(k)]
+        unit = units[np.uint64((node >> PAYLOAD_SHIFT) + 1 + c)]
         if (unit & TAG_MASK) != c:
             break
         node = unit
@@ -110,10 +112,11 @@ def longest_piece(units, created, prefix_of, piece_length, data, start, end):
             break
     if last < 0:
         return np.int64(-1), np.int64(0)
-    piece = np.int64(last >> PAYLOAD_SHIFT if last & IS_LEAF else units[last >> PAYLOAD_SHIFT] >> PAYLOAD_SHIFT)
-    if created[piece] == NOT_USABLE:
-        piece = np.int64(prefix_of[piece])
-    return piece, np.int64(piece_length[piece] if piece >= 0 else 0)
+    at = np.uint64(last >> PAYLOAD_SHIFT)
+    piece = np.int64(at if last & IS_LEAF else units[at] >> PAYLOAD_SHIFT)
+    if created[np.uint64(piece)] == NOT_USABLE:
+        piece = np.int64(prefix_of[np.uint64(piece)])
+    return piece, np.int64(piece_length[np.uint64(piece)] if piece >= 0 else 0)
 
 
 @kernel
