@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from tokenizer.kernels.bpe_match import MEMO_WORDS, NOT_USABLE, build_match_tables, compatible, matched_bpe_into
 from tokenizer.kernels.double_array import DoubleArray
-from tokenizer.twins.bpe import ref_ranked_bpe
+from tokenizer.twins.bpe_match import ref_compatible, ref_matched_bpe
 from tests.tokenizer.test_kernels_bpe_ranked import IDENTITY, WORST_CASES, doubling_merges, encode, merge_table
 
 
@@ -61,7 +61,7 @@ def test_matching_equals_merge_replay(case):
     pairs, text = case
     model = match_tables(pairs)
     _, twin = merge_table(pairs)
-    expected = ref_ranked_bpe(twin, IDENTITY, text)
+    expected = ref_matched_bpe(twin, IDENTITY, text)
     if model[3] is None:  # two merges make the same bytes (no model's pieces do): the encoder replays the merges
         pieces = [bytes([b]) for b in range(256)]
         for a, b in pairs:
@@ -69,6 +69,28 @@ def test_matching_equals_merge_replay(case):
         assert len(set(pieces)) < len(pieces)
         return
     assert matched(model, text)[0] == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(merges_and_text())
+def test_compatible_equals_its_definition(case):
+    """compatible() against replaying the two pieces' bytes, for every pair of usable pieces of the table."""
+    pairs, _ = case
+    model = match_tables(pairs)
+    if model[3] is None:
+        return
+    _, pair_table, bits, tables = model
+    created, split_left, split_right = tables[:3]
+    _, twin = merge_table(pairs)
+    pieces = [bytes([b]) for b in range(256)]
+    for a, b in pairs:
+        pieces.append(pieces[a] + pieces[b])
+    usable = [i for i in sorted(set(sum(map(list, pairs), [])) | set(range(256, 256 + len(pairs))))
+              if created[i] != NOT_USABLE]
+    for a in usable:
+        for b in usable:
+            assert compatible(pair_table, bits, created, split_left, split_right, a, b) == \
+                ref_compatible(twin, IDENTITY, pieces, a, b), (a, b)
 
 
 def test_compatible_by_hand():
@@ -107,7 +129,7 @@ def test_work_is_linear_on_long_repetitive_pretokens():
         assert small_ids == encode(merge_table(doubling_merges(unit))[0], small)[0], name
         # each position is left by a dead end at most once, and tries at most its prefix pieces
         assert large_steps <= 1.5 * 10 * max(small_steps, 1), (name, small_steps, large_steps)
-        assert ref_ranked_bpe(twin, IDENTITY, small[:3000]) == matched(model, small[:3000])[0], name
+        assert ref_matched_bpe(twin, IDENTITY, small[:3000]) == matched(model, small[:3000])[0], name
 
 
 def test_a_trained_model_gives_the_same_ids_matched_or_replayed():

@@ -25,7 +25,8 @@ Example (hand-checkable): bytes ``a``=0, ``b``=1, ``c``=2; merges ``(a, b) -> 3`
 merge; undo ``ab`` (rank 0): ``(b, c)`` is the merge of rank 1, not below 0, so it never stood: compatible,
 ``[3, 2]``, as replay gives (``ab`` first, rank 0).
 
-:func:`tokenizer.twins.bpe.ref_ranked_bpe` (merge replay, the slow way) is the twin: the same ids.
+The twins (:mod:`tokenizer.twins.bpe_match`) are the definitions: :func:`compatible`'s replays the two pieces'
+bytes, :func:`matched_bpe_into`'s is merge replay (the same ids).
 """
 
 from __future__ import annotations
