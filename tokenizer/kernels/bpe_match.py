@@ -126,9 +126,10 @@ def matched_bpe_into(units, pair_table, bits, created, split_left, split_right, 
     """Encode ``data[start:end]`` (one pre-token) by matching pieces (see the module docstring); ids to
     ``out[pos:]``; returns the new ``pos``, or -1 when matching gives way to replaying the merges (the caller's
     next step). It gives way once it has tried more than one candidate per two bytes passed, plus ``patience``
-    (:data:`GIVE_WAY_AFTER` in the entry): short pieces (a run of one byte) or much backtracking (a run of spaces,
-    where each position tries its prefix pieces) make matching dearer than replay. It also gives way where the
-    tables break the rule (no sequence found).
+    (:data:`GIVE_WAY_AFTER` in the entry), or once the pieces it kept average under two bytes past ``patience / 4``
+    bytes: short pieces (random bytes, a run of one byte) or much backtracking (a run of
+    spaces, where each position tries its prefix pieces) make matching dearer than replay. It also gives way where
+    the tables break the rule (no sequence found).
 
     Work buffers (int32) of length >= ``end - start + 1``: ``stack`` (the pieces kept), ``ends`` (where each
     ends), ``dead`` (dead-end marks per position); ``memo`` is :func:`remembered_compatible`'s. ``steps[0]``
@@ -160,6 +161,8 @@ def matched_bpe_into(units, pair_table, bits, created, split_left, split_right, 
                 p = q
                 if p == end:
                     break
+                if 2 * top > p - start >= patience >> 2:
+                    return -1  # pieces of under two bytes on average: replay costs less
                 piece, length = longest_piece(units, created, prefix_of, piece_length, data, p, end)
             else:
                 piece = prefix_of[piece]
