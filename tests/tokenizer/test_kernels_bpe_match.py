@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from tokenizer.kernels.bpe_match import MEMO_WORDS, NOT_USABLE, build_match_tables, compatible, matched_bpe_into
 from tokenizer.kernels.double_array import DoubleArray
 from tokenizer.twins.bpe_match import ref_compatible, ref_matched_bpe
-from tests.tokenizer.test_kernels_bpe_ranked import IDENTITY, WORST_CASES, doubling_merges, encode, merge_table
+from tests.tokenizer.test_kernels_bpe_ranked import (IDENTITY, WORST_CASES, doubling_merges, encode, merge_table,
+                                                     merges_and_text)
 
 
 def match_tables(pairs: list[tuple[int, int]]):
@@ -42,21 +42,8 @@ def matched(model, data: bytes, patience: int = 1 << 40) -> tuple[list[int] | No
     return (out[:end].tolist() if end >= 0 else None), int(steps[0])
 
 
-@st.composite
-def merges_and_text(draw):
-    alphabet = draw(st.lists(st.sampled_from(list(b"ab \xe4\xb8\xad\xff")), min_size=1, max_size=4, unique=True))
-    ids = list(alphabet)
-    pairs = []
-    for _ in range(draw(st.integers(0, 16))):
-        pair = (draw(st.sampled_from(ids)), draw(st.sampled_from(ids)))
-        pairs.append(pair)
-        ids.append(256 + len(pairs) - 1)
-    text = bytes(draw(st.lists(st.sampled_from(alphabet), max_size=60)))
-    return pairs, text
-
-
 @settings(max_examples=1500, deadline=None)
-@given(merges_and_text())
+@given(merges_and_text(16, 60))
 def test_matching_equals_merge_replay(case):
     pairs, text = case
     model = match_tables(pairs)
@@ -72,7 +59,7 @@ def test_matching_equals_merge_replay(case):
 
 
 @settings(max_examples=300, deadline=None)
-@given(merges_and_text())
+@given(merges_and_text(16, 60))
 def test_compatible_equals_its_definition(case):
     """compatible() against replaying the two pieces' bytes, for every pair of usable pieces of the table."""
     pairs, _ = case

@@ -40,15 +40,16 @@ def encode(tables, data: bytes) -> tuple[list[int], int]:
 
 
 @st.composite
-def merges_and_text(draw):
+def merges_and_text(draw, most_merges: int = 12, longest_text: int = 40):
+    """A random merge table over a few bytes (merge m makes id 256 + m) and a text of those bytes."""
     alphabet = draw(st.lists(st.sampled_from(list(b"ab \xe4\xb8\xad\xff")), min_size=1, max_size=4, unique=True))
     ids = list(alphabet)
     pairs = []
-    for _ in range(draw(st.integers(0, 12))):
+    for _ in range(draw(st.integers(0, most_merges))):
         pair = (draw(st.sampled_from(ids)), draw(st.sampled_from(ids)))
         pairs.append(pair)
         ids.append(256 + len(pairs) - 1)
-    text = bytes(draw(st.lists(st.sampled_from(alphabet), max_size=40)))
+    text = bytes(draw(st.lists(st.sampled_from(alphabet), max_size=longest_text)))
     return pairs, text
 
 

@@ -22,8 +22,8 @@ pair across, being further left, is merged first), replay would have merged acro
 
 Example (hand-checkable): bytes ``a``=0, ``b``=1, ``c``=2; merges ``(a, b) -> 3`` rank 0, ``(b, c) -> 4`` rank 1.
 ``"abc"``: the longest usable piece at 0 is ``ab`` (3), then ``c`` (2); ``compatible(3, 2)``: ``(ab, c)`` is no
-merge; undo ``ab`` (rank 0): ``(b, c)`` is the merge of rank 1, not below 0, so it never stood: compatible,
-``[3, 2]``, as replay gives (``ab`` first, rank 0).
+merge; undo ``ab`` (rank 0): ``(b, c)`` is the merge of rank 1, not below 0 (``ab`` took ``b`` in first), so it
+never merged: compatible, ``[3, 2]``, as replay gives.
 
 The twins (:mod:`tokenizer.twins.bpe_match`) are the definitions: :func:`compatible`'s replays the two pieces'
 bytes, :func:`matched_bpe_into`'s is merge replay (the same ids).

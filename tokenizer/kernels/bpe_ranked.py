@@ -15,8 +15,9 @@ since it was pushed is skipped when it comes up. Each merge pushes at most two e
 2n and the work is O(n log n) whatever the text: one long pre-token (100,000 x ``a``, a run of one CJK character)
 costs what its length costs, never n^2. A pre-token of at most :data:`SHORT_SYMBOLS` bytes (most words) is merged
 in an array instead, by scanning its pairs' ranks (:func:`scan_merges`: the same ids, no heap). The batch entry
-encodes longer pre-tokens by matching pieces instead of replaying merges, where the model's merges allow it
-(:mod:`tokenizer.kernels.bpe_match`: the same ids). :func:`tokenizer.twins.bpe.ref_ranked_bpe` is the slow twin.
+encodes a pre-token of more than :data:`tokenizer.kernels.bpe_match.MATCH_ABOVE` bytes by matching pieces where the
+model's merges allow it, and comes back here where matching gives way (:mod:`tokenizer.kernels.bpe_match`: the same
+ids). :func:`tokenizer.twins.bpe.ref_ranked_bpe` is the slow twin.
 
 Example (hand-checkable): bytes ``a``=0, ``b``=1, ``c``=2; merges ``(b, c) -> 3`` rank 0, ``(a, b) -> 4`` rank 1,
 ``(4, 2) -> 5`` rank 2: ``"abc"`` -> a|b|c -> a|bc (rank 0) -> no merge ``(a, bc)`` -> ``[0, 3]``, whereas the
