@@ -13,13 +13,19 @@ from tests.tokenizer.test_kernels_bpe_ranked import (IDENTITY, WORST_CASES, doub
                                                      merges_and_text)
 
 
+def table_pieces(pairs: list[tuple[int, int]]) -> list[bytes]:
+    """The bytes of every id: the 256 single bytes, then each merge's two parts joined."""
+    pieces = [bytes([b]) for b in range(256)]
+    for a, b in pairs:
+        pieces.append(pieces[a] + pieces[b])
+    return pieces
+
+
 def match_tables(pairs: list[tuple[int, int]]):
     """``(units, pair_table, bits, tables)`` for merges in rank order (merge m makes id 256 + m), or ``None``
     tables when matching cannot stand for replay."""
     (pair_table, bits), _ = merge_table(pairs)
-    pieces = [bytes([b]) for b in range(256)]
-    for a, b in pairs:
-        pieces.append(pieces[a] + pieces[b])
+    pieces = table_pieces(pairs)
     distinct = {}
     for i, piece in enumerate(pieces):
         distinct.setdefault(piece, i)  # a piece made twice: the double array keeps its first id
@@ -50,9 +56,7 @@ def test_matching_equals_merge_replay(case):
     _, twin = merge_table(pairs)
     expected = ref_matched_bpe(twin, IDENTITY, text)
     if model[3] is None:  # two merges make the same bytes (no model's pieces do): the encoder replays the merges
-        pieces = [bytes([b]) for b in range(256)]
-        for a, b in pairs:
-            pieces.append(pieces[a] + pieces[b])
+        pieces = table_pieces(pairs)
         assert len(set(pieces)) < len(pieces)
         return
     assert matched(model, text)[0] == expected
@@ -69,9 +73,7 @@ def test_compatible_equals_its_definition(case):
     _, pair_table, bits, tables = model
     created, split_left, split_right = tables[:3]
     _, twin = merge_table(pairs)
-    pieces = [bytes([b]) for b in range(256)]
-    for a, b in pairs:
-        pieces.append(pieces[a] + pieces[b])
+    pieces = table_pieces(pairs)
     usable = [i for i in sorted(set(sum(map(list, pairs), [])) | set(range(256, 256 + len(pairs))))
               if created[i] != NOT_USABLE]
     for a in usable:
@@ -100,7 +102,7 @@ def test_unusable_pieces_and_broken_order():
     assert matched(model, b"abcabc")[0] == [97, 256, 97, 256]
     # a merge whose part is made by a later merge: no tables (the encoder replays the merges instead)
     (pair_table, bits), _ = merge_table([(97, 98), (98, 99)])
-    pieces = [bytes([b]) for b in range(256)] + [b"ab", b"bc"]
+    pieces = table_pieces([(97, 98), (98, 99)])
     units = DoubleArray.build(pieces, list(range(258))).units
     assert build_match_tables(units, pieces, np.array([256, 257]), np.array([257, 98]), np.array([98, 99]),
                               IDENTITY, pair_table, bits) is None
