@@ -146,8 +146,8 @@ def test_a_trained_model_gives_the_same_ids_matched_or_replayed():
 
 
 def test_matching_gives_way_where_replay_is_cheaper():
-    """One-byte pieces (no merge applies) or much backtracking: matching stops after a few dozen candidates and
-    the entry replays the merges; a CJK run of long pieces is matched to the end."""
+    """One-byte pieces (no merge applies): matching stops within its patience and the entry replays the merges;
+    runs of doubling pieces (spaces, a CJK character) are matched to the end, with merge replay's ids."""
     from tokenizer.kernels.bpe_match import GIVE_WAY_AFTER
 
     no_merges = match_tables([(98, 99)])
