@@ -35,7 +35,8 @@ import numpy as np
 
 from tokenizer.kernels import kernel
 from tokenizer.kernels.bpe_ranked import pair_merge, ranked_bpe_into
-from tokenizer.kernels.double_array import HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT, TAG_MASK, common_prefix_search
+from tokenizer.kernels.double_array import (HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT, TAG_MASK, common_prefix_search,
+                                            unit_value)
 from tokenizer.kernels.hash_table import hash_slot
 
 BYTE = -1          # created[id] of a single byte
@@ -93,12 +94,12 @@ def remembered_compatible(memo, pair_table, bits, created, split_left, split_rig
 
 
 @kernel
-def longest_piece(units, created, prefix_of, piece_length, data, start, end):
-    """``(id, length)`` of the longest usable piece (``created[id] != NOT_USABLE``) that is a prefix of
-    ``data[start:end]``, or ``(-1, 0)``; ``units`` is the model's double array of pieces. The walk keeps the last
-    node where a piece ends and reads its value once; an unusable piece gives way to ``prefix_of`` it. Tables are
-    indexed with ``np.uint64`` here and in :func:`compatible` (no negative-index test per read, as in
-    :func:`tokenizer.kernels.unigram.viterbi_into`; every such index is >= 0)."""
+def longest_piece(units, created, prefix_of, data, start, end):
+    """Id of the longest usable piece (``created[id] != NOT_USABLE``) that is a prefix of ``data[start:end]``, or
+    -1; ``units`` is the model's double array of pieces. The walk keeps the last node where a piece ends and reads
+    its value once (:func:`~tokenizer.kernels.double_array.unit_value`); an unusable piece gives way to
+    ``prefix_of`` it. Tables are indexed with ``np.uint64`` here and in :func:`compatible` (no negative-index test
+    per read, as in :func:`tokenizer.kernels.unigram.viterbi_into`; every such index is >= 0)."""
     node = units[0]
     last = np.int64(-1)
     for k in range(start, end):
@@ -112,12 +113,11 @@ def longest_piece(units, created, prefix_of, piece_length, data, start, end):
         if unit & IS_LEAF:
             break
     if last < 0:
-        return np.int64(-1), np.int64(0)
-    at = np.uint64(last >> PAYLOAD_SHIFT)
-    piece = np.int64(at if last & IS_LEAF else units[at] >> PAYLOAD_SHIFT)
+        return np.int64(-1)
+    piece = np.int64(unit_value(units, last))
     if created[np.uint64(piece)] == NOT_USABLE:
         piece = np.int64(prefix_of[np.uint64(piece)])
-    return piece, np.int64(piece_length[np.uint64(piece)] if piece >= 0 else 0)
+    return piece
 
 
 @kernel
@@ -144,14 +144,14 @@ def matched_bpe_into(units, pair_table, bits, created, split_left, split_right, 
     top = 0
     p = start
     tried = 0
-    piece, length = longest_piece(units, created, prefix_of, piece_length, data, p, end)
+    piece = longest_piece(units, created, prefix_of, data, p, end)
     while True:
         steps[0] += 1
         tried += 1
         if tried > ((p - start) >> 1) + patience:
             return -1
         if piece >= 0:
-            q = p + length
+            q = p + piece_length[piece]
             if (q == end or dead[q - start] == 0) and (
                     top == 0 or remembered_compatible(memo, pair_table, bits, created, split_left, split_right,
                                                       stack[top - 1], piece)):
@@ -163,10 +163,9 @@ def matched_bpe_into(units, pair_table, bits, created, split_left, split_right, 
                     break
                 if 2 * top > p - start >= patience >> 2:
                     return -1  # pieces of under two bytes on average: replay costs less
-                piece, length = longest_piece(units, created, prefix_of, piece_length, data, p, end)
+                piece = longest_piece(units, created, prefix_of, data, p, end)
             else:
                 piece = prefix_of[piece]
-                length = piece_length[piece] if piece >= 0 else 0
             continue
         if top == 0:
             return -1
@@ -174,7 +173,6 @@ def matched_bpe_into(units, pair_table, bits, created, split_left, split_right, 
         top -= 1
         p = ends[top - 1] if top > 0 else start
         piece = prefix_of[stack[top]]
-        length = piece_length[piece] if piece >= 0 else 0
     for k in range(top):
         out[pos + k] = stack[k]
     return pos + top
