@@ -162,16 +162,17 @@ class CompiledModel:
         """The record of :func:`tokenizer.kernels.batch.piece_bpe_entry` for the matchable ``keys``."""
         from tokenizer.kernels.bpe import build_piece_pairs
 
-        pair_table, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo = build_piece_pairs(
-            keys, ids, self.merge_score, vocab_size, self.byte_mode)
+        pair_table, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo, match = build_piece_pairs(
+            keys, ids, self.merge_score, vocab_size, self.byte_mode, self.is_user_defined, self.units)
         marker = "\u2581".encode()
         words = marker in keys and not any(  # no piece has another character right before a "▁"
             at > 0 and not key[:at].endswith(marker) for key in keys for at in _positions(key, marker))
-        return pack_record(units=[self.units, pseudo_units],
-                           ints=[byte_piece, bmp_symbol, self.byte_to_id],
+        match_units, *match_ints = match or [np.zeros(0, self.units.dtype)] + [np.zeros(0, np.int32)] * 5
+        return pack_record(units=[self.units, pseudo_units, match_units],
+                           ints=[byte_piece, bmp_symbol, self.byte_to_id, *match_ints],
                            small=[self.is_user_defined],
                            longs=[pair_table, flags(self.has_user_defined, self.byte_mode, has_pseudo, vocab_size, bits,
-                                                    self.unk_id, self.byte_fallback, words)])
+                                                    self.unk_id, self.byte_fallback, words, match is not None)])
 
     def shared_ids(self) -> SharedIds:
         """The :class:`~tokenizer.shared_ids.SharedIds` of this model's ids (built on first use)."""

@@ -244,8 +244,9 @@ class Tokenizer:
             model, _ = piece_bpe_model(*compiled.record)
 
             def sample(array, n, rng, out):
-                sym, nxt, prv, starts, cand, heap, steps, _, _ = bpe_work(*compiled.work_arrays(n))
-                return piece_bpe_into(*model, p, rng, array, 0, n, sym, nxt, prv, starts, cand, heap, steps, out, 0)
+                sym, nxt, prv, starts, cand, heap, steps, _, _, memo = bpe_work(*compiled.work_arrays(n))
+                return piece_bpe_into(*model, p, rng, array, 0, n, sym, nxt, prv, starts, cand, heap, memo, steps, out,
+                                      0)
         else:
             if dropout is not None:
                 raise InputError("dropout= applies to BPE models; this is a unigram model: use alpha=")

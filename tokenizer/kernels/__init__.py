@@ -75,14 +75,34 @@ def _install_package_stamped_locators() -> bool:
 _CACHE_IS_SAFE = not _DISABLE_JIT and _install_package_stamped_locators()
 
 
-def kernel(*args, parallel: bool = False, c_signature=None, **kwargs):
+def _has_refcount_option() -> bool:
+    """Whether this Numba compiles a function without reference counting on request (its ``_nrt`` option)."""
+    from numba.core.cpu import CPUTargetOptions
+
+    return hasattr(CPUTargetOptions, "_nrt")
+
+
+_REFCOUNT_OPTION = not _DISABLE_JIT and _has_refcount_option()
+
+
+def kernel(*args, parallel: bool = False, c_signature=None, borrows: bool = False, **kwargs):
     """The house ``@njit``: ``cache=True`` (see the module docstring), ``nogil=True``, ``fastmath`` off (results
     must be exact). With ``c_signature`` (a Numba signature of C types) the kernel is a C-callable ``cfunc``
     instead, compiled at once; its ``address`` is the function pointer (see :mod:`tokenizer.kernels.one_text`).
 
-    Usage: ``@kernel``, ``@kernel(parallel=True)`` or ``@kernel(c_signature=types.int64(types.int64))``.
+    ``borrows=True``: the kernel only borrows the arrays it is given, and is compiled without Numba's reference
+    counting (its ``_nrt`` option, where this Numba has it). Otherwise every call of a kernel that is not compiled
+    into its caller updates the count of each array argument twice, atomically, which costs more than the work of
+    a small helper called per character or per token (the encoders' hot loops: ``benchmarks/encode.py``). Numba
+    refuses to compile such a kernel when it allocates an array or returns one it was not given, and compiles the
+    kernels it calls the same way, so they may not either.
+
+    Usage: ``@kernel``, ``@kernel(borrows=True)``, ``@kernel(parallel=True)`` or
+    ``@kernel(c_signature=types.int64(types.int64))``.
     """
     options = {"cache": _CACHE_IS_SAFE, "nogil": True, "parallel": parallel, **kwargs}
+    if borrows and _REFCOUNT_OPTION:
+        options["_nrt"] = False
 
     def wrap(function):
         if _DISABLE_JIT:

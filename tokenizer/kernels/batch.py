@@ -42,12 +42,12 @@ ZEROED_WORDS = CACHE_WORDS + MEMO_WORDS  # the end of a BPE ``wide`` array that 
 def work_sizes(rule: int, longest: int) -> tuple[int, int]:
     """``(wide, narrow)`` item counts of the work arrays for documents of up to ``longest`` bytes (``n = longest +
     1`` positions): Viterbi one score and three int32 per position; BPE three int64 (pending merge, two heap
-    slots) and four int32, plus one int64 step counter, the pre-token cache and the memo of compatible pairs
-    (:data:`ZEROED_WORDS` int64 at the end, zeroed by the caller)."""
+    slots) and four int32, plus an int64 step counter and a random state, the pre-token cache and the memo of
+    compatible pairs (:data:`ZEROED_WORDS` int64 at the end, zeroed by the caller)."""
     n = longest + 1
     if rule == VITERBI:
         return n, 3 * n
-    return 3 * n + 1 + ZEROED_WORDS, 4 * n
+    return 3 * n + 2 + ZEROED_WORDS, 4 * n
 
 
 @kernel
@@ -65,7 +65,7 @@ def next_word_start(data, p, end):
     return end
 
 
-@kernel
+@kernel(borrows=True)
 def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, wide,
                   narrow, out_ids, out_offsets):
     """Best unigram segmentation (:func:`tokenizer.kernels.unigram.viterbi_into`), inside each regex pre-token when
@@ -109,30 +109,36 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
     return pos, -1
 
 
-@kernel
+@kernel(inline="always")
 def bpe_work(wide, narrow):
     """The BPE work arrays carved from ``wide`` (int64) and ``narrow`` (int32), as :func:`work_sizes` sizes them:
-    ``(sym, nxt, prv, starts, cand, heap, steps, cache, memo)``."""
+    ``(sym, nxt, prv, starts, cand, heap, steps, rng_state, cache, memo)`` (``rng_state`` a uint64 view of one
+    word). Compiled into its caller, as :func:`tokenizer.kernels.tables.part` is."""
     n = narrow.shape[0] // 4
-    tail = 3 * n + 1 + CACHE_WORDS
+    tail = 3 * n + 2 + CACHE_WORDS
     return (narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n], narrow[3 * n:4 * n], wide[:n], wide[n:3 * n],
-            wide[3 * n:3 * n + 1], wide[3 * n + 1:tail], wide[tail:tail + MEMO_WORDS])
+            wide[3 * n:3 * n + 1], wide[3 * n + 1:3 * n + 2].view(np.uint64), wide[3 * n + 2:tail],
+            wide[tail:tail + MEMO_WORDS])
 
 
-@kernel
+@kernel(inline="always")
 def piece_bpe_model(units, scores, ints, small, longs):
     """``(model, words)``: the model arguments of :func:`tokenizer.kernels.bpe.piece_bpe_into`, in its order, read
-    from a :func:`piece_bpe_entry` record, and the record's ``words`` flag. Tables: 0 units, 1 pseudo_units;
-    2 byte_piece, 3 bmp_symbol, 4 byte_to_id (int32); 5 is_user_defined (uint8); 6 pair_table, 7 flags (int64:
-    has_user_defined, byte_mode, has_pseudo, vocab_size, bits, unk_id, byte_fallback, words)."""
-    flags = part(longs, longs, 7)
-    model = (part(units, longs, 0), part(small, longs, 5), flags[0] != 0, part(ints, longs, 2), part(ints, longs, 3),
-             flags[1] != 0, part(units, longs, 1), flags[2] != 0, flags[3], part(longs, longs, 6), flags[4], flags[5],
-             flags[6] != 0, part(ints, longs, 4))
+    from a :func:`piece_bpe_entry` record, and the record's ``words`` flag. Tables: 0 units, 1 pseudo_units,
+    2 match units (empty: ``units``); 3 byte_piece, 4 bmp_symbol, 5 byte_to_id, 6 created, 7 split_left,
+    8 split_right, 9 prefix_of, 10 piece_length (int32; 6-10 empty without ``matching``); 11 is_user_defined
+    (uint8); 12 pair_table, 13 flags (int64: has_user_defined, byte_mode, has_pseudo, vocab_size, bits, unk_id,
+    byte_fallback, words, matching)."""
+    flags = part(longs, longs, 13)
+    match = (part(units, longs, 2), part(ints, longs, 6), part(ints, longs, 7), part(ints, longs, 8),
+             part(ints, longs, 9), part(ints, longs, 10))
+    model = (part(units, longs, 0), part(small, longs, 11), flags[0] != 0, part(ints, longs, 3),
+             part(ints, longs, 4), flags[1] != 0, part(units, longs, 1), flags[2] != 0, flags[3],
+             part(longs, longs, 12), flags[4], flags[5], flags[6] != 0, part(ints, longs, 5), match, flags[8] != 0)
     return model, flags[7] != 0
 
 
-@kernel
+@kernel(borrows=True)
 def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
                     wide, narrow, out_ids, out_offsets):
     """SentencePiece-style BPE (:func:`tokenizer.kernels.bpe.piece_bpe_into`, no dropout); the tables as
@@ -143,8 +149,8 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
     each text is encoded word by word (a word: its "▁" run and what follows up to the next run) through the
     pre-token cache of :func:`tokenizer.kernels.bpe_ranked.cached_ids`: the same ids, most words looked up."""
     model, words = piece_bpe_model(units, scores, ints, small, longs)
-    sym, nxt, prv, starts, cand, heap, steps, cache, _ = bpe_work(wide, narrow)
-    rng_state = np.zeros(1, np.uint64)  # no dropout: never drawn from
+    # rng_state: never drawn from (no dropout here)
+    sym, nxt, prv, starts, cand, heap, steps, rng_state, cache, memo = bpe_work(wide, narrow)
     pos = 0
     out_offsets[0] = 0
     check_valid = valid.shape[0] > 0
@@ -164,8 +170,8 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
                 pos = hit
             else:
                 first = pos
-                pos = piece_bpe_into(*model, 0.0, rng_state, data, p, q, sym, nxt, prv, starts, cand, heap, steps,
-                                     out_ids, pos)
+                pos = piece_bpe_into(*model, 0.0, rng_state, data, p, q, sym, nxt, prv, starts, cand, heap, memo,
+                                     steps, out_ids, pos)
                 if pos < 0:
                     return -1, i
                 if words:
@@ -178,7 +184,7 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
     return pos, -1
 
 
-@kernel
+@kernel(borrows=True)
 def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
                      wide, narrow, out_ids, out_offsets):
     """Regex pre-split (pattern 0: none) plus merge replay (:func:`tokenizer.kernels.bpe_ranked.ranked_bpe_into`;
@@ -195,8 +201,8 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
     pair_table = part(longs, longs, 8)
     flags = part(longs, longs, 9)
     pattern, bits, ignore_merges, matching = flags[0], flags[1], flags[2] != 0, flags[3] != 0
-    sym, nxt, prv, starts, cand, heap, steps, cache, memo = bpe_work(wide, narrow)
-    rng_state = np.zeros(1, np.uint64)  # no dropout: never drawn from
+    # rng_state: never drawn from (no dropout here)
+    sym, nxt, prv, starts, cand, heap, steps, rng_state, cache, memo = bpe_work(wide, narrow)
     pos = 0
     out_offsets[0] = 0
     check_valid = valid.shape[0] > 0

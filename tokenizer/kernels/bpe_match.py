@@ -44,7 +44,7 @@ NOT_USABLE = -2    # created[id] of a piece that matching never emits (not a mer
 NO_LIMIT = np.int64(1) << 40  # a rank above every merge's
 MEMO_BITS = 12
 MEMO_WORDS = 1 << MEMO_BITS  # the work arrays' memo of compatible pairs (:func:`remembered_compatible`)
-GIVE_WAY_AFTER = 64  # the patience of matched_bpe_into: candidates tried before it weighs its work against replay
+GIVE_WAY_AFTER = 64  # match_pieces' patience in the entries: candidates tried before it weighs its work against replay
 MATCH_ABOVE = 8  # the batch entry matches pre-tokens longer than this many bytes; shorter ones replay in an array
 
 
@@ -121,24 +121,24 @@ def longest_piece(units, created, prefix_of, data, start, end):
 
 
 @kernel
-def matched_bpe_into(units, pair_table, bits, created, split_left, split_right, prefix_of, piece_length, data,
-                     start, end, stack, ends, dead, memo, patience, steps, out, pos):
-    """Encode ``data[start:end]`` (one pre-token) by matching pieces (see the module docstring); ids to
-    ``out[pos:]``; returns the new ``pos``, or -1 when matching gives way to replaying the merges (the caller's
-    next step). It gives way once it has tried more than one candidate per two bytes passed, plus ``patience``
-    (:data:`GIVE_WAY_AFTER` in the entry), or once the pieces it kept average under two bytes past ``patience / 4``
-    bytes: short pieces (random bytes, a run of one byte) or much backtracking (a run of
+def match_pieces(units, pair_table, bits, created, split_left, split_right, prefix_of, piece_length, data, start,
+                 end, stack, ends, dead, memo, patience, steps):
+    """Match the pieces of ``data[start:end]`` (see the module docstring): returns how many, ``top``, with the
+    pieces in ``stack[:top]`` and where each ends (absolute) in ``ends[:top]``; or -1 when matching gives way to
+    replaying the merges. It gives way once it has tried more than one candidate per two bytes passed, plus
+    ``patience`` (:data:`GIVE_WAY_AFTER` in the entries), or once the pieces it kept average under two bytes past
+    ``patience / 4`` bytes: short pieces (random bytes, a run of one byte) or much backtracking (a run of
     spaces, where each position tries its prefix pieces) make matching dearer than replay. It also gives way where
     the tables break the rule (no sequence found).
 
-    Work buffers (int32) of length >= ``end - start + 1``: ``stack`` (the pieces kept), ``ends`` (where each
-    ends), ``dead`` (dead-end marks per position); ``memo`` is :func:`remembered_compatible`'s. ``steps[0]``
-    grows by the candidates tried (tests bound it). Tables per id (int32): ``created``, ``split_left``,
-    ``split_right`` (:func:`compatible`), ``prefix_of`` (the longest usable piece that is a proper prefix of it,
-    -1 for none), ``piece_length`` (its bytes)."""
+    Work buffers of length >= ``end - start + 1``: ``stack`` and ``ends`` (int32), ``dead`` (dead-end marks per
+    position, any integer dtype); ``memo`` is :func:`remembered_compatible`'s. ``steps[0]`` grows by the
+    candidates tried (tests bound it). Tables per id (int32): ``created``, ``split_left``, ``split_right``
+    (:func:`compatible`), ``prefix_of`` (the longest usable piece that is a proper prefix of it, -1 for none),
+    ``piece_length`` (its bytes)."""
     n = end - start
     if n == 0:
-        return pos
+        return 0
     for k in range(n + 1):
         dead[k] = 0
     top = 0
@@ -160,7 +160,7 @@ def matched_bpe_into(units, pair_table, bits, created, split_left, split_right, 
                 top += 1
                 p = q
                 if p == end:
-                    break
+                    return top
                 if 2 * top > p - start >= patience >> 2:
                     return -1  # pieces of under two bytes on average: replay costs less
                 piece = longest_piece(units, created, prefix_of, data, p, end)
@@ -173,6 +173,18 @@ def matched_bpe_into(units, pair_table, bits, created, split_left, split_right, 
         top -= 1
         p = ends[top - 1] if top > 0 else start
         piece = prefix_of[stack[top]]
+
+
+@kernel
+def matched_bpe_into(units, pair_table, bits, created, split_left, split_right, prefix_of, piece_length, data,
+                     start, end, stack, ends, dead, memo, patience, steps, out, pos):
+    """Encode ``data[start:end]`` (one pre-token) by :func:`match_pieces` (the arguments as it takes them); ids to
+    ``out[pos:]``; returns the new ``pos``, or -1 when matching gives way to replaying the merges (the caller's
+    next step)."""
+    top = match_pieces(units, pair_table, bits, created, split_left, split_right, prefix_of, piece_length, data,
+                       start, end, stack, ends, dead, memo, patience, steps)
+    if top < 0:
+        return -1
     for k in range(top):
         out[pos + k] = stack[k]
     return pos + top
@@ -197,7 +209,7 @@ def _replays_to_itself(pair_table, bits, byte_to_id, data, offsets, ids, out):
 
 
 @kernel
-def _longest_usable_prefixes(units, created, data, offsets, ids, prefix_of):
+def longest_usable_prefixes(units, created, data, offsets, ids, prefix_of):
     """``prefix_of[ids[k]]`` = the longest usable piece that is a proper prefix of piece ``k``'s bytes, or -1.
     Returns how many usable pieces ``units`` does not map to themselves (0 for a model's distinct pieces)."""
     longest = 0
@@ -252,7 +264,7 @@ def build_match_tables(units: np.ndarray, pieces: list[bytes], merged: np.ndarra
     created = created.astype(np.int32)
     data, offsets = pack(pieces)
     prefix_of = np.full(size, -1, np.int32)
-    if _longest_usable_prefixes(units, created, data, offsets, np.arange(size, dtype=np.int32), prefix_of):
+    if longest_usable_prefixes(units, created, data, offsets, np.arange(size, dtype=np.int32), prefix_of):
         return None
     piece_length = np.diff(offsets).astype(np.int32)
     return [created, split_left, split_right, prefix_of, piece_length]

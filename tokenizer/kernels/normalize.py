@@ -287,7 +287,7 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, plai
     return o
 
 
-@kernel
+@kernel(borrows=True)
 def all_marked_characters(text, start, end, marked):
     """True when ``text[start:end]`` (uint8) is valid UTF-8 and every character in it is ASCII or a BMP code point
     ``cp`` with ``marked[cp] != 0`` (``marked``: uint8, 0x10000); False at the first other character (astral
@@ -303,7 +303,7 @@ def all_marked_characters(text, start, end, marked):
     return True
 
 
-@kernel
+@kernel(borrows=True)
 def normalize_batch_into(data, offsets, first_text, out, out_offsets, trie, replacements, plain_chars,
                          ascii_pairs, uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal, uds_first_bytes,
                          flags):

@@ -50,7 +50,8 @@ def pack_record(units=(), scores=(), ints=(), small=(), longs=(), score_dtype=np
     return tuple(packed)
 
 
-@kernel
+@kernel(inline="always")
 def part(group, longs, i):
-    """Table ``i`` of a record: a slice of its ``group`` array (no copy)."""
+    """Table ``i`` of a record: a slice of its ``group`` array (no copy). Compiled into its caller, so that an
+    entry that borrows its arrays (``@kernel(borrows=True)``) may take views of them."""
     return group[longs[2 * i]:longs[2 * i + 1]]
