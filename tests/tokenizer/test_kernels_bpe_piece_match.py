@@ -113,7 +113,8 @@ def test_replayed_splits_and_tables_hand_example():
 def test_pieces_out_of_score_order_are_never_matched_and_invalid_utf8_turns_matching_off():
     """"aab" (score -1) is made of "aa" (-2), made after it: replay builds it in another order than its score
     says, so matching never keeps it (it gives way where replay gives it; the same ids). A piece of invalid UTF-8
-    outside byte mode turns matching off: the heap replays every stretch."""
+    outside byte mode turns matching off: the heap replays every stretch; so does a model with no matchable
+    piece."""
     types = np.array([PieceType.UNKNOWN] + [PieceType.NORMAL] * 4, np.int8)
     inverted = Model([b"<unk>", b"aab", b"aa", b"a", b"b"], np.array([0, -1, -2, -10, -11], np.float32), types,
                      algorithm="bpe", unk_id=0)
@@ -122,6 +123,10 @@ def test_pieces_out_of_score_order_are_never_matched_and_invalid_utf8_turns_matc
     assert _flags(tok)[8] == 1 and created[1] == NOT_USABLE and created[2] >= 0
     text = b"aab" * 20 + b"aa" * 20
     assert tok.encode(text) == twin(tok, text) == [1] * 20 + [2] * 20
+    only_unused = Model([b"<unk>", b" "], np.array([0, -1], np.float32),
+                        np.array([PieceType.UNKNOWN, PieceType.UNUSED], np.int8), algorithm="bpe", unk_id=0)
+    tok = Tokenizer(only_unused)  # no matchable piece: nothing to match
+    assert _flags(tok)[8] == 0 and tok.encode(b"a b") == [0]
     invalid = Model([b"<unk>", b"a\xff", b"aa", b"a", b"\xff"], np.array([0, -1, -2, -10, -11], np.float32),
                     types, algorithm="bpe", unk_id=0)
     tok = Tokenizer(invalid)

@@ -138,7 +138,8 @@ def piece_match_tables(symbol_of: dict[bytes, int], pseudo: dict[bytes, int], me
     (:func:`tokenizer.kernels.bpe_match.match_pieces`): ``[units, created, split_left, split_right, prefix_of,
     piece_length]``, per symbol id (pieces, then pseudo characters); ``units`` is a double array of the symbols
     when there are pseudo characters, else empty (the model's own ``units``, of its pieces, serves). ``None``
-    where matching cannot stand for the merges: a piece whose bytes are no valid UTF-8 outside ``byte_mode``.
+    where there is nothing to match (no matchable piece) or matching cannot stand for the merges: a piece whose
+    bytes are no valid UTF-8 outside ``byte_mode``.
 
     ``symbol_of``/``pseudo``: bytes -> id of the matchable pieces and pseudo characters; ``merged_pieces``: ``(piece,
     id, symbol bounds, symbols)`` of each piece of two or more symbols; ``rank_of``: each id's merge rank. A piece
@@ -149,7 +150,7 @@ def piece_match_tables(symbol_of: dict[bytes, int], pseudo: dict[bytes, int], me
     and every sequence of usable pieces whose neighbours are compatible is the merges' own, so where the merges
     give a piece that is not usable, matching finds no sequence and gives way: the same ids. Pieces ``a``, ``b``,
     ``ab`` (rank 0): ``created[ab] == 0``, ``split_left[ab] == a``, ``prefix_of[ab] == a``."""
-    if not byte_mode and not all(_is_utf8(piece) for piece in symbol_of):
+    if not symbol_of or (not byte_mode and not all(_is_utf8(piece) for piece in symbol_of)):
         return None
     symbols = {**symbol_of, **pseudo}
     size = max(symbols.values()) + 1
