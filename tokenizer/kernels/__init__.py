@@ -95,7 +95,8 @@ def kernel(*args, parallel: bool = False, c_signature=None, borrows: bool = Fals
     into its caller updates the count of each array argument twice, atomically, which costs more than the work of
     a small helper called per character or per token (the encoders' hot loops: ``benchmarks/encode.py``). Numba
     refuses to compile such a kernel when it allocates an array or returns one it was not given, and compiles the
-    kernels it calls the same way, so they may not either.
+    kernels it calls the same way, so they may not either. A small helper called per word, pre-token or token is
+    also compiled into its callers (``@kernel(inline="always")``): it saves the call itself.
 
     Usage: ``@kernel``, ``@kernel(borrows=True)``, ``@kernel(parallel=True)`` or
     ``@kernel(c_signature=types.int64(types.int64))``.

@@ -50,7 +50,7 @@ def work_sizes(rule: int, longest: int) -> tuple[int, int]:
     return 3 * n + 2 + ZEROED_WORDS, 4 * n
 
 
-@kernel
+@kernel(inline="always")
 def next_word_start(data, p, end):
     """Where the next word of ``data[p:end]`` starts: the next "▁" (UTF-8 ``e2 96 81``) after a character that is
     not one, or ``end``. ``"▁a▁▁b"`` from 0 -> 4 (bytes)."""

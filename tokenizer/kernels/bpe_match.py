@@ -93,7 +93,7 @@ def remembered_compatible(memo, pair_table, bits, created, split_left, split_rig
     return answer
 
 
-@kernel
+@kernel(inline="always")
 def longest_piece(units, created, prefix_of, data, start, end):
     """Id of the longest usable piece (``created[id] != NOT_USABLE``) that is a prefix of ``data[start:end]``, or
     -1; ``units`` is the model's double array of pieces. The walk keeps the last node where a piece ends and reads

@@ -108,7 +108,7 @@ _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 
 
-@kernel
+@kernel(inline="always")
 def _pretoken_hash(data, start, end):
     """FNV-1a over ``data[start:end]``."""
     h = _FNV_OFFSET
@@ -117,7 +117,7 @@ def _pretoken_hash(data, start, end):
     return h
 
 
-@kernel
+@kernel(inline="always")
 def cached_ids(cache, data, start, end, out, pos):
     """Write the cached ids of the pre-token ``data[start:end]`` at ``out[pos:]`` and return the new ``pos``, or
     -1 when it is not cached."""
@@ -138,7 +138,7 @@ def cached_ids(cache, data, start, end, out, pos):
     return pos + count
 
 
-@kernel
+@kernel(inline="always")
 def cache_ids(cache, data, start, end, out, first, stop):
     """Remember ``out[first:stop]`` as the ids of the pre-token ``data[start:end]`` (when it fits a slot)."""
     n = end - start

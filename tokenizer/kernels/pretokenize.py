@@ -65,7 +65,7 @@ def char_class_table() -> np.ndarray:
     return table
 
 
-@kernel
+@kernel(inline="always")
 def _class_at(char_class, data, pos, end):
     """``(class, byte length)`` of the character at ``pos``; ``(-1, 0)`` at the end."""
     if pos >= end:
@@ -76,7 +76,7 @@ def _class_at(char_class, data, pos, end):
     return np.int64(char_class[cp]), length
 
 
-@kernel
+@kernel(inline="always")
 def _run(char_class, data, pos, end, wanted):
     """End of the run of characters of class ``wanted`` starting at ``pos`` (ASCII bytes looked up directly: most
     runs are ASCII, and a byte < 0x80 is its own code point)."""
@@ -94,7 +94,7 @@ def _run(char_class, data, pos, end, wanted):
     return pos
 
 
-@kernel
+@kernel(inline="always")
 def _run_not(char_class, data, pos, end, llama3):
     """End of the run of characters that are neither letters, numbers nor whitespace."""
     pos = _run(char_class, data, pos, end, OTHER)
@@ -130,7 +130,7 @@ def _contraction(data, pos, end, ignore_case):
     return 0
 
 
-@kernel
+@kernel(inline="always")
 def _whitespace(char_class, data, pos, end):
     """``\\s+(?!\\S)|\\s+`` at ``pos`` (a whitespace character): all of the run if it reaches the end of the text or
     is one character long, else the run minus its last character."""
@@ -147,7 +147,7 @@ def _whitespace(char_class, data, pos, end):
     return last
 
 
-@kernel
+@kernel(inline="always")
 def next_pretoken_end(char_class, pattern, data, pos, end):
     """End (exclusive) of the pre-token that starts at ``data[pos]`` (``pos < end``), for ``pattern``
     ``PATTERN_GPT2`` or ``PATTERN_LLAMA3``. ``char_class`` is :func:`char_class_table`."""
