@@ -18,7 +18,9 @@ concatenation:
   *pseudo* symbol, id ``vocab_size + k``: it can merge, as SentencePiece merges any concatenation, but is emitted
   as unknown when it stays alone);
 * the heap holds ``rank << 32 | byte position`` (lowest rank first, then leftmost), and the merge loop is merge
-  replay's (:func:`tokenizer.kernels.bpe_ranked.merge_pending`).
+  replay's (:func:`tokenizer.kernels.bpe_ranked.merge_pending`);
+* a long stretch of text is matched piece by piece instead, where the model's pieces allow it
+  (:func:`piece_match_tables`, the rule of :mod:`tokenizer.kernels.bpe_match`).
 
 Symbol values in ``sym``: a piece or pseudo id (>= 0); -1 an unknown character that no piece contains (it never
 merges); ``-2 - id`` a frozen USER_DEFINED piece. Each merge pushes at most two entries, so the work is O(n log n)
