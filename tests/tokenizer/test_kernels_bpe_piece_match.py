@@ -52,8 +52,8 @@ def long_texts(units):
 
 
 @settings(max_examples=300, deadline=None)
-@given(model=trained_models(), text=long_texts(CHARS + [b"d"]), data=st.data())
-def test_encoding_with_matching_equals_twin(model, text, data):
+@given(model=trained_models(), text=long_texts(CHARS + [b"d"]))
+def test_encoding_with_matching_equals_twin(model, text):
     """Through the Tokenizer (pseudo characters, USER_DEFINED pieces, unknown characters, byte fallback):
     stretches of more than SHORT_SYMBOLS characters are matched where matching does not give way."""
     tok = Tokenizer(model)
