@@ -12,6 +12,7 @@ from tokenizer.kernels.batch import piece_bpe_model
 from tokenizer.kernels.bpe import replayed_splits
 from tokenizer.kernels.bpe_match import MEMO_WORDS, NOT_USABLE, match_pieces
 from tokenizer.kernels.bpe_ranked import build_pair_table, merge_ranks
+from tokenizer.kernels.tables import part
 from tests.tokenizer.test_kernels_bpe import twin
 
 CHARS = [b"a", b"b", b" ", "\u00e9".encode(), "\u4e2d".encode(), "\u2581".encode()]
@@ -83,8 +84,9 @@ def test_match_pieces_never_giving_way_equals_twin(model, data):
 
 
 def _flags(tok: Tokenizer) -> np.ndarray:
+    """The flags table (13) of a SentencePiece-style BPE record (:func:`tokenizer.kernels.batch.piece_bpe_model`)."""
     longs = tok.compiled.record[4]
-    return longs[longs[26]:longs[27]]
+    return part(longs, longs, 13)
 
 
 def test_replayed_splits_and_tables_hand_example():

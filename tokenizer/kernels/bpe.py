@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.bpe_match import BYTE, GIVE_WAY_AFTER, NOT_USABLE, longest_usable_prefixes, match_pieces
+from tokenizer.kernels.bpe_match import BYTE, GIVE_WAY_AFTER, NOT_USABLE, match_pieces, usable_prefix_tables
 from tokenizer.kernels.bpe_ranked import (SHORT_SYMBOLS, build_pair_table, heap_merges, merge_ranks, pair_merge,
                                          scan_merges)
 from tokenizer.kernels.double_array import DoubleArray, exact_match, step, unit_value
@@ -179,13 +179,10 @@ def piece_match_tables(symbol_of: dict[bytes, int], pseudo: dict[bytes, int], me
     if pseudo:
         units = DoubleArray.build(keys, values).units
     created = created.astype(np.int32)
-    data, offsets = pack(keys)
-    prefix_of = np.full(size, -1, np.int32)
-    if longest_usable_prefixes(units, created, data, offsets, values, prefix_of):
+    prefixes = usable_prefix_tables(units, created, keys, values, size)
+    if prefixes is None:
         return None
-    piece_length = np.zeros(size, np.int32)
-    piece_length[values] = np.diff(offsets)
-    return [units if pseudo else np.zeros(0, units.dtype), created, split_left, split_right, prefix_of, piece_length]
+    return [units if pseudo else np.zeros(0, units.dtype), created, split_left, split_right, *prefixes]
 
 
 def _is_utf8(piece: bytes) -> bool:

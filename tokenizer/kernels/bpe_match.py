@@ -38,6 +38,7 @@ from tokenizer.kernels.bpe_ranked import pair_merge, ranked_bpe_into
 from tokenizer.kernels.double_array import (HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT, TAG_MASK, common_prefix_search,
                                             unit_value)
 from tokenizer.kernels.hash_table import hash_slot
+from tokenizer.packed import pack
 
 BYTE = -1          # created[id] of a single byte
 NOT_USABLE = -2    # created[id] of a piece that matching never emits (not a merge's result, or not its own replay)
@@ -209,7 +210,7 @@ def _replays_to_itself(pair_table, bits, byte_to_id, data, offsets, ids, out):
 
 
 @kernel
-def longest_usable_prefixes(units, created, data, offsets, ids, prefix_of):
+def _longest_usable_prefixes(units, created, data, offsets, ids, prefix_of):
     """``prefix_of[ids[k]]`` = the longest usable piece that is a proper prefix of piece ``k``'s bytes, or -1.
     Returns how many usable pieces ``units`` does not map to themselves (0 for a model's distinct pieces)."""
     longest = 0
@@ -240,8 +241,6 @@ def build_match_tables(units: np.ndarray, pieces: list[bytes], merged: np.ndarra
     here: a merge's part made by a later merge, a merged piece made twice, or a usable piece that ``units`` does not
     map to itself.
     Merges ``(97, 98) -> 256``: ``created[256] == 0``, ``split_left[256] == 97``, ``prefix_of[256] == 97``."""
-    from tokenizer.packed import pack
-
     size = len(pieces)
     created = np.full(size, NOT_USABLE, np.int64)
     created[byte_to_id] = BYTE
@@ -262,10 +261,21 @@ def build_match_tables(units: np.ndarray, pieces: list[bytes], merged: np.ndarra
         _replays_to_itself(pair_table, bits, byte_to_id, data, offsets, merged.astype(np.int32), replays)
     created[merged[replays == 0]] = NOT_USABLE
     created = created.astype(np.int32)
-    data, offsets = pack(pieces)
+    prefixes = usable_prefix_tables(units, created, pieces, np.arange(size, dtype=np.int32), size)
+    return None if prefixes is None else [created, split_left, split_right, *prefixes]
+
+
+def usable_prefix_tables(units: np.ndarray, created: np.ndarray, keys: list[bytes], ids: np.ndarray,
+                         size: int) -> tuple | None:
+    """``(prefix_of, piece_length)`` (int32, ``size`` each) for the pieces ``keys`` of ids ``ids`` (int32) in the
+    double array ``units``: the longest usable piece (``created`` int32) that is a proper prefix of each, -1 for
+    none, and each one's byte length (0 for an id not in ``ids``); ``None`` when ``units`` does not map a usable
+    piece to itself. Pieces ``a``=0, ``ab``=1, both usable: ``([-1, 0], [1, 2])``."""
+    data, offsets = pack(keys)
     prefix_of = np.full(size, -1, np.int32)
-    if longest_usable_prefixes(units, created, data, offsets, np.arange(size, dtype=np.int32), prefix_of):
+    if _longest_usable_prefixes(units, created, data, offsets, ids, prefix_of):
         return None
-    piece_length = np.diff(offsets).astype(np.int32)
-    return [created, split_left, split_right, prefix_of, piece_length]
+    piece_length = np.zeros(size, np.int32)
+    piece_length[ids] = np.diff(offsets)
+    return prefix_of, piece_length
 
