@@ -41,12 +41,12 @@ ZEROED_WORDS = CACHE_WORDS + MEMO_WORDS  # the end of a BPE ``wide`` array that 
 
 def work_sizes(rule: int, longest: int) -> tuple[int, int]:
     """``(wide, narrow)`` item counts of the work arrays for documents of up to ``longest`` bytes (``n = longest +
-    1`` positions): Viterbi one score and three int32 per position; BPE three int64 (pending merge, two heap
+    1`` positions): Viterbi one score and two int32 per position; BPE three int64 (pending merge, two heap
     slots) and four int32, plus an int64 step counter and a random state, the pre-token cache and the memo of
     compatible pairs (:data:`ZEROED_WORDS` int64 at the end, zeroed by the caller)."""
     n = longest + 1
     if rule == VITERBI:
-        return n, 3 * n
+        return n, 2 * n
     return 3 * n + 2 + ZEROED_WORDS, 4 * n
 
 
@@ -80,8 +80,7 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
     byte_mode, split_after_newlines, unk_id = flags[0] != 0, flags[1] != 0, flags[2]
     byte_fallback, pattern = flags[3] != 0, flags[4]
     n = wide.shape[0]
-    best_score = wide
-    best_start, best_id, path = narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n]
+    best_score, best_start, best_id = wide, narrow[:n], narrow[n:2 * n]
     pos = 0
     out_offsets[0] = 0
     check_valid = valid.shape[0] > 0
@@ -97,8 +96,7 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
         while p < stop:
             q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
             pos = viterbi_into(piece_units, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
-                               byte_fallback, unk_score, data, p, q, best_score, best_start, best_id, path, out_ids,
-                               pos)
+                               byte_fallback, unk_score, data, p, q, best_score, best_start, best_id, out_ids, pos)
             if pos < 0:
                 return -1, i
             p = q

@@ -74,12 +74,14 @@ def _blocked(data, start, k, split_after_newlines):
 
 @kernel
 def viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
-                 byte_fallback, unk_score, data, start, end, best_score, best_start, best_id, path, out, pos):
+                 byte_fallback, unk_score, data, start, end, best_score, best_start, best_id, out, pos):
     """Best segmentation of ``data[start:end]``; writes its ids at ``out[pos:]`` and returns the new ``pos``.
 
-    Work buffers (length >= ``end - start + 1``): ``best_score`` float32 or float64, ``best_start``, ``best_id``,
-    ``path`` int32. ``out`` int32 needs room for ``end - start`` ids. Returns ``ERROR_NO_UNKNOWN_PIECE`` (-1) when
-    unknown text cannot be represented. An empty range writes nothing.
+    Work buffers (length >= ``end - start + 1``): ``best_score`` float32 or float64, ``best_start`` and
+    ``best_id`` int32. ``out`` int32 needs room for ``end - start`` ids; the best path is threaded through it
+    before its ids overwrite it (the node that starts at ``s`` keeps its end at ``out[pos + s]``, and the ids
+    before that node number at most ``s``). Returns ``ERROR_NO_UNKNOWN_PIECE`` (-1) when unknown text cannot be
+    represented. An empty range writes nothing.
 
     The hot loop indexes with ``np.uint64(i)`` (every such ``i`` is >= 0): Numba adds a negative-index wraparound
     test to each signed index, and dropping it made this kernel faster (same ids; ``benchmarks/encode.py``).
@@ -130,21 +132,21 @@ def viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines
                 best_start[e] = s
                 best_id[e] = UNKNOWN_NODE
         s += mblen
-    count = 0
     e = n
     while e > 0:
-        path[count] = e
-        count += 1
-        e = best_start[e]
+        s = best_start[np.uint64(e)]
+        out[np.uint64(pos + s)] = e
+        e = s
     prev_unknown = False
-    previous_end = 0
-    for i in range(count - 1, -1, -1):
-        e = path[i]
-        pos, prev_unknown = emit_node(best_id[e], data, start + previous_end, start + e, unk_id, byte_fallback,
+    base = pos
+    s = 0
+    while s < n:
+        e = out[np.uint64(base + s)]
+        pos, prev_unknown = emit_node(best_id[np.uint64(e)], data, start + s, start + e, unk_id, byte_fallback,
                                       byte_to_id, out, pos, prev_unknown)
         if pos < 0:
             return pos
-        previous_end = e
+        s = e
     return pos
 
 
