@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.errors import ModelError, unrepresentable_error
-from tokenizer.kernels.batch import ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, ZEROED_WORDS, flags, work_sizes
+from tokenizer.kernels.batch import (ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, WORK_TOO_SMALL, ZEROED_WORDS, flags,
+                                    longest_segment, work_sizes)
 from tokenizer.kernels.tables import pack_record
 from tokenizer.model import LATTICE_SUMS, Model, PieceType
 from tokenizer.shared_ids import SharedIds
@@ -22,6 +23,9 @@ UNK_PENALTY = np.float32(10.0)            # SentencePiece's kUnkPenalty
 FLOAT32_MAX = np.float32(np.finfo(np.float32).max)
 FLOAT32_TINY = np.float32(np.finfo(np.float32).tiny)  # SentencePiece starts max_score at FLT_MIN
 ALL_VALID = np.zeros(0, dtype=np.uint8)
+NO_CHAR_CLASS = np.zeros(0, dtype=np.uint8)  # the character classes of a model with no regex pre-split
+# Bytes the work arrays hold at first for models that cut documents into segments (encode_range)
+WORK_START = 1 << 16
 
 
 def byte_piece_value(piece: bytes) -> int:
@@ -38,7 +42,8 @@ class CompiledModel:
     """Numpy arrays the kernels need, derived from a :class:`Model` (never pickled; see module docstring).
 
     Attributes: ``rule``, ``record`` and ``kernel`` (the entry point of :mod:`tokenizer.kernels.batch` and its
-    tables), ``units`` (compact double array of NORMAL and USER_DEFINED pieces), ``piece_score`` (unigram lattice
+    tables), ``segments`` (how that entry cuts a document: the leading arguments of
+    :func:`tokenizer.kernels.batch.longest_segment`), ``units`` (compact double array of NORMAL and USER_DEFINED pieces), ``piece_score`` (unigram lattice
     scores, of ``score_dtype``), ``merge_score`` (float32, BPE priorities), ``is_user_defined`` (uint8),
     ``byte_to_id`` (int32[256]), ``byte_mode``, ``split_after_newlines``, ``unk_score`` (scalar of
     ``score_dtype``), ``score_dtype`` (float32, or float64 for models with exact log-count scores),
@@ -117,6 +122,9 @@ class CompiledModel:
         self.byte_fallback = bool(model.byte_fallback)
         self.unk_id = int(model.unk_id)
         self.split_after_newlines = bool(model.pretokenizer.get("split_after_newlines", False))
+        # Viterbi on each line and its newlines on its own (BytePiece's chunks): the same ids where no text is
+        # unknown, since no piece spans a line's end (runs of unknown nodes would merge across it)
+        self.cut_lines = self.split_after_newlines and self.byte_mode
         self.is_bpe = model.algorithm == "bpe"
         self.has_user_defined = bool(user.any())
         self.byte_level = None  # regex pre-split (+ merge replay for BPE): models from/for Hugging Face tokenizers
@@ -139,13 +147,18 @@ class CompiledModel:
                 small=[encoder.char_class],
                 longs=[encoder.pair_table, flags(encoder.pattern, encoder.bits, encoder.ignore_merges,
                                                  match is not None)])
+            self.segments = (encoder.char_class, encoder.pattern, False, False)
         elif self.byte_level is not None:
-            self.rule, self.record = VITERBI, self.viterbi_record(max(self.byte_level.pattern, 0),
-                                                                  self.byte_level.char_class)
+            pattern, char_class = max(self.byte_level.pattern, 0), self.byte_level.char_class
+            self.rule, self.record = VITERBI, self.viterbi_record(pattern, char_class)
+            self.segments = (char_class, pattern, False, self.cut_lines and not pattern)
         elif self.is_bpe:
-            self.rule, self.record = PIECE_BPE, self.piece_bpe_record(keys, ids, model.vocab_size)
+            words = _cut_at_words(keys)
+            self.rule, self.record = PIECE_BPE, self.piece_bpe_record(keys, ids, model.vocab_size, words)
+            self.segments = (NO_CHAR_CLASS, 0, words, False)
         else:
-            self.rule, self.record = VITERBI, self.viterbi_record(0, np.zeros(0, np.uint8))
+            self.rule, self.record = VITERBI, self.viterbi_record(0, NO_CHAR_CLASS)
+            self.segments = (NO_CHAR_CLASS, 0, False, self.cut_lines)
         self.kernel = ENTRIES[self.rule]
         self.vocab_size = model.vocab_size
         self._encode_one = None
@@ -156,17 +169,14 @@ class CompiledModel:
         return pack_record(units=[self.units], scores=[self.piece_score, np.array([self.unk_score], self.score_dtype)],
                            ints=[self.byte_to_id], small=[char_class],
                            longs=[flags(self.byte_mode, self.split_after_newlines, self.unk_id, self.byte_fallback,
-                                        pattern)])
+                                        pattern, self.cut_lines and not pattern)])
 
-    def piece_bpe_record(self, keys: list[bytes], ids: np.ndarray, vocab_size: int) -> tuple:
+    def piece_bpe_record(self, keys: list[bytes], ids: np.ndarray, vocab_size: int, words: bool) -> tuple:
         """The record of :func:`tokenizer.kernels.batch.piece_bpe_entry` for the matchable ``keys``."""
         from tokenizer.kernels.bpe import build_piece_pairs
 
         pair_table, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo, match = build_piece_pairs(
             keys, ids, self.merge_score, vocab_size, self.byte_mode, self.is_user_defined, self.units)
-        marker = "\u2581".encode()
-        words = marker in keys and not any(  # no piece has another character right before a "▁"
-            at > 0 and not key[:at].endswith(marker) for key in keys for at in _positions(key, marker))
         match_units, *match_ints = match or [np.zeros(0, self.units.dtype)] + [np.zeros(0, np.int32)] * 5
         return pack_record(units=[self.units, pseudo_units, match_units],
                            ints=[byte_piece, bmp_symbol, self.byte_to_id, *match_ints],
@@ -196,14 +206,32 @@ class CompiledModel:
         return wide_array, np.empty(narrow, np.int32)
 
     def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets):
-        """Run the batch kernel on documents ``doc_begin .. doc_end - 1``; returns the id count (raises on error)."""
+        """Run the batch kernel on documents ``doc_begin .. doc_end - 1``; returns the id count (raises on error).
+
+        The work arrays hold the longest document, or where the model cuts documents into segments it encodes
+        on their own (pre-tokens, words, lines: ``segments``), at most :data:`WORK_START` bytes at first: a
+        document with a longer segment stops the kernel, which is then run again from that document with arrays
+        for its longest segment (:func:`tokenizer.kernels.batch.longest_segment`). So a long document of ordinary
+        text needs small arrays, and a long run of one letter is encoded at most twice."""
         lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
         longest = int(lengths.max()) if len(lengths) else 0
-        total, failed = self.kernel(*self.record, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
-                                    *self.work_arrays(longest), out_ids, out_offsets)
+        char_class, pattern, words, lines = self.segments
+        size = min(longest, WORK_START) if pattern > 0 or words or lines else longest
+        start, base = doc_begin, 0
+        while True:
+            written = out_offsets[start - doc_begin:]
+            total, failed = self.kernel(*self.record, data, offsets, valid, start, doc_end, bos_id, eos_id,
+                                        *self.work_arrays(size), out_ids[base:], written)
+            if start > doc_begin:
+                written += base  # the kernel counted from this call's first document
+            if total != WORK_TOO_SMALL:
+                break
+            base = int(written[failed - start])
+            start = failed
+            size = max(size, int(longest_segment(*self.segments, data, offsets, failed, failed + 1, 0)))
         if total < 0:
             raise unrepresentable_error(failed)
-        return int(total)
+        return base + int(total)
 
     def encode_one(self, data: bytes, bos_id: int, eos_id: int) -> list[int]:
         """Ids of one normalized text (bytes), by :meth:`one_text_encoder`."""
@@ -217,6 +245,15 @@ class CompiledModel:
 
             self._encode_one = one_text_encoder(self)
         return self._encode_one
+
+
+def _cut_at_words(keys: list[bytes]) -> bool:
+    """True when SentencePiece-style BPE may encode word by word: "▁" is a piece and no piece has a character
+    other than "▁" right before a "▁", so no merge crosses the start of a run of "▁".
+    ``_cut_at_words([b"\xe2\x96\x81", b"\xe2\x96\x81a"])`` -> True; with ``b"a\xe2\x96\x81"`` -> False."""
+    marker = "\u2581".encode()
+    return marker in keys and not any(
+        at > 0 and not key[:at].endswith(marker) for key in keys for at in _positions(key, marker))
 
 
 def _positions(data: bytes, sub: bytes) -> list[int]:

@@ -3,8 +3,10 @@ error that says so, instead of being killed by the operating system halfway thro
 :func:`release_freed_memory`, which the training driver calls after each stage, and :func:`resident_peak_bytes`,
 the peak of each stage it reports.
 
-The encoder's buffers are sized by the longest document of a call (a few to a few dozen bytes per byte, by model
-type: :func:`tokenizer.kernels.batch.work_sizes`, allocated by :meth:`tokenizer.compiled.CompiledModel.work_arrays`).
+The encoder's buffers are sized by the longest segment a call encodes on its own (a document, or a pre-token, word
+or line of one: :meth:`tokenizer.compiled.CompiledModel.encode_range`; a dozen to a few dozen bytes per byte, by
+model type: :func:`tokenizer.kernels.batch.work_sizes`, allocated by
+:meth:`tokenizer.compiled.CompiledModel.work_arrays`).
 Before allocating more than :data:`CHECK_ABOVE` bytes they ask :func:`check_work_memory`, which compares the size
 with the memory the system has available (``MemAvailable`` of ``/proc/meminfo``; no check where it cannot be
 read).

@@ -24,7 +24,9 @@ from tokenizer.kernels.one_text import (BLOCK_WORDS, DID_NOT_FIT, IN_OFFSETS, NO
 from tokenizer.shared_ids import c_api_addresses
 
 METH_FASTCALL = 0x0080
-MAX_KEPT_BUFFER = 1 << 20  # a thread keeps its buffers between calls for texts up to this many bytes
+# A thread keeps its call block and buffers between calls for texts up to this many bytes (with a normalizer, the
+# buffers hold four times that); longer texts take the batch entry, with work arrays sized by their segments.
+MAX_KEPT_BUFFER = 1 << 16
 _C_CALL = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64,
                             ctypes.c_int64)  # CFUNCTYPE: the GIL is released during the call, so threads run at once
 
@@ -86,7 +88,8 @@ def one_text_encoder(compiled, normalizer=None):
     ``normalizer`` (a :class:`~tokenizer.normalizers.SentencePieceNormalizer`) the raw bytes are normalized by its
     kernel into the thread's buffer first (a text its growth bound cannot hold takes ``normalizer.normalize``).
     Each thread has its own block, buffers and built-in function, kept for texts up to :data:`MAX_KEPT_BUFFER`
-    bytes. Raises what :meth:`CompiledModel.encode_range` raises."""
+    bytes; a longer text takes the batch entry (:func:`_one_text_by_batch`). Raises what
+    :meth:`CompiledModel.encode_range` raises."""
     from tokenizer.kernels.python_call import HEADER_WORDS, STATUS
 
     units, scores, ints, small, longs = compiled.record
@@ -123,14 +126,15 @@ def one_text_encoder(compiled, normalizer=None):
         else:
             header = np.zeros(HEADER_WORDS, np.int64)
             function = _ctypes_function(entry.address, block, arrays[OUT_IDS], header, compiled.vocab_size)
-        state = (capacity, function, header, block, arrays, tables, compiled.record, shared)
-        if capacity <= MAX_KEPT_BUFFER:
-            local.state = state
-        return state
+        local.state = (capacity, function, header, block, arrays, tables, compiled.record, shared)
+        return local.state
 
     plain = None if normalizer is None else one_text_encoder(compiled)
+    long_text = _one_text_by_batch(compiled, normalizer)
 
     def encode(data: bytes, bos_id: int, eos_id: int) -> list[int]:
+        if len(data) > MAX_KEPT_BUFFER:
+            return long_text(data, bos_id, eos_id)
         state = getattr(local, "state", None)
         if state is None or state[0] < len(data):
             state = grow(len(data))
@@ -170,7 +174,9 @@ def _ctypes_function(address: int, block: np.ndarray, out_ids: np.ndarray, heade
 
 
 def _one_text_by_batch(compiled, normalizer):
-    """The same encoder through :meth:`CompiledModel.encode_range` with fresh arrays (the JIT disabled)."""
+    """The same encoder through :meth:`CompiledModel.encode_range` with fresh arrays: with the JIT disabled, and
+    for texts over :data:`MAX_KEPT_BUFFER` bytes, whose work arrays it sizes by their longest segment (a text's
+    own call block would hold the whole text)."""
     def encode(data: bytes, bos_id: int, eos_id: int) -> list[int]:
         if normalizer is not None:
             data = normalizer.normalize(data)

@@ -209,7 +209,9 @@ def test_encode_batch_list_equals_per_text_encode_with_threads():
 
 def test_a_document_too_large_for_the_free_memory_is_refused(monkeypatch):
     """The buffers a document needs are checked against the available memory before they are allocated: a clear
-    error, not an out-of-memory kill (the available memory is pretended small here)."""
+    error, not an out-of-memory kill (the available memory is pretended small here). The buffers hold the longest
+    segment a model encodes on its own: the whole document for BytePiece, a pre-token or word for BPE, so BPE
+    refuses a long run of one letter but encodes ordinary text of the same size."""
     import tokenizer.memory as memory
     from tokenizer.errors import InputError
     from tokenizer.trainers.bpe import BpeSettings, train_bpe_local
@@ -219,12 +221,19 @@ def test_a_document_too_large_for_the_free_memory_is_refused(monkeypatch):
     models = [train_bytepiece_local(lines, TrainSettings(vocab_sizes=(300,), min_count=1))[300],
               train_bpe_local(lines, BpeSettings(vocab_sizes=(300,)))[300],
               train_bpe_local(lines, BpeSettings(vocab_sizes=(300,), pretokenizer="sentencepiece"))[300]]
-    text = b"some text " * 800_000  # 8 MB: a few hundred MB of buffers at most
+    ordinary = b"some text " * 800_000  # 8 MB: a few hundred MB of buffers at most
+    run = b"s" * 8_000_000  # one pre-token, one word
     monkeypatch.setattr(memory, "available_bytes", lambda: 100 << 20)
     for model in models:
         tok = Tokenizer(model)
         assert tok.decode_bytes(tok.encode(b"some text 7")) == b"some text 7"  # small documents: unchecked
-        with pytest.raises(InputError, match="needs about .* GiB of work memory .* split it into smaller documents"):
-            tok.encode(text)
-        with pytest.raises(InputError, match="work memory"):
-            tok.encode_batch([text.decode()], num_threads=1)
+        whole_documents = model is models[0]  # BytePiece
+        for text in ([ordinary, run] if whole_documents else [run]):
+            with pytest.raises(InputError, match="needs about .* GiB of work memory .* split it into smaller "
+                                                 "documents"):
+                tok.encode(text)
+            with pytest.raises(InputError, match="work memory"):
+                tok.encode_batch([text.decode()], num_threads=1)
+        if not whole_documents:
+            assert tok.decode_bytes(tok.encode(ordinary)) == ordinary
+            assert tok.encode_batch([ordinary.decode()], num_threads=1)[0] == tok.encode(ordinary)

@@ -6,7 +6,9 @@ offsets, one entry per segmentation rule, all with one signature::
 
 ``units .. longs`` is the model's record (:func:`tokenizer.kernels.tables.pack_record`; each entry lists its
 tables), ``wide`` and ``narrow`` the work arrays (:func:`work_sizes`: ``wide`` of the score dtype for Viterbi,
-int64 for BPE; ``narrow`` int32), sized for the longest document. Few array arguments keep a call's fixed cost
+int64 for BPE; ``narrow`` int32), sized for the longest segment an entry encodes on its own
+(:func:`longest_segment`; a segment that does not fit returns ``(WORK_TOO_SMALL, document)`` before anything
+is written past the arrays). Few array arguments keep a call's fixed cost
 small (:mod:`tokenizer.kernels.tables`).
 
 Each entry encodes documents ``doc_begin .. doc_end - 1`` (``data[offsets[i]:offsets[i + 1]]``; offsets int32 or
@@ -36,12 +38,14 @@ from tokenizer.kernels.tables import part
 from tokenizer.kernels.unigram import viterbi_into
 
 VITERBI, PIECE_BPE, RANKED_BPE = 0, 1, 2
+WORK_TOO_SMALL = -2  # an entry's total when a segment outgrew the work arrays (never with work_sizes' sizes)
+NEWLINE = 10
 ZEROED_WORDS = CACHE_WORDS + MEMO_WORDS  # the end of a BPE ``wide`` array that starts zeroed
 
 
 def work_sizes(rule: int, longest: int) -> tuple[int, int]:
-    """``(wide, narrow)`` item counts of the work arrays for documents of up to ``longest`` bytes (``n = longest +
-    1`` positions): Viterbi one score and two int32 per position; BPE three int64 (pending merge, two heap
+    """``(wide, narrow)`` item counts of the work arrays for segments (:func:`longest_segment`) of up to
+    ``longest`` bytes (``n = longest + 1`` positions): Viterbi one score and two int32 per position; BPE three int64 (pending merge, two heap
     slots) and four int32, plus an int64 step counter and a random state, the pre-token cache and the memo of
     compatible pairs (:data:`ZEROED_WORDS` int64 at the end, zeroed by the caller)."""
     n = longest + 1
@@ -65,12 +69,60 @@ def next_word_start(data, p, end):
     return end
 
 
+@kernel(inline="always")
+def next_line_end(data, p, end):
+    """Where the chunk of ``data[p:end]`` that starts at ``p`` ends: after the line and the run of newlines that
+    ends it (BytePiece's chunks), or ``end``. ``b"ab\n\ncd"`` from 0 -> 4; ``b"\n\ncd"`` from 0 -> 2."""
+    k = p
+    while k < end and data[k] != NEWLINE:
+        k += 1
+    while k < end and data[k] == NEWLINE:
+        k += 1
+    return k
+
+
+@kernel(inline="always")
+def segment_end(char_class, pattern, words, lines, data, p, end):
+    """End of the segment of ``data[p:end]`` (``p < end``) that an entry encodes on its own, so the one its work
+    arrays must hold: the regex pre-token (``pattern`` > 0), else the word (``words``: :func:`next_word_start`),
+    else the line and its newlines (``lines``: :func:`next_line_end`), else the rest of the document."""
+    if pattern > 0:
+        return next_pretoken_end(char_class, pattern, data, p, end)
+    if words:
+        return next_word_start(data, p, end)
+    if lines:
+        return next_line_end(data, p, end)
+    return end
+
+
+@kernel
+def longest_segment(char_class, pattern, words, lines, data, offsets, doc_begin, doc_end, whole_up_to):
+    """Bytes of the longest segment (:func:`segment_end`) of documents ``doc_begin .. doc_end - 1``, which
+    :func:`work_sizes` then sizes the work arrays for; a document of at most ``whole_up_to`` bytes counts whole
+    (not scanned). Pattern 0 and neither ``words`` nor ``lines``: the longest document. Lines, ``b"ab\n\ncd"``
+    (offsets ``[0, 6]``, ``whole_up_to`` 0) -> 4."""
+    longest = 0
+    for i in range(doc_begin, doc_end):
+        p = offsets[i]
+        stop = offsets[i + 1]
+        if stop - p <= whole_up_to or (pattern <= 0 and not words and not lines):
+            longest = max(longest, stop - p)
+            continue
+        while p < stop:
+            q = segment_end(char_class, pattern, words, lines, data, p, stop)
+            longest = max(longest, q - p)
+            p = q
+    return longest
+
+
 @kernel(borrows=True)
 def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, wide,
                   narrow, out_ids, out_offsets):
-    """Best unigram segmentation (:func:`tokenizer.kernels.unigram.viterbi_into`), inside each regex pre-token when
-    the pattern is not 0. Tables: 0 units; 1 piece_score, 2 unk_score (one score); 3 byte_to_id (int32[256]);
-    4 char_class (uint8); 5 flags (int64: byte_mode, split_after_newlines, unk_id, byte_fallback, pattern)."""
+    """Best unigram segmentation (:func:`tokenizer.kernels.unigram.viterbi_into`) of each segment
+    (:func:`segment_end`: a regex pre-token when the pattern is not 0, else with ``lines`` a line and its newlines,
+    which no piece may span with ``split_after_newlines``, else the document). Tables: 0 units; 1 piece_score, 2 unk_score (one score); 3 byte_to_id (int32[256]);
+    4 char_class (uint8); 5 flags (int64: byte_mode, split_after_newlines, unk_id, byte_fallback, pattern,
+    lines: cut each document into lines, set where no text is unknown, as unknown nodes merge across lines)."""
     piece_units = part(units, longs, 0)
     piece_score = part(scores, longs, 1)
     unk_score = part(scores, longs, 2)[0]
@@ -78,9 +130,10 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
     char_class = part(small, longs, 4)
     flags = part(longs, longs, 5)
     byte_mode, split_after_newlines, unk_id = flags[0] != 0, flags[1] != 0, flags[2]
-    byte_fallback, pattern = flags[3] != 0, flags[4]
+    byte_fallback, pattern, lines = flags[3] != 0, flags[4], flags[5] != 0
     n = wide.shape[0]
     best_score, best_start, best_id = wide, narrow[:n], narrow[n:2 * n]
+    blocked_lines = split_after_newlines and not lines  # else each line is a segment of its own
     pos = 0
     out_offsets[0] = 0
     check_valid = valid.shape[0] > 0
@@ -94,8 +147,10 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
         p = offsets[i]
         stop = offsets[i + 1]
         while p < stop:
-            q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
-            pos = viterbi_into(piece_units, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
+            q = segment_end(char_class, pattern, False, lines, data, p, stop)
+            if q - p >= n:
+                return WORK_TOO_SMALL, i
+            pos = viterbi_into(piece_units, piece_score, byte_to_id, byte_mode, blocked_lines, unk_id,
                                byte_fallback, unk_score, data, p, q, best_score, best_start, best_id, out_ids, pos)
             if pos < 0:
                 return -1, i
@@ -149,6 +204,7 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
     model, words = piece_bpe_model(units, scores, ints, small, longs)
     # rng_state: never drawn from (no dropout here)
     sym, nxt, prv, starts, cand, heap, steps, rng_state, cache, memo = bpe_work(wide, narrow)
+    capacity = sym.shape[0]
     pos = 0
     out_offsets[0] = 0
     check_valid = valid.shape[0] > 0
@@ -162,7 +218,9 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
         p = offsets[i]
         stop = offsets[i + 1]
         while p < stop:
-            q = next_word_start(data, p, stop) if words else stop
+            q = segment_end(small, 0, words, False, data, p, stop)
+            if q - p >= capacity:
+                return WORK_TOO_SMALL, i
             hit = cached_ids(cache, data, p, q, out_ids, pos) if words else -1
             if hit >= 0:
                 pos = hit
@@ -201,6 +259,7 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
     pattern, bits, ignore_merges, matching = flags[0], flags[1], flags[2] != 0, flags[3] != 0
     # rng_state: never drawn from (no dropout here)
     sym, nxt, prv, starts, cand, heap, steps, rng_state, cache, memo = bpe_work(wide, narrow)
+    capacity = sym.shape[0]
     pos = 0
     out_offsets[0] = 0
     check_valid = valid.shape[0] > 0
@@ -214,7 +273,9 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
         p = offsets[i]
         stop = offsets[i + 1]
         while p < stop:
-            q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
+            q = segment_end(char_class, pattern, False, False, data, p, stop)
+            if q - p >= capacity:
+                return WORK_TOO_SMALL, i
             hit = cached_ids(cache, data, p, q, out_ids, pos)
             if hit >= 0:
                 pos = hit

@@ -1,0 +1,105 @@
+"""The encoder's work arrays hold the longest segment it encodes on its own, not the longest document: a model that
+cuts documents (regex pre-tokens, SentencePiece-style BPE words, BytePiece lines) encodes a long document of real
+text with small arrays and the same ids, and an entry refuses a segment its arrays cannot hold."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokenizer.compiled as compiled_module
+from tokenizer import Tokenizer
+from tokenizer.compiled import ALL_VALID
+from tokenizer.kernels.batch import WORK_TOO_SMALL, longest_segment
+from tokenizer.kernels.pretokenize import PATTERNS, char_class_table
+from tokenizer.twins.batch import ref_longest_segment
+from tests.tokenizer.test_one_text import sample_lines
+
+PIECES = st.sampled_from(["a", "bc", " ", "  ", "\n", "\n\n", "\u2581", "\u2581\u2581", "7", "42", "中", "日本",
+                          "'s", "!?", "\t", "é"])
+DOCUMENTS = st.lists(st.lists(PIECES, max_size=30).map(lambda parts: "".join(parts).encode()), min_size=1,
+                     max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(DOCUMENTS, st.sampled_from([None, "gpt2", "llama3", "words", "lines"]), st.integers(0, 12))
+def test_longest_segment_agrees_with_its_twin(documents, cut, whole_up_to):
+    data = np.frombuffer(b"".join(documents), np.uint8)
+    offsets = np.concatenate([[0], np.cumsum([len(d) for d in documents])]).astype(np.int64)
+    pattern = PATTERNS[cut] if cut in PATTERNS else 0
+    char_class = char_class_table() if pattern else np.zeros(0, np.uint8)
+    got = longest_segment(char_class, pattern, cut == "words", cut == "lines", data, offsets, 0, len(documents),
+                          whole_up_to)
+    expected = ref_longest_segment(documents, cut if cut in PATTERNS else None, words=cut == "words",
+                                   lines=cut == "lines", whole_up_to=whole_up_to)
+    assert got == expected
+
+
+@pytest.fixture(scope="module")
+def cutting_tokenizers() -> dict[str, Tokenizer]:
+    """One model of each kind that cuts documents: byte-level BPE (GPT-2 pre-tokens), SentencePiece-style BPE
+    (words), a BytePiece model as read from BytePiece's JSON (lines: ``split_after_newlines``)."""
+    from tokenizer.trainers import bpe, bytepiece
+
+    lines = sample_lines(300)
+    byte_piece = bytepiece.train_bytepiece_local(lines, bytepiece.TrainSettings(vocab_sizes=(1000,), min_count=2))
+    by_lines = dataclasses.replace(byte_piece[1000], pretokenizer={"name": "none", "split_after_newlines": True})
+    return {
+        "bpe byte_level": Tokenizer(bpe.train_bpe_local(lines, bpe.BpeSettings(vocab_sizes=(1000,)))[1000]),
+        "bpe sentencepiece": Tokenizer(bpe.train_bpe_local(
+            lines, bpe.BpeSettings(vocab_sizes=(1000,), pretokenizer="sentencepiece"))[1000]),
+        "bytepiece lines": Tokenizer(by_lines),
+    }
+
+
+@pytest.mark.parametrize("kind", ["bpe byte_level", "bpe sentencepiece", "bytepiece lines"])
+@pytest.mark.parametrize("work_start", [1 << 16, 24])
+def test_a_long_document_takes_work_arrays_for_its_longest_segment(cutting_tokenizers, kind, work_start,
+                                                                  monkeypatch):
+    """A long document of real text in three languages: the arrays start at ``WORK_START`` bytes and grow, from
+    the document that needs it, to its longest segment (24: most documents hold a longer one); same ids as with
+    arrays for the whole document."""
+    tok = cutting_tokenizers[kind]
+    lines = [line.decode("utf-8") for line in sample_lines(200)]
+    document = ("\n".join(lines) + "\n\n") * 10
+    texts = ["short", document, "", document[:5000], "a few words"]
+    normalized = [tok.normalizer.normalize(text.encode()) for text in texts]
+    data = np.frombuffer(b"".join(normalized), np.uint8)
+    offsets = np.concatenate([[0], np.cumsum([len(t) for t in normalized])]).astype(np.int64)
+    longest = int(longest_segment(*tok.compiled.segments, data, offsets, 0, len(texts), 0))
+    assert longest < len(normalized[1]) // 20
+    sized = []
+    work_arrays = compiled_module.CompiledModel.work_arrays
+    monkeypatch.setattr(compiled_module.CompiledModel, "work_arrays",
+                        lambda self, size: sized.append(size) or work_arrays(self, size))
+    monkeypatch.setattr(compiled_module, "WORK_START", work_start)
+    cut = tok.encode_batch(texts, num_threads=1)
+    assert max(sized) == max(min(work_start, len(normalized[1])), longest)
+    assert [tok.encode(text) for text in texts] == cut
+    monkeypatch.setattr(compiled_module, "WORK_START", 1 << 40)  # arrays for the whole document
+    sized.clear()
+    assert tok.encode_batch(texts, num_threads=1) == cut
+    assert sized == [len(normalized[1])]
+    assert tok.decode(cut[1]) == document or kind == "bpe sentencepiece"  # its normalizer maps " " to "▁"
+
+
+def test_an_entry_refuses_a_segment_its_arrays_cannot_hold(cutting_tokenizers):
+    """The arrays are sized by longest_segment; an entry given smaller ones stops before writing past them."""
+    texts = [b"short", b"a much longer document than the arrays hold " * 4]
+    data = np.frombuffer(b"".join(texts), np.uint8)
+    offsets = np.array([0, len(texts[0]), len(texts[0]) + len(texts[1])], np.int64)
+    for tok in cutting_tokenizers.values():
+        compiled = tok.compiled
+        longest = int(longest_segment(*compiled.segments, data, offsets, 0, 2, 0))
+        out_ids, out_offsets = np.empty(len(data) + 4, np.int32), np.empty(3, np.int64)
+        fits = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 0, 2, -1, -1,
+                               *compiled.work_arrays(longest), out_ids, out_offsets)
+        assert fits[0] > 0 and fits[1] == -1
+        assert longest > len(texts[0])  # a segment of the second text is longer than the whole first one
+        refused = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 0, 2, -1, -1,
+                                  *compiled.work_arrays(len(texts[0])), out_ids, out_offsets)
+        assert refused == (WORK_TOO_SMALL, 1)
