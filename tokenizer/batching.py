@@ -16,7 +16,7 @@ import numpy as np
 
 from tokenizer.compiled import ALL_VALID, encode_split
 from tokenizer.packed import from_arrow, pack
-from tokenizer.shared_ids import SharedIds
+from tokenizer.shared_ids import split_ids
 
 _MIN_BYTES_PER_THREAD = 1 << 16
 _MIN_BYTES_PER_RANGE = 1 << 14
@@ -199,56 +199,6 @@ def splice_documents(ids: np.ndarray, offsets: np.ndarray, documents: np.ndarray
     if len(new_ids) < 2**31 - 1:
         new_offsets = new_offsets.astype(np.int32)
     return new_ids, new_offsets
-
-
-def split_ids(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds | None = None) -> list[list[int]]:
-    """Flat ids cut at ``offsets`` into Python lists: ``[1, 2, 3]``, ``[0, 2, 2, 3]`` -> ``[[1, 2], [], [3]]``.
-
-    With ``shared`` (:meth:`tokenizer.compiled.CompiledModel.shared_ids`) the lists hold its int objects instead of
-    one new int per id, and are built in one compiled pass (:func:`tokenizer.kernels.python_lists.build_id_lists`;
-    with the JIT disabled, an object array of the ids, listed, then sliced per text). Without, pyarrow's C
-    conversion builds the lists. The cyclic garbage collector is paused meanwhile: the thousands of new lists would
-    otherwise set off full collections that cost more than the conversion (lists of ints hold no cycles, so pausing
-    it frees nothing later than it would).
-    """
-    import gc
-
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        if shared is not None:
-            built = _built_lists(ids, offsets, shared)
-            if built is not None:
-                return built
-            flat = shared.objects[ids].tolist()
-            bounds = offsets.tolist()
-            # (a comprehension of slices: faster than list(map(flat.__getitem__, map(slice, ...))))
-            return [flat[start:end] for start, end in zip(bounds, bounds[1:])]
-        import pyarrow as pa
-
-        list_type = pa.ListArray if offsets.dtype == np.int32 else pa.LargeListArray
-        return list_type.from_arrays(pa.array(offsets), pa.array(ids, type=pa.int32())).to_pylist()
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _built_lists(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds) -> list | None:
-    """The lists of :func:`split_ids` from the compiled builder, or ``None`` where it cannot make them (the JIT
-    disabled; memory ran out or an id has no shared object: the caller's Python path then builds or raises)."""
-    import ctypes
-
-    from tokenizer.kernels.python_lists import build_id_lists
-
-    offsets = np.asarray(offsets, dtype=np.int64)
-    if not hasattr(build_id_lists, "py_func") or int(offsets[0]) < 0 or int(offsets[-1]) > len(ids):
-        return None
-    address = build_id_lists(np.asarray(ids, dtype=np.int32), offsets, shared.addresses, shared.api)
-    if address == 0:
-        return None
-    lists = ctypes.cast(address, ctypes.py_object).value  # a second reference: drop the kernel's own
-    ctypes.pythonapi.Py_DecRef(ctypes.py_object(lists))
-    return lists
 
 
 def pack_texts(texts, to_bytes) -> tuple[np.ndarray, np.ndarray]:

@@ -9,6 +9,8 @@ per-call encoders over them. :class:`~tokenizer.core.Tokenizer` is the API aroun
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from tokenizer.errors import ModelError, unrepresentable_error
@@ -26,6 +28,7 @@ ALL_VALID = np.zeros(0, dtype=np.uint8)
 NO_CHAR_CLASS = np.zeros(0, dtype=np.uint8)  # the character classes of a model with no regex pre-split
 # Bytes the work arrays hold at first for models that cut documents into segments (encode_range)
 WORK_START = 1 << 16
+KEEP_WORK_BYTES = 64 << 20  # a thread keeps work arrays up to this size for its next calls (work_arrays)
 
 
 def byte_piece_value(piece: bytes) -> int:
@@ -163,6 +166,7 @@ class CompiledModel:
         self.vocab_size = model.vocab_size
         self._encode_one = None
         self._shared_ids = None
+        self._kept = threading.local()
 
     def viterbi_record(self, pattern: int, char_class: np.ndarray) -> tuple:
         """The record of :func:`tokenizer.kernels.batch.viterbi_entry` (``pattern`` 0: no pre-split)."""
@@ -192,18 +196,30 @@ class CompiledModel:
 
     # ------------------------------------------------------------------ one document range
     def work_arrays(self, longest: int) -> tuple[np.ndarray, np.ndarray]:
-        """The entry point's work arrays ``(wide, narrow)`` for documents of up to ``longest`` bytes
-        (:func:`tokenizer.kernels.batch.work_sizes`); refused when the system lacks the memory
-        (:func:`tokenizer.memory.check_work_memory`)."""
+        """The entry point's work arrays ``(wide, narrow)`` for segments of up to ``longest`` bytes
+        (:func:`tokenizer.kernels.batch.work_sizes`; they may hold more); refused when the system lacks the memory
+        (:func:`tokenizer.memory.check_work_memory`). Each thread keeps its arrays of up to :data:`KEEP_WORK_BYTES`
+        for its next calls: fresh pages cost a fault each, and BPE's pre-token cache stays warm."""
         from tokenizer.memory import check_work_memory
 
+        kept = getattr(self._kept, "arrays", None)
         wide, narrow = work_sizes(self.rule, longest)
+        if kept is not None and kept[1].shape[0] >= narrow:
+            return kept
         wide_dtype = self.score_dtype if self.rule == VITERBI else np.int64
-        check_work_memory(wide * np.dtype(wide_dtype).itemsize + 4 * narrow, longest)
+        itemsize = np.dtype(wide_dtype).itemsize
+        rounded = work_sizes(self.rule, max(255, 1 << int(longest).bit_length()) - 1)  # room to grow into
+        keep = rounded[0] * itemsize + 4 * rounded[1] <= KEEP_WORK_BYTES
+        if keep:
+            wide, narrow = rounded
+        check_work_memory(wide * itemsize + 4 * narrow, longest)
         wide_array = np.empty(wide, wide_dtype)
         if self.rule != VITERBI:
             wide_array[wide - ZEROED_WORDS:] = 0  # an empty pre-token cache and pair memo
-        return wide_array, np.empty(narrow, np.int32)
+        arrays = wide_array, np.empty(narrow, np.int32)
+        if keep:
+            self._kept.arrays = arrays
+        return arrays
 
     def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets):
         """Run the batch kernel on documents ``doc_begin .. doc_end - 1``; returns the id count (raises on error).

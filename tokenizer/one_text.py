@@ -21,7 +21,7 @@ from tokenizer.kernels.batch import VITERBI
 from tokenizer.kernels.one_text import (BLOCK_WORDS, DID_NOT_FIT, IN_OFFSETS, NORMALIZE, NORMALIZED,
                                         NORMALIZER_FLAGS, OFFSETS, OUT_IDS, OUT_OFFSETS, NARROW, TRIE,
                                         UNREPRESENTABLE, UNITS, WIDE, one_text_entry)
-from tokenizer.shared_ids import c_api_addresses
+from tokenizer.shared_ids import c_api_addresses, split_ids
 
 METH_FASTCALL = 0x0080
 # A thread keeps its call block and buffers between calls for texts up to this many bytes (with a normalizer, the
@@ -183,6 +183,6 @@ def _one_text_by_batch(compiled, normalizer):
         out_ids = np.empty(len(data) + 2, np.int32)
         total = compiled.encode_range(np.frombuffer(data, np.uint8), np.array([0, len(data)], np.int64),
                                       np.zeros(0, np.uint8), 0, 1, bos_id, eos_id, out_ids, np.empty(2, np.int64))
-        return out_ids[:total].tolist()
+        return split_ids(out_ids[:total], np.array([0, total]), compiled.shared_ids())[0]
 
     return encode

@@ -1,7 +1,11 @@
-"""The Python int objects that lists of ids share, and the addresses of C API functions that compiled code calls.
+"""The Python int objects that lists of ids share, the addresses of C API functions that compiled code calls, and
+the lists of ids built from them (:func:`split_ids`, the list output of ``encode_batch`` and of long texts'
+``encode``).
 
     >>> SharedIds(3).objects.tolist()
     [0, 1, 2]
+    >>> split_ids(np.array([1, 2, 3]), np.array([0, 2, 2, 3]), SharedIds(4))
+    [[1, 2], [], [3]]
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ class SharedIds:
     """The Python ints ``0 .. size - 1`` that id lists share (one object per id, not one per occurrence): ``objects``
     (an object array) and, for the compiled list builders (:func:`tokenizer.kernels.python_lists.build_id_lists`,
     :func:`tokenizer.kernels.python_call.encode_call`), their addresses (int64) and those of the C API functions
-    ``build_id_lists`` calls, then whether it may write in place (``api``). Built once per model
+    ``build_id_lists`` calls, then whether it may write in place and the address of ``madvise`` (``api``). Built once per model
     (:meth:`tokenizer.compiled.CompiledModel.shared_ids`); it keeps the ints alive."""
 
     def __init__(self, size: int) -> None:
@@ -21,7 +25,7 @@ class SharedIds:
 
         self.objects = np.arange(size, dtype=np.int64).astype(object)
         self.addresses = np.array([id(value) for value in self.objects.tolist()], dtype=np.int64)
-        self.api = np.append(c_api_addresses(API_FUNCTIONS), np.int64(direct_writes_work()))
+        self.api = np.append(c_api_addresses(API_FUNCTIONS), [direct_writes_work(), huge_page_advice()])
 
 
 def c_api_addresses(names) -> np.ndarray:
@@ -31,6 +35,20 @@ def c_api_addresses(names) -> np.ndarray:
 
     return np.array([ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value for name in names],
                     dtype=np.int64)
+
+
+def huge_page_advice() -> int:
+    """The address of the C library's ``madvise`` on Linux, where :func:`tokenizer.kernels.python_lists.build_id_lists`
+    asks for huge pages for a long list's items; 0 elsewhere (or where it cannot be found)."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        return int(ctypes.cast(ctypes.pythonapi.madvise, ctypes.c_void_p).value or 0)
+    except AttributeError:
+        return 0
 
 
 def direct_writes_work() -> bool:
@@ -49,3 +67,53 @@ def direct_writes_work() -> bool:
     items = ctypes.c_int64.from_address(id(probe) + LIST_ITEMS_OFFSET).value
     count = ctypes.c_int64.from_address(id(item)).value
     return ctypes.c_int64.from_address(items).value == id(item) and count == sys.getrefcount(item) - 1
+
+
+def split_ids(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds | None = None) -> list[list[int]]:
+    """Flat ids cut at ``offsets`` into Python lists: ``[1, 2, 3]``, ``[0, 2, 2, 3]`` -> ``[[1, 2], [], [3]]``.
+
+    With ``shared`` (:meth:`tokenizer.compiled.CompiledModel.shared_ids`) the lists hold its int objects instead of
+    one new int per id, and are built in one compiled pass (:func:`tokenizer.kernels.python_lists.build_id_lists`;
+    with the JIT disabled, an object array of the ids, listed, then sliced per text). Without, pyarrow's C
+    conversion builds the lists. The cyclic garbage collector is paused meanwhile: the thousands of new lists would
+    otherwise set off full collections that cost more than the conversion (lists of ints hold no cycles, so pausing
+    it frees nothing later than it would).
+    """
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if shared is not None:
+            built = _built_lists(ids, offsets, shared)
+            if built is not None:
+                return built
+            flat = shared.objects[ids].tolist()
+            bounds = offsets.tolist()
+            # (a comprehension of slices: faster than list(map(flat.__getitem__, map(slice, ...))))
+            return [flat[start:end] for start, end in zip(bounds, bounds[1:])]
+        import pyarrow as pa
+
+        list_type = pa.ListArray if offsets.dtype == np.int32 else pa.LargeListArray
+        return list_type.from_arrays(pa.array(offsets), pa.array(ids, type=pa.int32())).to_pylist()
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _built_lists(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds) -> list | None:
+    """The lists of :func:`split_ids` from the compiled builder, or ``None`` where it cannot make them (the JIT
+    disabled; memory ran out or an id has no shared object: the caller's Python path then builds or raises)."""
+    import ctypes
+
+    from tokenizer.kernels.python_lists import build_id_lists
+
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if not hasattr(build_id_lists, "py_func") or int(offsets[0]) < 0 or int(offsets[-1]) > len(ids):
+        return None
+    address = build_id_lists(np.asarray(ids, dtype=np.int32), offsets, shared.addresses, shared.api)
+    if address == 0:
+        return None
+    lists = ctypes.cast(address, ctypes.py_object).value  # a second reference: drop the kernel's own
+    ctypes.pythonapi.Py_DecRef(ctypes.py_object(lists))
+    return lists

@@ -130,7 +130,7 @@ def test_threads_work_in_a_forked_child():
 def test_split_ids_cuts_flat_ids_into_lists_and_restores_the_collector():
     import gc
 
-    from tokenizer.batching import split_ids
+    from tokenizer.shared_ids import split_ids
     from tokenizer.shared_ids import SharedIds
 
     ids = np.array([1, 2, 3, 70000], dtype=np.int32)
@@ -160,9 +160,8 @@ def test_build_id_lists_agrees_with_its_twin_and_leaks_no_reference(documents, i
     shared with everything else)."""
     import sys
 
-    from tokenizer.batching import split_ids
     from tokenizer.kernels.python_lists import DIRECT
-    from tokenizer.shared_ids import SharedIds, direct_writes_work
+    from tokenizer.shared_ids import SharedIds, direct_writes_work, split_ids
     from tokenizer.twins.python_lists import ref_build_id_lists
 
     shared = SharedIds(600)
@@ -182,12 +181,27 @@ def test_build_id_lists_agrees_with_its_twin_and_leaks_no_reference(documents, i
     assert [sys.getrefcount(value) for value in shared.objects[300:].tolist()] == before
 
 
+def test_a_long_list_is_built_whole_with_huge_pages_asked_for():
+    """A document of more ids than :data:`ADVISE_ABOVE` bytes of items: the builder advises huge pages for them
+    (``madvise``, found on Linux) before writing, and writes every id."""
+    import sys
+
+    from tokenizer.kernels.python_lists import ADVISE_ABOVE, MADVISE
+    from tokenizer.shared_ids import SharedIds, split_ids
+
+    shared = SharedIds(1000)
+    assert (shared.api[MADVISE] != 0) == sys.platform.startswith("linux")
+    count = 2 * ADVISE_ABOVE // 8 + 12345
+    ids = (np.arange(count) % 997).astype(np.int32)
+    lists = split_ids(ids, np.array([0, 5, count], np.int64), shared)
+    assert lists == [ids[:5].tolist(), ids[5:].tolist()]
+
+
 def test_build_id_lists_refuses_ids_without_an_object():
     """An id outside the shared ints gives 0 from the kernel (all it built released) and the Python path's
     IndexError from split_ids, never a read past the array."""
-    from tokenizer.batching import split_ids
-    from tokenizer.shared_ids import SharedIds
     from tokenizer.kernels.python_lists import build_id_lists
+    from tokenizer.shared_ids import SharedIds, split_ids
 
     shared = SharedIds(4)
     ids = np.array([1, 2, 9], dtype=np.int32)

@@ -63,6 +63,7 @@ def test_a_long_document_takes_work_arrays_for_its_longest_segment(cutting_token
     """A long document of real text in three languages: the arrays start at ``WORK_START`` bytes and grow, from
     the document that needs it, to its longest segment (24: most documents hold a longer one); same ids as with
     arrays for the whole document."""
+    monkeypatch.setattr(compiled_module, "KEEP_WORK_BYTES", 0)  # arrays of the size asked for, none kept
     tok = cutting_tokenizers[kind]
     lines = [line.decode("utf-8") for line in sample_lines(200)]
     document = ("\n".join(lines) + "\n\n") * 10
@@ -87,8 +88,9 @@ def test_a_long_document_takes_work_arrays_for_its_longest_segment(cutting_token
     assert tok.decode(cut[1]) == document or kind == "bpe sentencepiece"  # its normalizer maps " " to "▁"
 
 
-def test_an_entry_refuses_a_segment_its_arrays_cannot_hold(cutting_tokenizers):
+def test_an_entry_refuses_a_segment_its_arrays_cannot_hold(cutting_tokenizers, monkeypatch):
     """The arrays are sized by longest_segment; an entry given smaller ones stops before writing past them."""
+    monkeypatch.setattr(compiled_module, "KEEP_WORK_BYTES", 0)
     texts = [b"short", b"a much longer document than the arrays hold " * 4]
     data = np.frombuffer(b"".join(texts), np.uint8)
     offsets = np.array([0, len(texts[0]), len(texts[0]) + len(texts[1])], np.int64)
@@ -103,3 +105,23 @@ def test_an_entry_refuses_a_segment_its_arrays_cannot_hold(cutting_tokenizers):
         refused = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 0, 2, -1, -1,
                                   *compiled.work_arrays(len(texts[0])), out_ids, out_offsets)
         assert refused == (WORK_TOO_SMALL, 1)
+
+
+def test_a_thread_keeps_its_work_arrays_up_to_a_size(cutting_tokenizers, monkeypatch):
+    """Arrays up to KEEP_WORK_BYTES serve the thread's next calls (no fresh pages, a warm pre-token cache), with
+    room to grow into; larger ones are dropped after their call. Other threads have their own."""
+    import threading
+
+    compiled = cutting_tokenizers["bpe byte_level"].compiled
+    first = compiled.work_arrays(100)
+    assert compiled.work_arrays(200) is first  # power-of-two room: 256 positions
+    assert compiled.work_arrays(300) is not first
+    in_thread = []
+    worker = threading.Thread(target=lambda: in_thread.append(compiled.work_arrays(100)))
+    worker.start()
+    worker.join()
+    assert in_thread[0][0] is not compiled.work_arrays(100)[0]
+    monkeypatch.setattr(compiled_module, "KEEP_WORK_BYTES", 0)
+    kept = compiled.work_arrays(100)
+    large = compiled.work_arrays(100_000)
+    assert compiled.work_arrays(100) is kept and compiled.work_arrays(100_000)[0] is not large[0]

@@ -30,6 +30,15 @@ LIST_NEW, LIST_SET_ITEM, INC_REF, DEC_REF = range(len(API_FUNCTIONS))
 #: the word of ``api`` after the functions: 1 when items and reference counts may be written in place
 #: (:func:`tokenizer.shared_ids.direct_writes_work`), 0 to call ``Py_IncRef`` and ``PyList_SetItem``
 DIRECT = len(API_FUNCTIONS)
+#: the word after it: the address of the C library's ``madvise``, or 0 (not Linux), which a list's fresh items are
+#: advised to take huge pages with (:data:`ADVISE_ABOVE`)
+MADVISE = DIRECT + 1
+MADV_HUGEPAGE = 14  # Linux
+HUGE_PAGE = 1 << 21
+#: a list whose items take this many bytes or more asks for huge pages before they are written: its items come
+#: fresh from the system (glibc maps allocations over 32 MB anew each time), and one fault per 4 KB page costs more
+#: than writing them (``benchmarks/encode_worst_case.py``, the long runs of one letter)
+ADVISE_ABOVE = 4 << 20
 #: where a list object holds the address of its items (``ob_item``), and an object its reference count (0)
 LIST_ITEMS_OFFSET = 24
 
@@ -103,7 +112,7 @@ def build_id_lists(ids, offsets, objects, api):
     ``objects[ids[offsets[i]:offsets[i + 1]]]``; 0 when an id is outside ``objects`` or memory ran out (whatever was
     built is released). ``ids`` int32, ``offsets`` int64 (ascending, from 0 to at most ``len(ids)``), ``objects``
     int64: addresses of live Python objects, ``api`` int64: the addresses of :data:`API_FUNCTIONS`, then
-    :data:`DIRECT`. Needs the GIL."""
+    :data:`DIRECT` and :data:`MADVISE`. Needs the GIL."""
     documents = offsets.shape[0] - 1
     direct = api[DIRECT] != 0
     outer = call_c(api[LIST_NEW], (documents,))
@@ -118,6 +127,11 @@ def build_id_lists(ids, offsets, objects, api):
             return np.int64(0)
         list_set_item(api[LIST_SET_ITEM], outer, i, inner)  # the outer list owns it from here
         items = word_at(inner + LIST_ITEMS_OFFSET) if direct else np.int64(0)
+        if direct and api[MADVISE] != 0 and 8 * (offsets[i + 1] - start) >= ADVISE_ABOVE:
+            first = (items + HUGE_PAGE - 1) & ~np.int64(HUGE_PAGE - 1)  # whole huge pages inside the items
+            last = (items + 8 * (offsets[i + 1] - start)) & ~np.int64(HUGE_PAGE - 1)
+            if last > first:
+                call_c(api[MADVISE], (first, last - first, np.int64(MADV_HUGEPAGE)))  # a hint: its result is moot
         for k in range(start, offsets[i + 1]):
             value = ids[k]
             if value < 0 or value >= limit:
