@@ -7,8 +7,9 @@ Models are trained on the shipped sample corpus (``data/sample``, no download) w
 SentencePiece-style unigram, BytePiece, SentencePiece-style BPE and byte-level BPE. Lines: runs of one character
 (``a``), of a two-character pattern (``ab``), of one CJK character (``中``), of spaces, random bytes, an invalid
 UTF-8 pattern, and ordinary text (the sample corpus's lines joined by spaces). For each model and line it prints
-ms per MB at 1 MB and at 10 MB (best of ``--repeats`` each) and the ratio ``time(10 MB) / (10 x time(1 MB))``
-(1.0 = linear; the target is at most 1.5). With ``--peers``, the same lines through sentencepiece (the unigram and SentencePiece-style BPE
+ms per MB at 1 MB and at 10 MB (best of ``--repeats`` each), the ratio ``time(10 MB) / (10 x time(1 MB))``
+(1.0 = linear; the target is at most 1.5) and the memory one more 10 MB call adds to the process's peak, per input
+byte (its list of ids, the id buffer and the work arrays it takes anew: a thread keeps arrays up to 64 MB). With ``--peers``, the same lines through sentencepiece (the unigram and SentencePiece-style BPE
 models exported with ``shardpiece export --to sentencepiece``) and Hugging Face tokenizers (the byte-level BPE
 model exported ``--to huggingface``), each in its own child process killed after ``--peer-timeout`` seconds (a peer
 that takes longer is marked so). Writes ``benchmarks/results/encode-worst-case.json``.
@@ -116,6 +117,18 @@ def peer_seconds(kind: str, path: str, line: str, size: int, repeats: int, timeo
     return float(done.stdout.strip().splitlines()[-1])
 
 
+def peak_growth(call) -> float:
+    """Bytes by which ``call()`` raised this process's peak resident memory above its resident memory before it
+    (the ids, their list and the work arrays the call took fresh; nan where /proc cannot tell)."""
+    from tokenizer.memory import resident_peak_bytes
+
+    resident_peak_bytes(reset=True)
+    before = resident_peak_bytes()
+    call()
+    after = resident_peak_bytes()
+    return float("nan") if before is None or after is None else float(after - before)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vocab-size", type=int, default=8000)
@@ -147,6 +160,7 @@ def main() -> None:
             entry = {"model": name, "line": line, "seconds": seconds, "error": error}
             if error is None:
                 entry["ratio"] = seconds[10] / (10 * seconds[1])
+                entry["peak_bytes_per_byte"] = peak_growth(lambda: tok.encode(texts[10])) / (10 * MB)
             peer = peers.get(name)
             if peer is not None and error is None:
                 entry["peer"] = peer[0]
@@ -155,7 +169,7 @@ def main() -> None:
                     for size in (1, 10)}
             results.append(entry)
             if error is not None:
-                rows.append([name, line, "refused", "", "", error, ""])
+                rows.append([name, line, "refused", "", "", "", error, ""])
                 continue
             peer_cells = ["", ""]
             if "peer_seconds" in entry:
@@ -163,10 +177,10 @@ def main() -> None:
                 peer_cells = [entry["peer"], " / ".join(f"{1000 * s / size:.0f}" if s else f">{args.peer_timeout:.0f}s"
                                                         for s, size in ((p1, 1), (p10, 10)))]
             rows.append([name, line, f"{1000 * seconds[1]:.1f}", f"{1000 * seconds[10] / 10:.1f}",
-                         f"{entry['ratio']:.2f}", *peer_cells])
+                         f"{entry['ratio']:.2f}", f"{entry['peak_bytes_per_byte']:.1f}", *peer_cells])
             print(rows[-1], flush=True)
-    headers = ["model", "line", "ms/MB at 1 MB", "ms/MB at 10 MB", "10 MB / (10 x 1 MB)", "peer",
-               "peer ms/MB at 1 / 10 MB"]
+    headers = ["model", "line", "ms/MB at 1 MB", "ms/MB at 10 MB", "10 MB / (10 x 1 MB)", "memory / byte at 10 MB",
+               "peer", "peer ms/MB at 1 / 10 MB"]
     print(common.markdown_table(headers, rows))
     path = common.write_results("encode-worst-case", {
         "command": " ".join([os.path.relpath(sys.argv[0], common.REPO)] + sys.argv[1:]),

@@ -46,11 +46,11 @@ class CompiledModel:
 
     Attributes: ``rule``, ``record`` and ``kernel`` (the entry point of :mod:`tokenizer.kernels.batch` and its
     tables), ``segments`` (how that entry cuts a document: the leading arguments of
-    :func:`tokenizer.kernels.batch.longest_segment`), ``units`` (compact double array of NORMAL and USER_DEFINED pieces), ``piece_score`` (unigram lattice
-    scores, of ``score_dtype``), ``merge_score`` (float32, BPE priorities), ``is_user_defined`` (uint8),
-    ``byte_to_id`` (int32[256]), ``byte_mode``, ``split_after_newlines``, ``unk_score`` (scalar of
-    ``score_dtype``), ``score_dtype`` (float32, or float64 for models with exact log-count scores),
-    ``max_piece_length``.
+    :func:`tokenizer.kernels.batch.longest_segment`), ``units`` (compact double array of NORMAL and USER_DEFINED
+    pieces), ``piece_score`` (unigram lattice scores, of ``score_dtype``), ``merge_score`` (float32, BPE
+    priorities), ``is_user_defined`` (uint8), ``byte_to_id`` (int32[256]), ``byte_mode``, ``split_after_newlines``,
+    ``cut_lines``, ``unk_score`` (scalar of ``score_dtype``), ``score_dtype`` (float32, or float64 for models with
+    exact log-count scores), ``max_piece_length``.
     """
 
     def __init__(self, model: Model):
@@ -227,8 +227,8 @@ class CompiledModel:
         The work arrays hold the longest document, or where the model cuts documents into segments it encodes
         on their own (pre-tokens, words, lines: ``segments``), at most :data:`WORK_START` bytes at first: a
         document with a longer segment stops the kernel, which is then run again from that document with arrays
-        for its longest segment (:func:`tokenizer.kernels.batch.longest_segment`). So a long document of ordinary
-        text needs small arrays, and a long run of one letter is encoded at most twice."""
+        for its longest segment (:func:`tokenizer.kernels.batch.longest_segment`), which then fit the whole
+        document. So a long document of ordinary text needs small arrays, and a document starts over at most once."""
         lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
         longest = int(lengths.max()) if len(lengths) else 0
         char_class, pattern, words, lines = self.segments

@@ -174,9 +174,9 @@ def _ctypes_function(address: int, block: np.ndarray, out_ids: np.ndarray, heade
 
 
 def _one_text_by_batch(compiled, normalizer):
-    """The same encoder through :meth:`CompiledModel.encode_range` with fresh arrays: with the JIT disabled, and
-    for texts over :data:`MAX_KEPT_BUFFER` bytes, whose work arrays it sizes by their longest segment (a text's
-    own call block would hold the whole text)."""
+    """The same encoder through :meth:`CompiledModel.encode_range`: with the JIT disabled, and for texts over
+    :data:`MAX_KEPT_BUFFER` bytes, whose work arrays it sizes by their longest segment (a call block's hold the
+    whole text)."""
     def encode(data: bytes, bos_id: int, eos_id: int) -> list[int]:
         if normalizer is not None:
             data = normalizer.normalize(data)

@@ -17,8 +17,8 @@ class SharedIds:
     """The Python ints ``0 .. size - 1`` that id lists share (one object per id, not one per occurrence): ``objects``
     (an object array) and, for the compiled list builders (:func:`tokenizer.kernels.python_lists.build_id_lists`,
     :func:`tokenizer.kernels.python_call.encode_call`), their addresses (int64) and those of the C API functions
-    ``build_id_lists`` calls, then whether it may write in place and the address of ``madvise`` (``api``). Built once per model
-    (:meth:`tokenizer.compiled.CompiledModel.shared_ids`); it keeps the ints alive."""
+    ``build_id_lists`` calls, then whether it may write in place and the address of ``madvise`` (``api``). Built
+    once per model (:meth:`tokenizer.compiled.CompiledModel.shared_ids`); it keeps the ints alive."""
 
     def __init__(self, size: int) -> None:
         from tokenizer.kernels.python_lists import API_FUNCTIONS

@@ -45,9 +45,10 @@ ZEROED_WORDS = CACHE_WORDS + MEMO_WORDS  # the end of a BPE ``wide`` array that 
 
 def work_sizes(rule: int, longest: int) -> tuple[int, int]:
     """``(wide, narrow)`` item counts of the work arrays for segments (:func:`longest_segment`) of up to
-    ``longest`` bytes (``n = longest + 1`` positions): Viterbi one score and two int32 per position; BPE three int64 (pending merge, two heap
-    slots) and four int32, plus an int64 step counter and a random state, the pre-token cache and the memo of
-    compatible pairs (:data:`ZEROED_WORDS` int64 at the end, zeroed by the caller)."""
+    ``longest`` bytes (``n = longest + 1`` positions): Viterbi one score and two int32 per position; BPE three
+    int64 (pending merge, two heap slots) and four int32, plus an int64 step counter and a random state, the
+    pre-token cache and the memo of compatible pairs (:data:`ZEROED_WORDS` int64 at the end, zeroed by the
+    caller)."""
     n = longest + 1
     if rule == VITERBI:
         return n, 2 * n
@@ -120,9 +121,10 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
                   narrow, out_ids, out_offsets):
     """Best unigram segmentation (:func:`tokenizer.kernels.unigram.viterbi_into`) of each segment
     (:func:`segment_end`: a regex pre-token when the pattern is not 0, else with ``lines`` a line and its newlines,
-    which no piece may span with ``split_after_newlines``, else the document). Tables: 0 units; 1 piece_score, 2 unk_score (one score); 3 byte_to_id (int32[256]);
-    4 char_class (uint8); 5 flags (int64: byte_mode, split_after_newlines, unk_id, byte_fallback, pattern,
-    lines: cut each document into lines, set where no text is unknown, as unknown nodes merge across lines)."""
+    which no piece may span with ``split_after_newlines``, else the document). Tables: 0 units; 1 piece_score,
+    2 unk_score (one score); 3 byte_to_id (int32[256]); 4 char_class (uint8); 5 flags (int64: byte_mode,
+    split_after_newlines, unk_id, byte_fallback, pattern, lines: cut each document into lines, set where no text
+    is unknown, as unknown nodes merge across lines)."""
     piece_units = part(units, longs, 0)
     piece_score = part(scores, longs, 1)
     unk_score = part(scores, longs, 2)[0]
