@@ -14,8 +14,7 @@ import threading
 import numpy as np
 
 from tokenizer.errors import ModelError, unrepresentable_error
-from tokenizer.kernels.batch import (ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, WORK_TOO_SMALL, ZEROED_WORDS, flags,
-                                    longest_segment, work_sizes)
+from tokenizer.kernels.batch import ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, ZEROED_WORDS, flags, work_sizes
 from tokenizer.kernels.tables import pack_record
 from tokenizer.model import LATTICE_SUMS, Model, PieceType
 from tokenizer.shared_ids import SharedIds
@@ -46,7 +45,7 @@ class CompiledModel:
 
     Attributes: ``rule``, ``record`` and ``kernel`` (the entry point of :mod:`tokenizer.kernels.batch` and its
     tables), ``segments`` (how that entry cuts a document: the leading arguments of
-    :func:`tokenizer.kernels.batch.longest_segment`), ``units`` (compact double array of NORMAL and USER_DEFINED
+    :func:`tokenizer.kernels.batch.segment_end`), ``units`` (compact double array of NORMAL and USER_DEFINED
     pieces), ``piece_score`` (unigram lattice scores, of ``score_dtype``), ``merge_score`` (float32, BPE
     priorities), ``is_user_defined`` (uint8), ``byte_to_id`` (int32[256]), ``byte_mode``, ``split_after_newlines``,
     ``cut_lines``, ``unk_score`` (scalar of ``score_dtype``), ``score_dtype`` (float32, or float64 for models with
@@ -225,26 +224,29 @@ class CompiledModel:
         """Run the batch kernel on documents ``doc_begin .. doc_end - 1``; returns the id count (raises on error).
 
         The work arrays hold the longest document, or where the model cuts documents into segments it encodes
-        on their own (pre-tokens, words, lines: ``segments``), at most :data:`WORK_START` bytes at first: a
-        document with a longer segment stops the kernel, which is then run again from that document with arrays
-        for its longest segment (:func:`tokenizer.kernels.batch.longest_segment`), which then fit the whole
-        document. So a long document of ordinary text needs small arrays, and a document starts over at most once."""
+        on their own (pre-tokens, words, lines: ``segments``), at most :data:`WORK_START` bytes at first: a longer
+        segment stops the kernel, which goes on from that segment with arrays that hold it. So a long document of
+        ordinary text needs small arrays, and no text is encoded twice."""
         lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
         longest = int(lengths.max()) if len(lengths) else 0
         char_class, pattern, words, lines = self.segments
         size = min(longest, WORK_START) if pattern > 0 or words or lines else longest
-        start, base = doc_begin, 0
+        start, resume, base = doc_begin, -1, 0
         while True:
             written = out_offsets[start - doc_begin:]
-            total, failed = self.kernel(*self.record, data, offsets, valid, start, doc_end, bos_id, eos_id,
-                                        *self.work_arrays(size), out_ids[base:], written)
-            if start > doc_begin:
-                written += base  # the kernel counted from this call's first document
-            if total != WORK_TOO_SMALL:
+            document_start = int(written[0])  # where a resumed document's ids began
+            total, failed, stopped, stopped_end = self.kernel(*self.record, data, offsets, valid, start, doc_end,
+                                                              resume, bos_id, eos_id, *self.work_arrays(size),
+                                                              out_ids[base:], written)
+            if base:
+                written += base  # the kernel counted from this call's first id
+            if resume >= 0:
+                written[0] = document_start
+            if stopped < 0:
                 break
-            base = int(written[failed - start])
-            start = failed
-            size = max(size, int(longest_segment(*self.segments, data, offsets, failed, failed + 1, 0)))
+            base += int(total)
+            start, resume = int(failed), int(stopped)
+            size = max(size, int(stopped_end) - resume)
         if total < 0:
             raise unrepresentable_error(failed)
         return base + int(total)

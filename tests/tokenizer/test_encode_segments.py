@@ -1,6 +1,7 @@
 """The encoder's work arrays hold the longest segment it encodes on its own, not the longest document: a model that
 cuts documents (regex pre-tokens, SentencePiece-style BPE words, BytePiece lines) encodes a long document of real
-text with small arrays and the same ids, and an entry refuses a segment its arrays cannot hold."""
+text with small arrays and the same ids; an entry stops before a segment its arrays cannot hold, and goes on from
+there with larger ones."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from hypothesis import strategies as st
 import tokenizer.compiled as compiled_module
 from tokenizer import Tokenizer
 from tokenizer.compiled import ALL_VALID
-from tokenizer.kernels.batch import WORK_TOO_SMALL, longest_segment
+from tokenizer.kernels.batch import segment_end
 from tokenizer.kernels.pretokenize import PATTERNS, char_class_table
-from tokenizer.twins.batch import ref_longest_segment
+from tokenizer.twins.batch import ref_segment_lengths
 from tests.tokenizer.test_one_text import sample_lines
 
 PIECES = st.sampled_from(["a", "bc", " ", "  ", "\n", "\n\n", "\u2581", "\u2581\u2581", "7", "42", "中", "日本",
@@ -25,17 +26,25 @@ DOCUMENTS = st.lists(st.lists(PIECES, max_size=30).map(lambda parts: "".join(par
                      max_size=6)
 
 
+def segment_lengths(segments, document: bytes) -> list[int]:
+    """The lengths of the segments the kernels' segment_end cuts ``document`` into with a model's ``segments``."""
+    data = np.frombuffer(document, np.uint8)
+    lengths, at = [], 0
+    while at < len(document):
+        lengths.append(int(segment_end(*segments, data, at, len(document))) - at)
+        at += lengths[-1]
+    return lengths
+
+
 @settings(max_examples=200, deadline=None)
-@given(DOCUMENTS, st.sampled_from([None, "gpt2", "llama3", "words", "lines"]), st.integers(0, 12))
-def test_longest_segment_agrees_with_its_twin(documents, cut, whole_up_to):
-    data = np.frombuffer(b"".join(documents), np.uint8)
-    offsets = np.concatenate([[0], np.cumsum([len(d) for d in documents])]).astype(np.int64)
+@given(st.lists(PIECES, max_size=40).map(lambda parts: "".join(parts).encode()),
+       st.sampled_from([None, "gpt2", "llama3", "words", "lines"]))
+def test_segment_end_agrees_with_its_twin(document, cut):
     pattern = PATTERNS[cut] if cut in PATTERNS else 0
     char_class = char_class_table() if pattern else np.zeros(0, np.uint8)
-    got = longest_segment(char_class, pattern, cut == "words", cut == "lines", data, offsets, 0, len(documents),
-                          whole_up_to)
-    expected = ref_longest_segment(documents, cut if cut in PATTERNS else None, words=cut == "words",
-                                   lines=cut == "lines", whole_up_to=whole_up_to)
+    got = segment_lengths((char_class, pattern, cut == "words", cut == "lines"), document)
+    expected = ref_segment_lengths(document, cut if cut in PATTERNS else None, words=cut == "words",
+                                   lines=cut == "lines")
     assert got == expected
 
 
@@ -60,18 +69,16 @@ def cutting_tokenizers() -> dict[str, Tokenizer]:
 @pytest.mark.parametrize("work_start", [1 << 16, 24])
 def test_a_long_document_takes_work_arrays_for_its_longest_segment(cutting_tokenizers, kind, work_start,
                                                                   monkeypatch):
-    """A long document of real text in three languages: the arrays start at ``WORK_START`` bytes and grow, from
-    the document that needs it, to its longest segment (24: most documents hold a longer one); same ids as with
-    arrays for the whole document."""
+    """A long document of real text in three languages: the arrays start at ``WORK_START`` bytes and grow at
+    each longer segment, to the longest (24: most documents hold longer ones); same ids as with arrays for the
+    whole document."""
     monkeypatch.setattr(compiled_module, "KEEP_WORK_BYTES", 0)  # arrays of the size asked for, none kept
     tok = cutting_tokenizers[kind]
     lines = [line.decode("utf-8") for line in sample_lines(200)]
     document = ("\n".join(lines) + "\n\n") * 10
     texts = ["short", document, "", document[:5000], "a few words"]
     normalized = [tok.normalizer.normalize(text.encode()) for text in texts]
-    data = np.frombuffer(b"".join(normalized), np.uint8)
-    offsets = np.concatenate([[0], np.cumsum([len(t) for t in normalized])]).astype(np.int64)
-    longest = int(longest_segment(*tok.compiled.segments, data, offsets, 0, len(texts), 0))
+    longest = max(max(segment_lengths(tok.compiled.segments, text), default=0) for text in normalized)
     assert longest < len(normalized[1]) // 20
     sized = []
     work_arrays = compiled_module.CompiledModel.work_arrays
@@ -88,23 +95,30 @@ def test_a_long_document_takes_work_arrays_for_its_longest_segment(cutting_token
     assert tok.decode(cut[1]) == document or kind == "bpe sentencepiece"  # its normalizer maps " " to "▁"
 
 
-def test_an_entry_refuses_a_segment_its_arrays_cannot_hold(cutting_tokenizers, monkeypatch):
-    """The arrays are sized by longest_segment; an entry given smaller ones stops before writing past them."""
+def test_an_entry_stops_before_a_segment_its_arrays_cannot_hold_and_goes_on_from_it(cutting_tokenizers,
+                                                                                     monkeypatch):
+    """Arrays that hold the first text but not a segment of the second: the entry returns the ids it wrote and
+    where it stopped, nothing past the arrays; a call from there with larger arrays finishes the same ids (and
+    the stopped document's bos stays written once)."""
     monkeypatch.setattr(compiled_module, "KEEP_WORK_BYTES", 0)
-    texts = [b"short", b"a much longer document than the arrays hold " * 4]
-    data = np.frombuffer(b"".join(texts), np.uint8)
-    offsets = np.array([0, len(texts[0]), len(texts[0]) + len(texts[1])], np.int64)
     for tok in cutting_tokenizers.values():
         compiled = tok.compiled
-        longest = int(longest_segment(*compiled.segments, data, offsets, 0, 2, 0))
-        out_ids, out_offsets = np.empty(len(data) + 4, np.int32), np.empty(3, np.int64)
-        fits = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 0, 2, -1, -1,
-                               *compiled.work_arrays(longest), out_ids, out_offsets)
-        assert fits[0] > 0 and fits[1] == -1
-        assert longest > len(texts[0])  # a segment of the second text is longer than the whole first one
-        refused = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 0, 2, -1, -1,
-                                  *compiled.work_arrays(len(texts[0])), out_ids, out_offsets)
-        assert refused == (WORK_TOO_SMALL, 1)
+        texts = [tok.normalizer.normalize(text) for text in (b"short", b"a much longer text than the arrays hold " * 4)]
+        data = np.frombuffer(b"".join(texts), np.uint8)
+        offsets = np.array([0, len(texts[0]), len(texts[0]) + len(texts[1])], np.int64)
+        bos = compiled.vocab_size - 1  # any id serves as a marker here
+        expected = [[bos] + compiled.encode_one(text, -1, -1) for text in texts]
+        out_ids, out_offsets = np.full(len(data) + 4, -7, np.int32), np.zeros(3, np.int64)
+        written, document, stopped, end = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 0, 2, -1, bos,
+                                                          -1, *compiled.work_arrays(len(texts[0])), out_ids,
+                                                          out_offsets)
+        assert document == 1 and offsets[1] <= stopped < stopped + len(texts[0]) < end <= offsets[2]
+        assert out_ids[:out_offsets[1]].tolist() == expected[0] and out_ids[out_offsets[1]] == bos
+        assert (out_ids[written:] == -7).all()
+        total, *failed = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 1, 2, stopped, bos, -1,
+                                         *compiled.work_arrays(len(texts[1])), out_ids[written:], out_offsets[1:])
+        assert failed == [-1, -1, -1]
+        assert out_ids[:written + total].tolist() == expected[0] + expected[1]
 
 
 def test_a_thread_keeps_its_work_arrays_up_to_a_size(cutting_tokenizers, monkeypatch):

@@ -1,24 +1,25 @@
 """The encoder's entry points: many texts packed Arrow-style (one uint8 data buffer plus offsets) -> flat ids plus
 offsets, one entry per segmentation rule, all with one signature::
 
-    entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, wide, narrow,
-          out_ids, out_offsets) -> (total_ids, failed_document)
+    entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, bos_id, eos_id,
+          wide, narrow, out_ids, out_offsets) -> (total_ids, failed_document, stopped_at, stopped_end)
 
 ``units .. longs`` is the model's record (:func:`tokenizer.kernels.tables.pack_record`; each entry lists its
 tables), ``wide`` and ``narrow`` the work arrays (:func:`work_sizes`: ``wide`` of the score dtype for Viterbi,
-int64 for BPE; ``narrow`` int32), sized for the longest segment an entry encodes on its own
-(:func:`longest_segment`; a segment that does not fit returns ``(WORK_TOO_SMALL, document)`` before anything
-is written past the arrays). Few array arguments keep a call's fixed cost
-small (:mod:`tokenizer.kernels.tables`).
+int64 for BPE; ``narrow`` int32), sized for the segments an entry encodes on its own (:func:`segment_end`). Few
+array arguments keep a call's fixed cost small (:mod:`tokenizer.kernels.tables`).
 
 Each entry encodes documents ``doc_begin .. doc_end - 1`` (``data[offsets[i]:offsets[i + 1]]``; offsets int32 or
 int64, absolute into ``data``, so a sliced Arrow array passes its offsets buffer from ``array.offset`` on) and
 writes every id into ``out_ids`` (int32, room for the range's byte count plus two per document) and
 ``out_offsets[j]`` (int64, ``doc_end - doc_begin + 1``) = where document ``doc_begin + j`` starts in ``out_ids``.
 ``valid`` (uint8, one per document, or empty for "all valid") marks nulls: a null document gets no ids, not even
-bos/eos. ``bos_id``/``eos_id`` >= 0 are added around every valid document. Returns ``(total_ids, -1)``, or
-``(-1, failing_document)`` when a document holds unknown text that the model can represent neither by an unk
-piece nor by byte fallback.
+bos/eos. ``bos_id``/``eos_id`` >= 0 are added around every valid document. Returns ``(total_ids, -1, -1, -1)``;
+``(-1, failing_document, -1, -1)`` when a document holds unknown text that the model can represent neither by an
+unk piece nor by byte fallback; or ``(ids_written, document, start, end)`` when the segment ``data[start:end]`` of
+``document`` is longer than the work arrays hold: nothing is written past them, and a call with ``doc_begin =
+document``, ``resume_at = start`` and arrays for ``end - start`` bytes goes on from there (``resume_at`` -1:
+documents from their start).
 
 Example (hand-checkable): data ``b"abab"``, offsets ``[0, 2, 4]``, pieces ``a``=0, ``b``=1, ``ab``=2 (higher
 score) -> out_ids ``[2, 2]``, out_offsets ``[0, 1, 2]``.
@@ -38,13 +39,12 @@ from tokenizer.kernels.tables import part
 from tokenizer.kernels.unigram import viterbi_into
 
 VITERBI, PIECE_BPE, RANKED_BPE = 0, 1, 2
-WORK_TOO_SMALL = -2  # an entry's total when a segment outgrew the work arrays (never with work_sizes' sizes)
 NEWLINE = 10
 ZEROED_WORDS = CACHE_WORDS + MEMO_WORDS  # the end of a BPE ``wide`` array that starts zeroed
 
 
 def work_sizes(rule: int, longest: int) -> tuple[int, int]:
-    """``(wide, narrow)`` item counts of the work arrays for segments (:func:`longest_segment`) of up to
+    """``(wide, narrow)`` item counts of the work arrays for segments (:func:`segment_end`) of up to
     ``longest`` bytes (``n = longest + 1`` positions): Viterbi one score and two int32 per position; BPE three
     int64 (pending merge, two heap slots) and four int32, plus an int64 step counter and a random state, the
     pre-token cache and the memo of compatible pairs (:data:`ZEROED_WORDS` int64 at the end, zeroed by the
@@ -96,29 +96,9 @@ def segment_end(char_class, pattern, words, lines, data, p, end):
     return end
 
 
-@kernel
-def longest_segment(char_class, pattern, words, lines, data, offsets, doc_begin, doc_end, whole_up_to):
-    """Bytes of the longest segment (:func:`segment_end`) of documents ``doc_begin .. doc_end - 1``, which
-    :func:`work_sizes` then sizes the work arrays for; a document of at most ``whole_up_to`` bytes counts whole
-    (not scanned). Pattern 0 and neither ``words`` nor ``lines``: the longest document. Lines, ``b"ab\n\ncd"``
-    (offsets ``[0, 6]``, ``whole_up_to`` 0) -> 4."""
-    longest = 0
-    for i in range(doc_begin, doc_end):
-        p = offsets[i]
-        stop = offsets[i + 1]
-        if stop - p <= whole_up_to or (pattern <= 0 and not words and not lines):
-            longest = max(longest, stop - p)
-            continue
-        while p < stop:
-            q = segment_end(char_class, pattern, words, lines, data, p, stop)
-            longest = max(longest, q - p)
-            p = q
-    return longest
-
-
 @kernel(borrows=True)
-def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, wide,
-                  narrow, out_ids, out_offsets):
+def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, bos_id,
+                  eos_id, wide, narrow, out_ids, out_offsets):
     """Best unigram segmentation (:func:`tokenizer.kernels.unigram.viterbi_into`) of each segment
     (:func:`segment_end`: a regex pre-token when the pattern is not 0, else with ``lines`` a line and its newlines,
     which no piece may span with ``split_after_newlines``, else the document). Tables: 0 units; 1 piece_score,
@@ -143,25 +123,27 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
         if check_valid and valid[i] == 0:
             out_offsets[i - doc_begin + 1] = pos
             continue
-        if bos_id >= 0:
+        p = offsets[i]
+        if i == doc_begin and resume_at >= 0:
+            p = resume_at  # the rest of a document an earlier call stopped in: its bos is written
+        elif bos_id >= 0:
             out_ids[pos] = bos_id
             pos += 1
-        p = offsets[i]
         stop = offsets[i + 1]
         while p < stop:
             q = segment_end(char_class, pattern, False, lines, data, p, stop)
             if q - p >= n:
-                return WORK_TOO_SMALL, i
+                return pos, i, p, q
             pos = viterbi_into(piece_units, piece_score, byte_to_id, byte_mode, blocked_lines, unk_id,
                                byte_fallback, unk_score, data, p, q, best_score, best_start, best_id, out_ids, pos)
             if pos < 0:
-                return -1, i
+                return -1, i, -1, -1
             p = q
         if eos_id >= 0:
             out_ids[pos] = eos_id
             pos += 1
         out_offsets[i - doc_begin + 1] = pos
-    return pos, -1
+    return pos, -1, -1, -1
 
 
 @kernel(inline="always")
@@ -194,8 +176,8 @@ def piece_bpe_model(units, scores, ints, small, longs):
 
 
 @kernel(borrows=True)
-def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
-                    wide, narrow, out_ids, out_offsets):
+def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, bos_id,
+                    eos_id, wide, narrow, out_ids, out_offsets):
     """SentencePiece-style BPE (:func:`tokenizer.kernels.bpe.piece_bpe_into`, no dropout); the tables as
     :func:`piece_bpe_model` reads them.
 
@@ -214,15 +196,17 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
         if check_valid and valid[i] == 0:
             out_offsets[i - doc_begin + 1] = pos
             continue
-        if bos_id >= 0:
+        p = offsets[i]
+        if i == doc_begin and resume_at >= 0:
+            p = resume_at  # the rest of a document an earlier call stopped in: its bos is written
+        elif bos_id >= 0:
             out_ids[pos] = bos_id
             pos += 1
-        p = offsets[i]
         stop = offsets[i + 1]
         while p < stop:
             q = segment_end(small, 0, words, False, data, p, stop)
             if q - p >= capacity:
-                return WORK_TOO_SMALL, i
+                return pos, i, p, q
             hit = cached_ids(cache, data, p, q, out_ids, pos) if words else -1
             if hit >= 0:
                 pos = hit
@@ -231,7 +215,7 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
                 pos = piece_bpe_into(*model, 0.0, rng_state, data, p, q, sym, nxt, prv, starts, cand, heap, memo,
                                      steps, out_ids, pos)
                 if pos < 0:
-                    return -1, i
+                    return -1, i, -1, -1
                 if words:
                     cache_ids(cache, data, p, q, out_ids, first, pos)
             p = q
@@ -239,12 +223,12 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
             out_ids[pos] = eos_id
             pos += 1
         out_offsets[i - doc_begin + 1] = pos
-    return pos, -1
+    return pos, -1, -1, -1
 
 
 @kernel(borrows=True)
-def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id,
-                     wide, narrow, out_ids, out_offsets):
+def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, bos_id,
+                     eos_id, wide, narrow, out_ids, out_offsets):
     """Regex pre-split (pattern 0: none) plus merge replay (:func:`tokenizer.kernels.bpe_ranked.ranked_bpe_into`;
     with ``matching``, a pre-token of more than :data:`~tokenizer.kernels.bpe_match.MATCH_ABOVE` bytes by
     :func:`tokenizer.kernels.bpe_match.matched_bpe_into`: the same ids); with ``ignore_merges`` a pre-token that
@@ -269,15 +253,17 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
         if check_valid and valid[i] == 0:
             out_offsets[i - doc_begin + 1] = pos
             continue
-        if bos_id >= 0:
+        p = offsets[i]
+        if i == doc_begin and resume_at >= 0:
+            p = resume_at  # the rest of a document an earlier call stopped in: its bos is written
+        elif bos_id >= 0:
             out_ids[pos] = bos_id
             pos += 1
-        p = offsets[i]
         stop = offsets[i + 1]
         while p < stop:
             q = segment_end(char_class, pattern, False, False, data, p, stop)
             if q - p >= capacity:
-                return WORK_TOO_SMALL, i
+                return pos, i, p, q
             hit = cached_ids(cache, data, p, q, out_ids, pos)
             if hit >= 0:
                 pos = hit
@@ -304,7 +290,7 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
             out_ids[pos] = eos_id
             pos += 1
         out_offsets[i - doc_begin + 1] = pos
-    return pos, -1
+    return pos, -1, -1, -1
 
 
 ENTRIES = {VITERBI: viterbi_entry, PIECE_BPE: piece_bpe_entry, RANKED_BPE: ranked_bpe_entry}

@@ -109,15 +109,16 @@ def _build_entry(rule, units_type, score_type, wide_type):
             text = normalized
         else:
             offsets[1] = n
+        # the work arrays hold the whole text, so no entry stops on a segment (resume_at -1: from the start)
         if rule == VITERBI:
-            total, failed = viterbi_entry(units, scores, ints, small, longs, text, offsets, all_valid, 0, 1, bos_id,
-                                          eos_id, wide, narrow, out_ids, out_offsets)
-        elif rule == PIECE_BPE:
-            total, failed = piece_bpe_entry(units, scores, ints, small, longs, text, offsets, all_valid, 0, 1, bos_id,
-                                            eos_id, wide, narrow, out_ids, out_offsets)
-        else:
-            total, failed = ranked_bpe_entry(units, scores, ints, small, longs, text, offsets, all_valid, 0, 1,
+            total, failed, _, _ = viterbi_entry(units, scores, ints, small, longs, text, offsets, all_valid, 0, 1, -1,
                                              bos_id, eos_id, wide, narrow, out_ids, out_offsets)
+        elif rule == PIECE_BPE:
+            total, failed, _, _ = piece_bpe_entry(units, scores, ints, small, longs, text, offsets, all_valid, 0, 1, -1,
+                                               bos_id, eos_id, wide, narrow, out_ids, out_offsets)
+        else:
+            total, failed, _, _ = ranked_bpe_entry(units, scores, ints, small, longs, text, offsets, all_valid, 0, 1,
+                                                -1, bos_id, eos_id, wide, narrow, out_ids, out_offsets)
         return total if failed < 0 else UNREPRESENTABLE
 
     return encode_one_text

@@ -1,8 +1,8 @@
 """Pure-Python twins of :mod:`tokenizer.kernels.batch`'s segmenting: where an entry cuts a document into the
 segments it encodes one at a time, written from their definitions (slow, for tests).
 
-    >>> ref_longest_segment([b"ab\\n\\ncd"], lines=True)
-    4
+    >>> ref_segment_lengths(b"ab\\n\\ncd", lines=True)
+    [4, 2]
 """
 
 from __future__ import annotations
@@ -33,22 +33,18 @@ def _words(document: bytes) -> list[bytes]:
     return words
 
 
-def ref_longest_segment(documents: list[bytes], pattern: str | None = None, words: bool = False,
-                        lines: bool = False, whole_up_to: int = 0) -> int:
-    """Twin of :func:`tokenizer.kernels.batch.longest_segment`: the longest regex pre-token (``pattern``
-    ``"gpt2"``/``"llama3"``), word (``words``) or line with its newlines (``lines``, BytePiece's chunks
-    ``[^\\n]*\\n+|[^\\n]+``) of the documents over ``whole_up_to`` bytes; other documents, or no cutting, count
-    whole."""
-    longest = 0
-    for document in documents:
-        if len(document) <= whole_up_to or (pattern is None and not words and not lines):
-            parts = [document]
-        elif pattern is not None:
-            parts = ref_pretokenize(document, pattern)
-        elif words:
-            parts = _words(document)
-        else:
-            parts = re.findall(rb"[^\n]*\n+|[^\n]+", document)
-        assert b"".join(parts) == document
-        longest = max([longest] + [len(part) for part in parts])
-    return longest
+def ref_segment_lengths(document: bytes, pattern: str | None = None, words: bool = False,
+                        lines: bool = False) -> list[int]:
+    """Twin of :func:`tokenizer.kernels.batch.segment_end` walked over a whole document: the lengths of its
+    regex pre-tokens (``pattern`` ``"gpt2"``/``"llama3"``), words (``words``) or lines with their newlines
+    (``lines``, BytePiece's chunks ``[^\n]*\n+|[^\n]+``); the document whole without any."""
+    if pattern is not None:
+        parts = ref_pretokenize(document, pattern)
+    elif words:
+        parts = _words(document)
+    elif lines:
+        parts = re.findall(rb"[^\n]*\n+|[^\n]+", document)
+    else:
+        parts = [document] if document else []
+    assert b"".join(parts) == document
+    return [len(part) for part in parts]
