@@ -73,7 +73,7 @@ def next_word_start(data, p, end):
 @kernel(inline="always")
 def next_line_end(data, p, end):
     """Where the chunk of ``data[p:end]`` that starts at ``p`` ends: after the line and the run of newlines that
-    ends it (BytePiece's chunks), or ``end``. ``b"ab\n\ncd"`` from 0 -> 4; ``b"\n\ncd"`` from 0 -> 2."""
+    ends it (BytePiece's chunks), or ``end``. ``b"ab\\n\\ncd"`` from 0 -> 4; ``b"\\n\\ncd"`` from 0 -> 2."""
     k = p
     while k < end and data[k] != NEWLINE:
         k += 1
