@@ -1,9 +1,7 @@
 """Batch encoding: texts packed Arrow-style (one uint8 data buffer plus offsets) through the compiled model on one
 or several threads, and the conversions around it (a list of str/bytes to packed texts, flat ids to Python lists
-or a pyarrow list array). :meth:`tokenizer.core.Tokenizer.encode_batch` is the API; ``tok`` below is a Tokenizer.
-
-    >>> split_ids(np.array([1, 2, 3]), np.array([0, 2, 2, 3]))
-    [[1, 2], [], [3]]
+by :func:`tokenizer.shared_ids.split_ids` or to a pyarrow list array). :meth:`tokenizer.core.Tokenizer.encode_batch`
+is the API; ``tok`` in the functions below is a Tokenizer.
 """
 
 from __future__ import annotations

@@ -152,27 +152,29 @@ class CompiledModel:
             self.segments = (encoder.char_class, encoder.pattern, False, False)
         elif self.byte_level is not None:
             pattern, char_class = max(self.byte_level.pattern, 0), self.byte_level.char_class
-            self.rule, self.record = VITERBI, self.viterbi_record(pattern, char_class)
             self.segments = (char_class, pattern, False, self.cut_lines and not pattern)
+            self.rule, self.record = VITERBI, self.viterbi_record()
         elif self.is_bpe:
             words = _cut_at_words(keys)
             self.rule, self.record = PIECE_BPE, self.piece_bpe_record(keys, ids, model.vocab_size, words)
             self.segments = (NO_CHAR_CLASS, 0, words, False)
         else:
-            self.rule, self.record = VITERBI, self.viterbi_record(0, NO_CHAR_CLASS)
             self.segments = (NO_CHAR_CLASS, 0, False, self.cut_lines)
+            self.rule, self.record = VITERBI, self.viterbi_record()
         self.kernel = ENTRIES[self.rule]
         self.vocab_size = model.vocab_size
         self._encode_one = None
         self._shared_ids = None
         self._kept = threading.local()
 
-    def viterbi_record(self, pattern: int, char_class: np.ndarray) -> tuple:
-        """The record of :func:`tokenizer.kernels.batch.viterbi_entry` (``pattern`` 0: no pre-split)."""
+    def viterbi_record(self) -> tuple:
+        """The record of :func:`tokenizer.kernels.batch.viterbi_entry`, cutting documents as ``segments`` says
+        (pattern 0: no pre-split)."""
+        char_class, pattern, _, lines = self.segments
         return pack_record(units=[self.units], scores=[self.piece_score, np.array([self.unk_score], self.score_dtype)],
                            ints=[self.byte_to_id], small=[char_class],
                            longs=[flags(self.byte_mode, self.split_after_newlines, self.unk_id, self.byte_fallback,
-                                        pattern, self.cut_lines and not pattern)])
+                                        pattern, lines)])
 
     def piece_bpe_record(self, keys: list[bytes], ids: np.ndarray, vocab_size: int, words: bool) -> tuple:
         """The record of :func:`tokenizer.kernels.batch.piece_bpe_entry` for the matchable ``keys``."""

@@ -36,10 +36,9 @@ from tokenizer.kernels.bpe_ranked import CACHE_WORDS, cache_ids, cached_ids, ran
 from tokenizer.kernels.double_array import exact_match
 from tokenizer.kernels.pretokenize import next_pretoken_end
 from tokenizer.kernels.tables import part
-from tokenizer.kernels.unigram import viterbi_into
+from tokenizer.kernels.unigram import NEWLINE, viterbi_into
 
 VITERBI, PIECE_BPE, RANKED_BPE = 0, 1, 2
-NEWLINE = 10
 ZEROED_WORDS = CACHE_WORDS + MEMO_WORDS  # the end of a BPE ``wide`` array that starts zeroed
 
 
@@ -204,7 +203,7 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
             pos += 1
         stop = offsets[i + 1]
         while p < stop:
-            q = segment_end(small, 0, words, False, data, p, stop)
+            q = segment_end(small, 0, words, False, data, p, stop)  # pattern 0: no char classes are read
             if q - p >= capacity:
                 return pos, i, p, q
             hit = cached_ids(cache, data, p, q, out_ids, pos) if words else -1
