@@ -14,7 +14,7 @@ import numpy as np
 
 from tokenizer.compiled import ALL_VALID, encode_split
 from tokenizer.packed import from_arrow, pack
-from tokenizer.shared_ids import split_ids
+from tokenizer.shared_ids import CollectorPaused, split_ids
 
 _MIN_BYTES_PER_THREAD = 1 << 16
 _MIN_BYTES_PER_RANGE = 1 << 14
@@ -78,7 +78,8 @@ def encode_packed(tok, data, offsets, valid, num_threads, bos, eos, as_lists=Fal
 
     With several threads, the documents are cut into ranges of about equal byte size that the threads take in
     turn, each normalizing and encoding its range (the Numba kernels release the GIL); the ranges' ids are
-    then concatenated (or, ``as_lists``, turned into lists by the calling thread while the others encode).
+    then concatenated (or, ``as_lists``, each thread turns its ranges' ids into lists, which holds the GIL only
+    briefly: :func:`tokenizer.shared_ids.split_ids`).
     """
     n = len(offsets) - 1
     if n == 0:
@@ -117,35 +118,28 @@ def _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_li
         cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets[:-1], targets), [n]]).astype(np.int64))
         ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
         parts: list = [None] * len(ranges)
-        lists: list = [None] * len(ranges)
         shared = tok.compiled.shared_ids() if as_lists else None
         next_range = iter(range(len(ranges)))  # shared; next() on it is atomic under the GIL
 
-        def convert_finished() -> None:  # the calling thread only: Python lists need the GIL anyway
-            for k, part in enumerate(parts):
-                if part is not None and lists[k] is None:
-                    lists[k] = split_ids(*part, shared)
-
-        def work(convert: bool = False) -> None:
+        def work() -> None:  # with as_lists, each thread builds its ranges' lists (mostly without the GIL)
             for k in next_range:
-                parts[k] = _encode_documents(tok, data, offsets, valid, *ranges[k], bos, eos)
-                if convert:
-                    convert_finished()
+                part = _encode_documents(tok, data, offsets, valid, *ranges[k], bos, eos)
+                parts[k] = split_ids(*part, shared) if as_lists else part
 
         helpers = min(threads, len(ranges)) - 1
         pool = _thread_pool(helpers)
-        others = [pool.submit(work) for _ in range(helpers)]
-        try:
-            work(convert=as_lists)
-        finally:
-            for future in others:
-                future.result()
-        if as_lists:
-            convert_finished()
-            result: list = []
-            for part_lists in lists:
-                result.extend(part_lists)
-            return result
+        with CollectorPaused():  # once for all threads (each split_ids leaves it as it finds it)
+            others = [pool.submit(work) for _ in range(helpers)]
+            try:
+                work()
+            finally:
+                for future in others:
+                    future.result()
+            if as_lists:
+                result: list = []
+                for part_lists in parts:
+                    result.extend(part_lists)
+                return result
         ids = np.concatenate([part_ids for part_ids, _ in parts])
         out_offsets = np.empty(n + 1, dtype=np.int64)
         out_offsets[0] = 0

@@ -79,11 +79,7 @@ def split_ids(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds | None = N
     otherwise set off full collections that cost more than the conversion (lists of ints hold no cycles, so pausing
     it frees nothing later than it would).
     """
-    import gc
-
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with CollectorPaused():
         if shared is not None:
             built = _built_lists(ids, offsets, shared)
             if built is not None:
@@ -96,8 +92,27 @@ def split_ids(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds | None = N
 
         list_type = pa.ListArray if offsets.dtype == np.int32 else pa.LargeListArray
         return list_type.from_arrays(pa.array(offsets), pa.array(ids, type=pa.int32())).to_pylist()
-    finally:
-        if collecting:
+
+
+class CollectorPaused:
+    """The cyclic garbage collector off inside, back on after if it was on before (a caller's choice to keep it
+    off stands): ``with CollectorPaused(): ...``. Threads that build lists at once should all be inside one such
+    block of their calling thread, which turns it back on once they are done. Nothing is allocated after turning
+    it back on (a generator-based context manager would allocate there, setting off a collection of the new
+    lists at once instead of when they are dropped or the caller allocates)."""
+
+    __slots__ = ("_collecting",)
+
+    def __enter__(self) -> None:
+        import gc
+
+        self._collecting = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exception) -> None:
+        if self._collecting:
+            import gc
+
             gc.enable()
 
 
@@ -106,14 +121,25 @@ def _built_lists(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds) -> lis
     disabled; memory ran out or an id has no shared object: the caller's Python path then builds or raises)."""
     import ctypes
 
-    from tokenizer.kernels.python_lists import build_id_lists
+    from tokenizer.kernels import python_lists as kernels
 
     offsets = np.asarray(offsets, dtype=np.int64)
-    if not hasattr(build_id_lists, "py_func") or int(offsets[0]) < 0 or int(offsets[-1]) > len(ids):
+    if not hasattr(kernels.build_id_lists, "py_func") or int(offsets[0]) < 0 or int(offsets[-1]) > len(ids):
         return None
-    address = build_id_lists(np.asarray(ids, dtype=np.int32), offsets, shared.addresses, shared.api)
-    if address == 0:
-        return None
+    ids = np.asarray(ids, dtype=np.int32)
+    if shared.api[kernels.DIRECT]:  # two short steps under the GIL, two long ones without (see the kernels)
+        counts = np.zeros(len(shared.addresses), dtype=np.int64)
+        if not kernels.count_ids(ids, offsets[0], offsets[-1], counts):
+            return None
+        address = kernels.new_id_lists(offsets, shared.api)
+        if address == 0:
+            return None
+        kernels.raise_counts(shared.addresses, counts)
+        kernels.fill_id_lists(address, ids, offsets, shared.addresses)
+    else:
+        address = kernels.build_id_lists(ids, offsets, shared.addresses, shared.api)
+        if address == 0:
+            return None
     lists = ctypes.cast(address, ctypes.py_object).value  # a second reference: drop the kernel's own
     ctypes.pythonapi.Py_DecRef(ctypes.py_object(lists))
     return lists

@@ -200,7 +200,7 @@ def test_a_long_list_is_built_whole_with_huge_pages_asked_for():
 def test_build_id_lists_refuses_ids_without_an_object():
     """An id outside the shared ints gives 0 from the kernel (all it built released) and the Python path's
     IndexError from split_ids, never a read past the array."""
-    from tokenizer.kernels.python_lists import build_id_lists
+    from tokenizer.kernels.python_lists import build_id_lists, count_ids
     from tokenizer.shared_ids import SharedIds, split_ids
 
     shared = SharedIds(4)
@@ -208,8 +208,46 @@ def test_build_id_lists_refuses_ids_without_an_object():
     offsets = np.array([0, 2, 3], dtype=np.int64)
     if hasattr(build_id_lists, "py_func"):
         assert build_id_lists(ids, offsets, shared.addresses, shared.api) == 0
+    counts = np.zeros(4, np.int64)
+    assert not count_ids(ids, 0, 3, counts) and not counts.any()  # checked before anything is counted
+    assert count_ids(ids, 0, 2, counts) and counts.tolist() == [0, 1, 1, 0]
     with pytest.raises(IndexError):
         split_ids(ids, offsets, shared)
+
+
+def test_lists_are_built_with_the_collector_paused_and_no_collection_set_off_inside():
+    """split_ids and a two-thread encode_batch build thousands of lists without a collection of them during
+    the call (the collector is paused, and nothing is allocated after it is turned back on); it is on again
+    after, and the next allocation collects as usual."""
+    import gc
+
+    from tokenizer.shared_ids import SharedIds, split_ids
+
+    shared = SharedIds(1000)
+    ids = (np.arange(60_000) % 997).astype(np.int32)
+    offsets = np.arange(0, 60_001, 6, dtype=np.int64)  # 10,000 lists
+    texts = [f"line {i} of some text" for i in range(20_000)]
+    tok = Tokenizer(Model.byte_level([b"li", b"ne", b" of"], [-1.0, -1.5, -1.2]))
+    collections = []
+
+    def note(phase, info):
+        collections.append(phase)
+
+    gc.callbacks.append(note)
+    try:
+        for build in (lambda: split_ids(ids, offsets, shared), lambda: tok.encode_batch(texts, num_threads=2)):
+            build()  # first use: imports and compiles, which may collect
+            gc.collect()
+            collections.clear()
+            lists = build()
+            during = len(collections)  # (allocates nothing: what follows may collect, as it should)
+            assert during == 0 and gc.isenabled()
+            assert len(lists) in (10_000, 20_000)
+            [[] for _ in range(1000)]  # allocations: the collector runs again
+            assert collections
+            del lists
+    finally:
+        gc.callbacks.remove(note)
 
 
 def test_encode_batch_list_equals_per_text_encode_with_threads():

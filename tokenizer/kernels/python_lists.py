@@ -10,7 +10,15 @@ of the CPython C API are called by the addresses in ``api`` (:data:`API_FUNCTION
 calls by address (:func:`call_c`, :func:`call_void`, :func:`list_set_item`) serve
 :mod:`tokenizer.kernels.python_call` too.
 
-The twin is :func:`tokenizer.twins.python_lists.ref_build_id_lists`. Example: ids ``[5, 6, 7]``, offsets
+Where items and counts may be written in place (CPython before 3.12), a batch's lists are built in four steps so
+that only two short ones hold the GIL, and threads that encode ranges of a batch build their own lists side by
+side: :func:`new_id_lists` (GIL: the empty lists, one ``PyList_New`` per document), :func:`count_ids` (no GIL:
+how often each id occurs, every id checked), :func:`raise_counts` (GIL: each shared int's count raised once by its
+number of uses) and :func:`fill_id_lists` (no GIL: the items written). Until the last step a new list holds NULL
+items, as ``PyList_New`` leaves them and as CPython's list traversal (the cyclic collector, running in another
+thread meanwhile) skips; the lists reach no Python code before they are full.
+
+The twin of both ways is :func:`tokenizer.twins.python_lists.ref_build_id_lists`. Example: ids ``[5, 6, 7]``, offsets
 ``[0, 2, 2, 3]`` -> the address of ``[[5, 6], [], [7]]`` (a new reference), or 0 when memory ran out or an id has no
 object (then nothing is left allocated).
 """
@@ -145,3 +153,68 @@ def build_id_lists(ids, offsets, objects, api):
                 call_void(api[INC_REF], item)
                 list_set_item(api[LIST_SET_ITEM], inner, k - start, item)
     return outer
+
+
+@kernel(nogil=False)
+def new_id_lists(offsets, api):
+    """The address of a new list (a new reference) of one new list per document, of length ``offsets[i + 1] -
+    offsets[i]`` with NULL items (for :func:`fill_id_lists`); 0 when memory ran out (nothing is left allocated).
+    ``offsets`` int64, ``api`` as for :func:`build_id_lists`, whose in-place writes this needs. Needs the GIL.
+    Example: offsets ``[0, 2, 2, 3]`` -> the address of ``[[NULL, NULL], [], [NULL]]``."""
+    documents = offsets.shape[0] - 1
+    outer = call_c(api[LIST_NEW], (documents,))
+    if outer == 0:
+        return np.int64(0)
+    outer_items = word_at(outer + LIST_ITEMS_OFFSET)
+    for i in range(documents):
+        length = offsets[i + 1] - offsets[i]
+        inner = call_c(api[LIST_NEW], (length,))
+        if inner == 0:
+            call_void(api[DEC_REF], outer)  # frees the lists made so far (NULL items are skipped)
+            return np.int64(0)
+        _store_word(outer_items + 8 * i, inner)  # what PyList_SetItem does on a new list
+        if api[MADVISE] != 0 and 8 * length >= ADVISE_ABOVE:
+            items = word_at(inner + LIST_ITEMS_OFFSET)
+            first = (items + HUGE_PAGE - 1) & ~np.int64(HUGE_PAGE - 1)  # whole huge pages inside the items
+            last = (items + 8 * length) & ~np.int64(HUGE_PAGE - 1)
+            if last > first:
+                call_c(api[MADVISE], (first, last - first, np.int64(MADV_HUGEPAGE)))  # a hint: its result is moot
+    return outer
+
+
+@kernel
+def count_ids(ids, start, end, counts):
+    """Add to ``counts`` (int64, one per shared object) how often each id of ``ids[start:end]`` (int32) occurs;
+    False, with ``counts`` unchanged, when an id is outside ``counts``. No GIL needed.
+    Example: ids ``[1, 1, 3]``, counts of 4 zeros -> True, counts ``[0, 2, 0, 1]``."""
+    limit = counts.shape[0]
+    for k in range(start, end):
+        if ids[k] < 0 or ids[k] >= limit:
+            return False
+    for k in range(start, end):
+        counts[ids[k]] += 1
+    return True
+
+
+@kernel(nogil=False)
+def raise_counts(objects, counts):
+    """Raise the reference count of the object at ``objects[i]`` (int64 addresses) by ``counts[i]`` (int64), in
+    place: the references :func:`fill_id_lists` is about to write. Needs the GIL.
+    Example: counts ``[0, 2]`` -> the second object's count is 2 higher."""
+    for i in range(counts.shape[0]):
+        if counts[i] != 0:
+            _store_word(objects[i], word_at(objects[i]) + counts[i])
+
+
+@kernel
+def fill_id_lists(outer, ids, offsets, objects):
+    """Write ``objects[ids[k]]`` into the lists of :func:`new_id_lists` (the address ``outer``): list ``i`` gets
+    the ids ``offsets[i] .. offsets[i + 1] - 1``. Their counts must be raised already (:func:`raise_counts`) and
+    the ids checked (:func:`count_ids`); the lists must reach no Python code before this returns. No GIL needed.
+    Example: ids ``[5, 6, 7]``, offsets ``[0, 2, 2, 3]`` -> ``[[5, 6], [], [7]]`` (their objects)."""
+    outer_items = word_at(outer + LIST_ITEMS_OFFSET)
+    for i in range(offsets.shape[0] - 1):
+        items = word_at(word_at(outer_items + 8 * i) + LIST_ITEMS_OFFSET)
+        start = offsets[i]
+        for k in range(start, offsets[i + 1]):
+            _store_word(items + 8 * (k - start), objects[ids[k]])
