@@ -117,7 +117,9 @@ def interleaved_best(systems: dict[str, Callable[[], Any]], repeats: int) -> dic
     """Best seconds of each system, timing them in turn (a, b, c, a, b, c, ...) so that load changes on a shared
     machine hit all of them alike.
 
-    Each timing ends with a collection of the youngest generation while the call's result is still alive: the
+    Each call starts from the same state of the garbage collector (a full collection, not timed: otherwise the
+    objects that the systems before it left set off collections inside it, of a cost that depends on the order),
+    and its timing ends with a collection of the youngest generation while its result is still alive: the
     collection that a result of new Python containers (lists of ids) sets off in a program that keeps it. A system
     that builds its lists with the collector running pays it during the call; one that pauses it would otherwise
     leave it unpaid when its result is dropped at once."""
@@ -126,6 +128,7 @@ def interleaved_best(systems: dict[str, Callable[[], Any]], repeats: int) -> dic
     best = {name: float("inf") for name in systems}
     for _ in range(repeats):
         for name, function in systems.items():
+            gc.collect()
             started = time.perf_counter()
             result = function()
             gc.collect(0)
