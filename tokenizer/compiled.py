@@ -229,6 +229,9 @@ class CompiledModel:
         on their own (pre-tokens, words, lines: ``segments``), at most :data:`WORK_START` bytes at first: a longer
         segment stops the kernel, which goes on from that segment with arrays that hold it. So a long document of
         ordinary text needs small arrays, and no text is encoded twice."""
+        if data.flags.writeable:  # one compilation of the entry: texts from Arrow buffers are read-only
+            data = data.view()
+            data.flags.writeable = False
         lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
         longest = int(lengths.max()) if len(lengths) else 0
         char_class, pattern, words, lines = self.segments

@@ -18,7 +18,7 @@ import numpy as np
 
 from tokenizer.errors import unrepresentable_error
 from tokenizer.kernels.batch import VITERBI
-from tokenizer.kernels.one_text import (BLOCK_WORDS, DID_NOT_FIT, IN_OFFSETS, NORMALIZE, NORMALIZED,
+from tokenizer.kernels.one_text import (BLOCK_WORDS, DID_NOT_FIT, IN_OFFSETS, NORMALIZED,
                                         NORMALIZER_FLAGS, OFFSETS, OUT_IDS, OUT_OFFSETS, NARROW, TRIE,
                                         UNREPRESENTABLE, UNITS, WIDE, one_text_entry)
 from tokenizer.shared_ids import c_api_addresses, split_ids
@@ -94,7 +94,7 @@ def one_text_encoder(compiled, normalizer=None):
 
     units, scores, ints, small, longs = compiled.record
     wide_dtype = compiled.score_dtype if compiled.rule == VITERBI else np.int64
-    entry = one_text_entry(compiled.rule, units.dtype, scores.dtype, wide_dtype)
+    entry = one_text_entry(compiled.rule, units.dtype, scores.dtype, wide_dtype, normalizer is not None)
     if not hasattr(entry, "address"):  # the JIT is disabled: the batch path on one text
         return _one_text_by_batch(compiled, normalizer)
     shared = compiled.shared_ids() if builtin_calls_work() else None
@@ -106,7 +106,7 @@ def one_text_encoder(compiled, normalizer=None):
         _, tables = normalizer.kernel_parts()
         for k, table in enumerate(tables[:-1]):
             _put(fixed, TRIE + k, table)
-        fixed[NORMALIZE], fixed[NORMALIZER_FLAGS] = 1, int(tables[-1])
+        fixed[NORMALIZER_FLAGS] = int(tables[-1])
     local = threading.local()
 
     def grow(n: int) -> tuple:
@@ -129,7 +129,7 @@ def one_text_encoder(compiled, normalizer=None):
         local.state = (capacity, function, header, block, arrays, tables, compiled.record, shared)
         return local.state
 
-    plain = None if normalizer is None else one_text_encoder(compiled)
+    plain: list = []  # without the normalizer, for a text it grows past the buffer: built on first need
     long_text = _one_text_by_batch(compiled, normalizer)
 
     def encode(data: bytes, bos_id: int, eos_id: int) -> list[int]:
@@ -143,7 +143,9 @@ def one_text_encoder(compiled, normalizer=None):
             return ids
         status = state[2][STATUS]
         if status == DID_NOT_FIT:
-            return plain(normalizer.normalize(data), bos_id, eos_id)
+            if not plain:
+                plain.append(one_text_encoder(compiled))
+            return plain[0](normalizer.normalize(data), bos_id, eos_id)
         if status == UNREPRESENTABLE:
             raise unrepresentable_error(0)
         raise ValueError(f"bos_id {bos_id} or eos_id {eos_id} is not an id of this model "

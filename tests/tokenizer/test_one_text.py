@@ -152,3 +152,31 @@ def test_threads_calling_at_once_get_their_own_ids(tokenizers):
     with ThreadPoolExecutor(4) as pool:
         for _ in range(3):
             assert list(pool.map(tok.encode, texts)) == expected
+
+
+@pytest.mark.skipif(_DISABLE_JIT, reason="no compiled kernels without the JIT")
+def test_every_call_path_shares_one_compilation_of_the_entries(tokenizers, tmp_path):
+    """A fresh process that encodes per call, a list and an Arrow array with the same model compiles (or loads) each
+    batch entry and the normalizer kernel for one signature: the per-call entry passes them the batch path's
+    argument types (int64 values, never constants; a read-only text), so a model's first use compiles each once."""
+    import subprocess
+    import sys
+
+    paths = []
+    for kind in ("unigram", "bpe byte_level"):
+        paths.append(str(tmp_path / f"{kind.replace(' ', '-')}.model"))
+        tokenizers[kind].model.save(paths[-1])
+    script = (
+        "import sys, pyarrow as pa\n"
+        "from tokenizer import Tokenizer\n"
+        "from tokenizer.kernels import batch, normalize\n"
+        "for path in sys.argv[1:]:\n"
+        "    tok = Tokenizer.load(path)\n"
+        "    texts = ['a text, 一个文本', 'another one']\n"
+        "    tok.encode(texts[0]); tok.encode_batch(texts, num_threads=1); tok.encode_batch(pa.array(texts))\n"
+        "print(*[len(kernel.signatures) for kernel in (batch.viterbi_entry, batch.ranked_bpe_entry,\n"
+        "                                             normalize.normalize_batch_into)])\n")
+    done = subprocess.run([sys.executable, "-c", script, *paths], cwd=REPO, env={**os.environ, "PYTHONPATH": REPO},
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-3:] == ["1", "1", "1"]
