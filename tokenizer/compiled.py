@@ -14,7 +14,8 @@ import threading
 import numpy as np
 
 from tokenizer.errors import ModelError, unrepresentable_error
-from tokenizer.kernels.batch import ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, ZEROED_WORDS, flags, work_sizes
+from tokenizer.kernels.batch import (ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, WHOLE, ZEROED_WORDS, cut_marker,
+                                     cuts_of, flags, work_sizes)
 from tokenizer.kernels.tables import pack_record
 from tokenizer.model import LATTICE_SUMS, Model, PieceType
 from tokenizer.shared_ids import SharedIds
@@ -44,12 +45,12 @@ class CompiledModel:
     """Numpy arrays the kernels need, derived from a :class:`Model` (never pickled; see module docstring).
 
     Attributes: ``rule``, ``record`` and ``kernel`` (the entry point of :mod:`tokenizer.kernels.batch` and its
-    tables), ``segments`` (how that entry cuts a document: the leading arguments of
-    :func:`tokenizer.kernels.batch.segment_end`), ``units`` (compact double array of NORMAL and USER_DEFINED
-    pieces), ``piece_score`` (unigram lattice scores, of ``score_dtype``), ``merge_score`` (float32, BPE
-    priorities), ``is_user_defined`` (uint8), ``byte_to_id`` (int32[256]), ``byte_mode``, ``split_after_newlines``,
-    ``cut_lines``, ``unk_score`` (scalar of ``score_dtype``), ``score_dtype`` (float32, or float64 for models with
-    exact log-count scores), ``max_piece_length``.
+    tables), ``segments`` (how that entry cuts a document: ``(char_class, pattern, words, lines)``) and ``cuts``
+    (the entry's last argument: :func:`tokenizer.kernels.batch.cut_marker`), ``units`` (compact double array of
+    NORMAL and USER_DEFINED pieces), ``piece_score`` (unigram lattice scores, of ``score_dtype``), ``merge_score``
+    (float32, BPE priorities), ``is_user_defined`` (uint8), ``byte_to_id`` (int32[256]), ``byte_mode``,
+    ``split_after_newlines``, ``cut_lines``, ``unk_score`` (scalar of ``score_dtype``), ``score_dtype`` (float32, or
+    float64 for models with exact log-count scores), ``max_piece_length``.
     """
 
     def __init__(self, model: Model):
@@ -162,6 +163,7 @@ class CompiledModel:
             self.segments = (NO_CHAR_CLASS, 0, False, self.cut_lines)
             self.rule, self.record = VITERBI, self.viterbi_record()
         self.kernel = ENTRIES[self.rule]
+        self.cuts = cut_marker(cuts_of(*self.segments[1:]))
         self.vocab_size = model.vocab_size
         self._encode_one = None
         self._shared_ids = None
@@ -170,11 +172,11 @@ class CompiledModel:
     def viterbi_record(self) -> tuple:
         """The record of :func:`tokenizer.kernels.batch.viterbi_entry`, cutting documents as ``segments`` says
         (pattern 0: no pre-split)."""
-        char_class, pattern, _, lines = self.segments
+        char_class, pattern, _, _ = self.segments
         return pack_record(units=[self.units], scores=[self.piece_score, np.array([self.unk_score], self.score_dtype)],
                            ints=[self.byte_to_id], small=[char_class],
                            longs=[flags(self.byte_mode, self.split_after_newlines, self.unk_id, self.byte_fallback,
-                                        pattern, lines)])
+                                        pattern)])
 
     def piece_bpe_record(self, keys: list[bytes], ids: np.ndarray, vocab_size: int, words: bool) -> tuple:
         """The record of :func:`tokenizer.kernels.batch.piece_bpe_entry` for the matchable ``keys``."""
@@ -234,15 +236,14 @@ class CompiledModel:
             data.flags.writeable = False
         lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
         longest = int(lengths.max()) if len(lengths) else 0
-        char_class, pattern, words, lines = self.segments
-        size = min(longest, WORK_START) if pattern > 0 or words or lines else longest
+        size = min(longest, WORK_START) if self.cuts != WHOLE else longest
         start, resume, base = doc_begin, -1, 0
         while True:
             written = out_offsets[start - doc_begin:]
             document_start = int(written[0])  # where a resumed document's ids began
             total, failed, stopped, stopped_end = self.kernel(*self.record, data, offsets, valid, start, doc_end,
                                                               resume, bos_id, eos_id, *self.work_arrays(size),
-                                                              out_ids[base:], written)
+                                                              out_ids[base:], written, self.cuts)
             if base:
                 written += base  # the kernel counted from this call's first id
             if resume >= 0:

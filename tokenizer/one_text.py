@@ -94,7 +94,8 @@ def one_text_encoder(compiled, normalizer=None):
 
     units, scores, ints, small, longs = compiled.record
     wide_dtype = compiled.score_dtype if compiled.rule == VITERBI else np.int64
-    entry = one_text_entry(compiled.rule, units.dtype, scores.dtype, wide_dtype, normalizer is not None)
+    entry = one_text_entry(compiled.rule, units.dtype, scores.dtype, wide_dtype, normalizer is not None,
+                           int(compiled.cuts))
     if not hasattr(entry, "address"):  # the JIT is disabled: the batch path on one text
         return _one_text_by_batch(compiled, normalizer)
     shared = compiled.shared_ids() if builtin_calls_work() else None

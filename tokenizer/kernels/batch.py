@@ -2,12 +2,13 @@
 offsets, one entry per segmentation rule, all with one signature::
 
     entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, bos_id, eos_id,
-          wide, narrow, out_ids, out_offsets) -> (total_ids, failed_document, stopped_at, stopped_end)
+          wide, narrow, out_ids, out_offsets, cuts) -> (total_ids, failed_document, stopped_at, stopped_end)
 
 ``units .. longs`` is the model's record (:func:`tokenizer.kernels.tables.pack_record`; each entry lists its
 tables), ``wide`` and ``narrow`` the work arrays (:func:`work_sizes`: ``wide`` of the score dtype for Viterbi,
-int64 for BPE; ``narrow`` int32), sized for the segments an entry encodes on its own (:func:`segment_end`). Few
-array arguments keep a call's fixed cost small (:mod:`tokenizer.kernels.tables`).
+int64 for BPE; ``narrow`` int32), sized for the segments an entry encodes on its own (:func:`segment_end`, as
+``cuts`` says: :func:`cut_marker`, whose type chooses, so each way of cutting is compiled apart). Few array
+arguments keep a call's fixed cost small (:mod:`tokenizer.kernels.tables`).
 
 Each entry encodes documents ``doc_begin .. doc_end - 1`` (``data[offsets[i]:offsets[i + 1]]``; offsets int32 or
 int64, absolute into ``data``, so a sliced Arrow array passes its offsets buffer from ``array.offset`` on) and
@@ -27,7 +28,9 @@ score) -> out_ids ``[2, 2]``, out_offsets ``[0, 1, 2]``.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
+from numba.extending import overload
 
 from tokenizer.kernels import kernel
 from tokenizer.kernels.bpe import piece_bpe_into
@@ -81,29 +84,63 @@ def next_line_end(data, p, end):
     return k
 
 
-@kernel(inline="always")
-def segment_end(char_class, pattern, words, lines, data, p, end):
+#: how an entry cuts documents into the segments it encodes on its own (its ``cuts`` argument: :func:`cut_marker`)
+WHOLE, PRETOKENS, WORDS, LINES = range(4)
+#: the integer type of an entry's ``cuts`` for each way of cutting: compiled code chooses its way by the type, so
+#: each way compiles apart and a model compiles only its own (the pre-tokenizer is most of an entry's compile
+#: time); a plain int (int64) is no way and is refused
+CUT_TYPES = (np.uint8, np.uint16, np.uint32, np.int8)
+
+
+def cut_marker(cuts: int):
+    """The ``cuts`` argument of the entries for a way of cutting: ``cut_marker(LINES)`` -> ``np.int8(3)``."""
+    return CUT_TYPES[cuts](cuts)
+
+
+def cuts_of(pattern: int, words: bool, lines: bool) -> int:
+    """The way of cutting of a model's segments: ``cuts_of(0, False, True)`` -> :data:`LINES`."""
+    return PRETOKENS if pattern > 0 else (WORDS if words else (LINES if lines else WHOLE))
+
+
+def segment_end(cuts, char_class, pattern, data, p, end):
     """End of the segment of ``data[p:end]`` (``p < end``) that an entry encodes on its own, so the one its work
-    arrays must hold: the regex pre-token (``pattern`` > 0), else the word (``words``: :func:`next_word_start`),
-    else the line and its newlines (``lines``: :func:`next_line_end`), else the rest of the document."""
-    if pattern > 0:
+    arrays must hold: with ``cuts`` :data:`PRETOKENS` the regex pre-token of ``pattern``, :data:`WORDS` the word
+    (:func:`next_word_start`), :data:`LINES` the line and its newlines (:func:`next_line_end`), :data:`WHOLE` the
+    rest of the document. Compiled code chooses by the type of ``cuts`` (:func:`cut_marker`) and compiles that way
+    only (:func:`_segment_end_compiled`)."""
+    if cuts == PRETOKENS:
         return next_pretoken_end(char_class, pattern, data, p, end)
-    if words:
+    if cuts == WORDS:
         return next_word_start(data, p, end)
-    if lines:
+    if cuts == LINES:
         return next_line_end(data, p, end)
     return end
 
 
+@overload(segment_end, inline="always")
+def _segment_end_compiled(cuts, char_class, pattern, data, p, end):
+    """:func:`segment_end` for the way of cutting that the type of ``cuts`` names (:data:`CUT_TYPES`)."""
+    kind = next((k for k, kind_type in enumerate(CUT_TYPES) if cuts == numba.from_dtype(np.dtype(kind_type))), None)
+    if kind == PRETOKENS:
+        return lambda cuts, char_class, pattern, data, p, end: next_pretoken_end(char_class, pattern, data, p, end)
+    if kind == WORDS:
+        return lambda cuts, char_class, pattern, data, p, end: next_word_start(data, p, end)
+    if kind == LINES:
+        return lambda cuts, char_class, pattern, data, p, end: next_line_end(data, p, end)
+    if kind == WHOLE:
+        return lambda cuts, char_class, pattern, data, p, end: end
+    return None  # not a marker: refused, so no entry compiles every way of cutting
+
+
 @kernel(borrows=True)
 def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, bos_id,
-                  eos_id, wide, narrow, out_ids, out_offsets):
+                  eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """Best unigram segmentation (:func:`tokenizer.kernels.unigram.viterbi_into`) of each segment
-    (:func:`segment_end`: a regex pre-token when the pattern is not 0, else with ``lines`` a line and its newlines,
-    which no piece may span with ``split_after_newlines``, else the document). Tables: 0 units; 1 piece_score,
-    2 unk_score (one score); 3 byte_to_id (int32[256]); 4 char_class (uint8); 5 flags (int64: byte_mode,
-    split_after_newlines, unk_id, byte_fallback, pattern, lines: cut each document into lines, set where no text
-    is unknown, as unknown nodes merge across lines)."""
+    (:func:`segment_end`: ``cuts`` :data:`PRETOKENS` a regex pre-token of ``pattern``, :data:`LINES` a line and its
+    newlines, which no piece may span with ``split_after_newlines``, where no text is unknown, as unknown nodes
+    merge across lines; :data:`WHOLE` the document). Tables: 0 units; 1 piece_score, 2 unk_score (one score);
+    3 byte_to_id (int32[256]); 4 char_class (uint8); 5 flags (int64: byte_mode, split_after_newlines, unk_id,
+    byte_fallback, pattern)."""
     piece_units = part(units, longs, 0)
     piece_score = part(scores, longs, 1)
     unk_score = part(scores, longs, 2)[0]
@@ -111,10 +148,10 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
     char_class = part(small, longs, 4)
     flags = part(longs, longs, 5)
     byte_mode, split_after_newlines, unk_id = flags[0] != 0, flags[1] != 0, flags[2]
-    byte_fallback, pattern, lines = flags[3] != 0, flags[4], flags[5] != 0
+    byte_fallback, pattern = flags[3] != 0, flags[4]
     n = wide.shape[0]
     best_score, best_start, best_id = wide, narrow[:n], narrow[n:2 * n]
-    blocked_lines = split_after_newlines and not lines  # else each line is a segment of its own
+    blocked_lines = split_after_newlines and cuts != LINES  # else each line is a segment of its own
     pos = 0
     out_offsets[0] = 0
     check_valid = valid.shape[0] > 0
@@ -130,7 +167,7 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
             pos += 1
         stop = offsets[i + 1]
         while p < stop:
-            q = segment_end(char_class, pattern, False, lines, data, p, stop)
+            q = segment_end(cuts, char_class, pattern, data, p, stop)
             if q - p >= n:
                 return pos, i, p, q
             pos = viterbi_into(piece_units, piece_score, byte_to_id, byte_mode, blocked_lines, unk_id,
@@ -176,7 +213,7 @@ def piece_bpe_model(units, scores, ints, small, longs):
 
 @kernel(borrows=True)
 def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, bos_id,
-                    eos_id, wide, narrow, out_ids, out_offsets):
+                    eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """SentencePiece-style BPE (:func:`tokenizer.kernels.bpe.piece_bpe_into`, no dropout); the tables as
     :func:`piece_bpe_model` reads them.
 
@@ -203,7 +240,7 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
             pos += 1
         stop = offsets[i + 1]
         while p < stop:
-            q = segment_end(small, 0, words, False, data, p, stop)  # pattern 0: no char classes are read
+            q = segment_end(cuts, small, 0, data, p, stop)  # (no char classes are read: cuts is never PRETOKENS)
             if q - p >= capacity:
                 return pos, i, p, q
             hit = cached_ids(cache, data, p, q, out_ids, pos) if words else -1
@@ -227,13 +264,14 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
 
 @kernel(borrows=True)
 def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, bos_id,
-                     eos_id, wide, narrow, out_ids, out_offsets):
+                     eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """Regex pre-split (pattern 0: none) plus merge replay (:func:`tokenizer.kernels.bpe_ranked.ranked_bpe_into`;
     with ``matching``, a pre-token of more than :data:`~tokenizer.kernels.bpe_match.MATCH_ABOVE` bytes by
     :func:`tokenizer.kernels.bpe_match.matched_bpe_into`: the same ids); with ``ignore_merges`` a pre-token that
     is itself a piece is emitted whole, as ``tokenizers`` does. Tables: 0 units; 1 byte_to_id, 2 created,
     3 split_left, 4 split_right, 5 prefix_of, 6 piece_length (int32, empty without ``matching``); 7 char_class
-    (uint8); 8 pair_table, 9 flags (int64: pattern, bits, ignore_merges, matching)."""
+    (uint8); 8 pair_table, 9 flags (int64: pattern, bits, ignore_merges, matching). ``cuts`` is read from
+    ``pattern`` (it takes the argument for the entries' one signature)."""
     piece_units = part(units, longs, 0)
     byte_to_id = part(ints, longs, 1)
     match = (part(ints, longs, 2), part(ints, longs, 3), part(ints, longs, 4), part(ints, longs, 5),
@@ -260,7 +298,9 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
             pos += 1
         stop = offsets[i + 1]
         while p < stop:
-            q = segment_end(char_class, pattern, False, False, data, p, stop)
+            # (inlined, not segment_end's call: this rule cuts at pre-tokens, pattern 0 aside, so every ranked
+            # model compiles the pre-tokenizer anyway, and a call per pre-token would cost)
+            q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
             if q - p >= capacity:
                 return pos, i, p, q
             hit = cached_ids(cache, data, p, q, out_ids, pos)

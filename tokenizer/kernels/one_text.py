@@ -29,7 +29,7 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.batch import PIECE_BPE, VITERBI, piece_bpe_entry, ranked_bpe_entry, viterbi_entry
+from tokenizer.kernels.batch import CUT_TYPES, PIECE_BPE, VITERBI, piece_bpe_entry, ranked_bpe_entry, viterbi_entry
 from tokenizer.kernels.normalize import normalize_batch_into
 
 BLOCK_ARRAYS = ("units", "scores", "ints", "small", "longs", "wide", "narrow", "out_ids", "out_offsets", "offsets",
@@ -77,23 +77,25 @@ def _block_array(block, k, dtype):
 _ENTRIES: dict = {}
 
 
-def one_text_entry(rule: int, units_dtype, score_dtype, wide_dtype, normalize: bool = False):
+def one_text_entry(rule: int, units_dtype, score_dtype, wide_dtype, normalize: bool = False, cuts: int = 0):
     """The C entry point (a Numba ``cfunc``: call its ``address``) for models of ``rule`` whose record groups have
-    these dtypes, which runs the SentencePiece normalizer first when ``normalize``; built on first use, one per
-    combination, and cached on disk like every kernel. With the JIT disabled it is plain Python and has no
-    ``address`` (callers take another path)."""
-    key = (rule, np.dtype(units_dtype).name, np.dtype(score_dtype).name, np.dtype(wide_dtype).name, bool(normalize))
+    these dtypes and that cut documents as ``cuts`` says (:func:`tokenizer.kernels.batch.cuts_of`), which runs the
+    SentencePiece normalizer first when ``normalize``; built on first use, one per combination, and cached on disk
+    like every kernel. With the JIT disabled it is plain Python and has no ``address`` (callers take another
+    path)."""
+    key = (rule, np.dtype(units_dtype).name, np.dtype(score_dtype).name, np.dtype(wide_dtype).name, bool(normalize),
+           int(cuts))
     if key not in _ENTRIES:
         _ENTRIES[key] = _build_entry(int(rule), np.dtype(units_dtype).type, np.dtype(score_dtype).type,
-                                     np.dtype(wide_dtype).type, bool(normalize))
+                                     np.dtype(wide_dtype).type, bool(normalize), int(cuts), CUT_TYPES[int(cuts)])
     return _ENTRIES[key]
 
 
-def _build_entry(rule, units_type, score_type, wide_type, normalize):
-    # The closure holds an int, a bool and numpy scalar types only: Numba keys a closure's disk cache by its pickled
+def _build_entry(rule, units_type, score_type, wide_type, normalize, cuts, cut_type):
+    # The closure holds ints, a bool and numpy scalar types only: Numba keys a closure's disk cache by its pickled
     # cell contents, which for a compiled function differ from process to process (a cache miss every time).
-    # ``rule`` and ``normalize`` are constants, so only their branches below are compiled (a model without the
-    # SentencePiece normalizer does not compile it).
+    # ``rule`` and ``normalize`` are constants, so only their branches are compiled (a model without the
+    # SentencePiece normalizer does not compile it); ``cut_type(cuts)`` is the batch path's ``cuts`` argument.
     @kernel(c_signature=SIGNATURE)
     def encode_one_text(block, data, n, bos_id, eos_id):
         units = _block_array(block, UNITS, units_type)
@@ -110,6 +112,7 @@ def _build_entry(rule, units_type, score_type, wide_type, normalize):
         all_valid = numba.carray(data, (0,))
         # int64 values, not constants: a constant argument is typed Literal[int], which compiles the callee once
         # more (the batch path passes int64), as a writable text would (it passes its text read-only)
+        cut = cut_type(cuts)
         zero = n - n
         one = zero + 1
         none = zero - 1
@@ -134,13 +137,14 @@ def _build_entry(rule, units_type, score_type, wide_type, normalize):
         # the work arrays hold the whole text, so no entry stops on a segment (resume_at -1: from the start)
         if rule == VITERBI:
             total, failed, _, _ = viterbi_entry(units, scores, ints, small, longs, text, offsets, all_valid, zero, one,
-                                                none, bos_id, eos_id, wide, narrow, out_ids, out_offsets)
+                                                none, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cut)
         elif rule == PIECE_BPE:
             total, failed, _, _ = piece_bpe_entry(units, scores, ints, small, longs, text, offsets, all_valid, zero,
-                                                  one, none, bos_id, eos_id, wide, narrow, out_ids, out_offsets)
+                                                  one, none, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cut)
         else:
             total, failed, _, _ = ranked_bpe_entry(units, scores, ints, small, longs, text, offsets, all_valid, zero,
-                                                   one, none, bos_id, eos_id, wide, narrow, out_ids, out_offsets)
+                                                   one, none, bos_id, eos_id, wide, narrow, out_ids, out_offsets,
+                                                   cut)
         return total if failed < 0 else UNREPRESENTABLE
 
     return encode_one_text
