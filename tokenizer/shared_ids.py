@@ -54,19 +54,22 @@ def huge_page_advice() -> int:
 def direct_writes_work() -> bool:
     """True when compiled code may fill a new list's items and raise a reference count by writing them in place
     (:func:`tokenizer.kernels.python_lists.build_id_lists`): CPython before 3.12 (no immortal objects), not a debug
-    build, and a probe finds a list's items and an object's count where the kernel writes them."""
+    build, and a probe finds a list's items and length and an object's count where the kernels read and write
+    them."""
     import ctypes
     import sys
 
-    from tokenizer.kernels.python_lists import LIST_ITEMS_OFFSET
+    from tokenizer.kernels.python_lists import LIST_ITEMS_OFFSET, LIST_LENGTH_OFFSET
 
     if sys.implementation.name != "cpython" or sys.version_info >= (3, 12) or hasattr(sys, "gettotalrefcount"):
         return False
     item = object()
-    probe = [item]
+    probe = [item, item, item]
     items = ctypes.c_int64.from_address(id(probe) + LIST_ITEMS_OFFSET).value
+    length = ctypes.c_int64.from_address(id(probe) + LIST_LENGTH_OFFSET).value
     count = ctypes.c_int64.from_address(id(item)).value
-    return ctypes.c_int64.from_address(items).value == id(item) and count == sys.getrefcount(item) - 1
+    return (ctypes.c_int64.from_address(items).value == id(item) and length == 3
+            and count == sys.getrefcount(item) - 1)
 
 
 def split_ids(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds | None = None) -> list[list[int]]:
@@ -127,7 +130,7 @@ def _built_lists(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds) -> lis
     if not hasattr(kernels.build_id_lists, "py_func") or int(offsets[0]) < 0 or int(offsets[-1]) > len(ids):
         return None
     ids = np.asarray(ids, dtype=np.int32)
-    if shared.api[kernels.DIRECT]:  # two short steps under the GIL, two long ones without (see the kernels)
+    if shared.api[kernels.DIRECT]:  # three short steps under the GIL, two long ones without (see the kernels)
         counts = np.zeros(len(shared.addresses), dtype=np.int64)
         if not kernels.count_ids(ids, offsets[0], offsets[-1], counts):
             return None
@@ -136,6 +139,7 @@ def _built_lists(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds) -> lis
             return None
         kernels.raise_counts(shared.addresses, counts)
         kernels.fill_id_lists(address, ids, offsets, shared.addresses)
+        kernels.track_id_lists(address, shared.api)
     else:
         address = kernels.build_id_lists(ids, offsets, shared.addresses, shared.api)
         if address == 0:

@@ -243,6 +243,7 @@ def test_lists_are_built_with_the_collector_paused_and_no_collection_set_off_ins
             during = len(collections)  # (allocates nothing: what follows may collect, as it should)
             assert during == 0 and gc.isenabled()
             assert len(lists) in (10_000, 20_000)
+            assert gc.is_tracked(lists) and all(gc.is_tracked(ids_) for ids_ in lists)  # (untracked while filled)
             [[] for _ in range(1000)]  # allocations: the collector runs again
             assert collections
             del lists

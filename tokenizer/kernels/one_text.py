@@ -112,10 +112,10 @@ def _build_entry(rule, units_type, score_type, wide_type, normalize, cuts, cut_t
         all_valid = numba.carray(data, (0,))
         # int64 values, not constants: a constant argument is typed Literal[int], which compiles the callee once
         # more (the batch path passes int64), as a writable text would (it passes its text read-only)
-        cut = cut_type(cuts)
         zero = n - n
         one = zero + 1
         none = zero - 1
+        cut = cut_type(cuts)  # the batch path's marker (tokenizer.kernels.batch.cut_marker)
         offsets[0] = 0
         if normalize:
             in_offsets = _block_array(block, IN_OFFSETS, np.int64)

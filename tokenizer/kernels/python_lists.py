@@ -12,11 +12,12 @@ calls by address (:func:`call_c`, :func:`call_void`, :func:`list_set_item`) serv
 
 Where items and counts may be written in place (CPython before 3.12), a batch's lists are built in four steps so
 that only two short ones hold the GIL, and threads that encode ranges of a batch build their own lists side by
-side: :func:`new_id_lists` (GIL: the empty lists, one ``PyList_New`` per document), :func:`count_ids` (no GIL:
-how often each id occurs, every id checked), :func:`raise_counts` (GIL: each shared int's count raised once by its
-number of uses) and :func:`fill_id_lists` (no GIL: the items written). Until the last step a new list holds NULL
-items, as ``PyList_New`` leaves them and as CPython's list traversal (the cyclic collector, running in another
-thread meanwhile) skips; the lists reach no Python code before they are full.
+side: :func:`new_id_lists` (GIL: the empty lists, one ``PyList_New`` per document, taken out of the cyclic
+collector's sight), :func:`count_ids` (no GIL: how often each id occurs, every id checked), :func:`raise_counts`
+(GIL: each shared int's count raised once by its number of uses), :func:`fill_id_lists` (no GIL: the items
+written) and :func:`track_id_lists` (GIL: the full lists back in the collector's sight). Until then a new list holds
+NULL items, as ``PyList_New`` leaves them, and no Python code can reach it, not even through the collector
+(``gc.get_objects`` in another thread meanwhile).
 
 The twin of both ways is :func:`tokenizer.twins.python_lists.ref_build_id_lists`. Example: ids ``[5, 6, 7]``, offsets
 ``[0, 2, 2, 3]`` -> the address of ``[[5, 6], [], [7]]`` (a new reference), or 0 when memory ran out or an id has no
@@ -33,8 +34,8 @@ from numba.extending import intrinsic
 from tokenizer.kernels import kernel
 
 #: the C API functions :func:`build_id_lists` calls, in the order of its ``api`` array
-API_FUNCTIONS = ("PyList_New", "PyList_SetItem", "Py_IncRef", "Py_DecRef")
-LIST_NEW, LIST_SET_ITEM, INC_REF, DEC_REF = range(len(API_FUNCTIONS))
+API_FUNCTIONS = ("PyList_New", "PyList_SetItem", "Py_IncRef", "Py_DecRef", "PyObject_GC_UnTrack", "PyObject_GC_Track")
+LIST_NEW, LIST_SET_ITEM, INC_REF, DEC_REF, GC_UNTRACK, GC_TRACK = range(len(API_FUNCTIONS))
 #: the word of ``api`` after the functions: 1 when items and reference counts may be written in place
 #: (:func:`tokenizer.shared_ids.direct_writes_work`), 0 to call ``Py_IncRef`` and ``PyList_SetItem``
 DIRECT = len(API_FUNCTIONS)
@@ -47,8 +48,9 @@ HUGE_PAGE = 1 << 21
 #: fresh from the system (glibc maps allocations over 32 MB anew each time), and one fault per 4 KB page costs more
 #: than writing them (``benchmarks/encode_worst_case.py``, the long runs of one letter)
 ADVISE_ABOVE = 4 << 20
-#: where a list object holds the address of its items (``ob_item``), and an object its reference count (0)
-LIST_ITEMS_OFFSET = 24
+#: where a list object holds the address of its items (``ob_item``) and its length (``ob_size``), and an object its
+#: reference count (0)
+LIST_ITEMS_OFFSET, LIST_LENGTH_OFFSET = 24, 16
 
 _I64 = ir.IntType(64)
 
@@ -158,13 +160,15 @@ def build_id_lists(ids, offsets, objects, api):
 @kernel(nogil=False)
 def new_id_lists(offsets, api):
     """The address of a new list (a new reference) of one new list per document, of length ``offsets[i + 1] -
-    offsets[i]`` with NULL items (for :func:`fill_id_lists`); 0 when memory ran out (nothing is left allocated).
+    offsets[i]`` with NULL items (for :func:`fill_id_lists`), all untracked by the cyclic collector until
+    :func:`track_id_lists`; 0 when memory ran out (nothing is left allocated).
     ``offsets`` int64, ``api`` as for :func:`build_id_lists`, whose in-place writes this needs. Needs the GIL.
     Example: offsets ``[0, 2, 2, 3]`` -> the address of ``[[NULL, NULL], [], [NULL]]``."""
     documents = offsets.shape[0] - 1
     outer = call_c(api[LIST_NEW], (documents,))
     if outer == 0:
         return np.int64(0)
+    call_void(api[GC_UNTRACK], outer)
     outer_items = word_at(outer + LIST_ITEMS_OFFSET)
     for i in range(documents):
         length = offsets[i + 1] - offsets[i]
@@ -172,6 +176,7 @@ def new_id_lists(offsets, api):
         if inner == 0:
             call_void(api[DEC_REF], outer)  # frees the lists made so far (NULL items are skipped)
             return np.int64(0)
+        call_void(api[GC_UNTRACK], inner)
         _store_word(outer_items + 8 * i, inner)  # what PyList_SetItem does on a new list
         if api[MADVISE] != 0 and 8 * length >= ADVISE_ABOVE:
             items = word_at(inner + LIST_ITEMS_OFFSET)
@@ -218,3 +223,13 @@ def fill_id_lists(outer, ids, offsets, objects):
         start = offsets[i]
         for k in range(start, offsets[i + 1]):
             _store_word(items + 8 * (k - start), objects[ids[k]])
+
+
+@kernel(nogil=False)
+def track_id_lists(outer, api):
+    """Hand the lists of :func:`new_id_lists` (the address ``outer``), filled, to the cyclic collector again: each
+    inner list, then the outer one (``PyObject_GC_Track``). Needs the GIL."""
+    outer_items = word_at(outer + LIST_ITEMS_OFFSET)
+    for i in range(word_at(outer + LIST_LENGTH_OFFSET)):
+        call_void(api[GC_TRACK], word_at(outer_items + 8 * i))
+    call_void(api[GC_TRACK], outer)
