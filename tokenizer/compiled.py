@@ -18,6 +18,7 @@ from tokenizer.kernels.batch import (ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, WH
                                      cuts_of, flags, work_sizes)
 from tokenizer.kernels.tables import pack_record
 from tokenizer.model import LATTICE_SUMS, Model, PieceType
+from tokenizer.packed import read_only
 from tokenizer.shared_ids import SharedIds
 
 MATCHABLE_TYPES = (PieceType.NORMAL, PieceType.USER_DEFINED)
@@ -231,9 +232,7 @@ class CompiledModel:
         on their own (pre-tokens, words, lines: ``segments``), at most :data:`WORK_START` bytes at first: a longer
         segment stops the kernel, which goes on from that segment with arrays that hold it. So a long document of
         ordinary text needs small arrays, and no text is encoded twice."""
-        if data.flags.writeable:  # one compilation of the entry: texts from Arrow buffers are read-only
-            data = data.view()
-            data.flags.writeable = False
+        data = read_only(data)  # one compilation of the entry: texts from Arrow buffers are read-only
         lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
         longest = int(lengths.max()) if len(lengths) else 0
         size = min(longest, WORK_START) if self.cuts != WHOLE else longest

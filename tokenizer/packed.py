@@ -96,6 +96,17 @@ def pack(items: Sequence[bytes], writable: bool = False) -> tuple[np.ndarray, np
     return (data.copy() if writable else data), offsets
 
 
+def read_only(data: np.ndarray) -> np.ndarray:
+    """``data`` itself when read-only, else a read-only view of it: a kernel given texts both from Arrow buffers
+    (read-only) and from Python compiles once for one of the two. ``read_only(np.zeros(2)).flags.writeable`` ->
+    False."""
+    if not data.flags.writeable:
+        return data
+    view = data.view()
+    view.flags.writeable = False
+    return view
+
+
 def unpack(data, offsets) -> list[bytes]:
     """The byte strings of packed ``(data, offsets)`` (a uint8 array and int64 offsets, or what converts to them):
     ``unpack(uint8 b"aab", [0, 1, 3])`` -> ``[b"a", b"ab"]``."""

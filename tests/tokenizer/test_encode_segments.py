@@ -29,11 +29,11 @@ DOCUMENTS = st.lists(st.lists(PIECES, max_size=30).map(lambda parts: "".join(par
 def segment_lengths(segments, document: bytes) -> list[int]:
     """The lengths of the segments the kernels' segment_end cuts ``document`` into with a model's ``segments``."""
     data = np.frombuffer(document, np.uint8)
+    char_class, pattern, words, lines = segments
+    cuts = cuts_of(pattern, words, lines)
     lengths, at = [], 0
     while at < len(document):
-        char_class, pattern, words, lines = segments
-        lengths.append(int(segment_end(cuts_of(pattern, words, lines), char_class, pattern, data, at,
-                                       len(document))) - at)
+        lengths.append(int(segment_end(cuts, char_class, pattern, data, at, len(document))) - at)
         at += lengths[-1]
     return lengths
 

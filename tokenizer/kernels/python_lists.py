@@ -5,13 +5,13 @@ encoding them: an object array of the ids, a flat list of it, then a slice per d
 builds the lists directly: for each document ``PyList_New``, then each id's shared int object (an address from
 ``objects``, whose Python ints the caller keeps alive) with ``Py_IncRef`` and ``PyList_SetItem``. Those functions
 of the CPython C API are called by the addresses in ``api`` (:data:`API_FUNCTIONS`, filled by
-:func:`tokenizer.shared_ids.c_api_addresses`), so the kernel needs the GIL: it is the one ``@kernel`` compiled with
-``nogil=False``, and no address is compiled into it (the disk cache stays valid from process to process). Its
-calls by address (:func:`call_c`, :func:`call_void`, :func:`list_set_item`) serve
+:func:`tokenizer.shared_ids.c_api_addresses`), so the kernel needs the GIL (it is compiled with ``nogil=False``, as
+are the steps below that call the C API), and no address is compiled into it (the disk cache stays valid from
+process to process). Its calls by address (:func:`call_c`, :func:`call_void`, :func:`list_set_item`) serve
 :mod:`tokenizer.kernels.python_call` too.
 
-Where items and counts may be written in place (CPython before 3.12), a batch's lists are built in four steps so
-that only two short ones hold the GIL, and threads that encode ranges of a batch build their own lists side by
+Where items and counts may be written in place (CPython before 3.12), a batch's lists are built in five steps so
+that only three short ones hold the GIL, and threads that encode ranges of a batch build their own lists side by
 side: :func:`new_id_lists` (GIL: the empty lists, one ``PyList_New`` per document, taken out of the cyclic
 collector's sight), :func:`count_ids` (no GIL: how often each id occurs, every id checked), :func:`raise_counts`
 (GIL: each shared int's count raised once by its number of uses), :func:`fill_id_lists` (no GIL: the items
@@ -37,7 +37,8 @@ from tokenizer.kernels import kernel
 API_FUNCTIONS = ("PyList_New", "PyList_SetItem", "Py_IncRef", "Py_DecRef", "PyObject_GC_UnTrack", "PyObject_GC_Track")
 LIST_NEW, LIST_SET_ITEM, INC_REF, DEC_REF, GC_UNTRACK, GC_TRACK = range(len(API_FUNCTIONS))
 #: the word of ``api`` after the functions: 1 when items and reference counts may be written in place
-#: (:func:`tokenizer.shared_ids.direct_writes_work`), 0 to call ``Py_IncRef`` and ``PyList_SetItem``
+#: (:func:`tokenizer.shared_ids.direct_writes_work`: the steps of :func:`new_id_lists`), 0 to call ``Py_IncRef`` and
+#: ``PyList_SetItem`` (:func:`build_id_lists`)
 DIRECT = len(API_FUNCTIONS)
 #: the word after it: the address of the C library's ``madvise``, or 0 (not Linux), which a list's fresh items are
 #: advised to take huge pages with (:data:`ADVISE_ABOVE`)
@@ -122,9 +123,9 @@ def build_id_lists(ids, offsets, objects, api):
     ``objects[ids[offsets[i]:offsets[i + 1]]]``; 0 when an id is outside ``objects`` or memory ran out (whatever was
     built is released). ``ids`` int32, ``offsets`` int64 (ascending, from 0 to at most ``len(ids)``), ``objects``
     int64: addresses of live Python objects, ``api`` int64: the addresses of :data:`API_FUNCTIONS`, then
-    :data:`DIRECT` and :data:`MADVISE`. Needs the GIL."""
+    :data:`DIRECT` and :data:`MADVISE`. Needs the GIL. Through the C API only: where items and counts may be
+    written in place, :func:`tokenizer.shared_ids.split_ids` takes :func:`new_id_lists`' steps instead."""
     documents = offsets.shape[0] - 1
-    direct = api[DIRECT] != 0
     outer = call_c(api[LIST_NEW], (documents,))
     if outer == 0:
         return np.int64(0)
@@ -136,24 +137,14 @@ def build_id_lists(ids, offsets, objects, api):
             call_void(api[DEC_REF], outer)
             return np.int64(0)
         list_set_item(api[LIST_SET_ITEM], outer, i, inner)  # the outer list owns it from here
-        items = word_at(inner + LIST_ITEMS_OFFSET) if direct else np.int64(0)
-        if direct and api[MADVISE] != 0 and 8 * (offsets[i + 1] - start) >= ADVISE_ABOVE:
-            first = (items + HUGE_PAGE - 1) & ~np.int64(HUGE_PAGE - 1)  # whole huge pages inside the items
-            last = (items + 8 * (offsets[i + 1] - start)) & ~np.int64(HUGE_PAGE - 1)
-            if last > first:
-                call_c(api[MADVISE], (first, last - first, np.int64(MADV_HUGEPAGE)))  # a hint: its result is moot
         for k in range(start, offsets[i + 1]):
             value = ids[k]
             if value < 0 or value >= limit:
                 call_void(api[DEC_REF], outer)
                 return np.int64(0)
             item = objects[value]
-            if direct:  # what Py_IncRef and PyList_SetItem do on a new list, without two calls
-                _store_word(item, word_at(item) + 1)
-                _store_word(items + 8 * (k - start), item)
-            else:
-                call_void(api[INC_REF], item)
-                list_set_item(api[LIST_SET_ITEM], inner, k - start, item)
+            call_void(api[INC_REF], item)
+            list_set_item(api[LIST_SET_ITEM], inner, k - start, item)
     return outer
 
 

@@ -31,6 +31,7 @@ from tokenizer.kernels import charsmap as lookups
 from tokenizer.kernels import utf8
 from tokenizer.kernels import normalize as kernels
 from tokenizer.normalizers.unicode import Normalizer
+from tokenizer.packed import read_only
 
 if TYPE_CHECKING:  # pragma: no cover
     from tokenizer.model import Model
@@ -212,9 +213,7 @@ class SentencePieceNormalizer(Normalizer):
         return 3 * longest
 
     def _run(self, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if data.flags.writeable:  # one kernel signature (read-only input) instead of two compilations
-            data = data.view()
-            data.flags.writeable = False
+        data = read_only(data)  # one kernel signature (read-only input) instead of two compilations
         n = len(offsets) - 1
         total = int(offsets[-1] - offsets[0]) if n > 0 else 0
         capacity = 2 * total + 8 * n + 64
