@@ -155,14 +155,14 @@ class CompiledModel:
         elif self.byte_level is not None:
             pattern, char_class = max(self.byte_level.pattern, 0), self.byte_level.char_class
             self.segments = (char_class, pattern, False, self.cut_lines and not pattern)
-            self.rule, self.record = VITERBI, self.viterbi_record()
+            self.rule, self.record = VITERBI, self.viterbi_record(keys, ids)
         elif self.is_bpe:
             words = _cut_at_words(keys)
             self.rule, self.record = PIECE_BPE, self.piece_bpe_record(keys, ids, model.vocab_size, words)
             self.segments = (NO_CHAR_CLASS, 0, words, False)
         else:
             self.segments = (NO_CHAR_CLASS, 0, False, self.cut_lines)
-            self.rule, self.record = VITERBI, self.viterbi_record()
+            self.rule, self.record = VITERBI, self.viterbi_record(keys, ids)
         self.kernel = ENTRIES[self.rule]
         self.cuts = cut_marker(cuts_of(*self.segments[1:]))
         self.vocab_size = model.vocab_size
@@ -170,12 +170,19 @@ class CompiledModel:
         self._shared_ids = None
         self._kept = threading.local()
 
-    def viterbi_record(self) -> tuple:
-        """The record of :func:`tokenizer.kernels.batch.viterbi_entry`, cutting documents as ``segments`` says
-        (pattern 0: no pre-split)."""
+    def viterbi_record(self, keys: list[bytes], ids: np.ndarray) -> tuple:
+        """The record of :func:`tokenizer.kernels.batch.viterbi_entry` for the matchable ``keys`` (ids ``ids``),
+        cutting documents as ``segments`` says (pattern 0: no pre-split)."""
         char_class, pattern, _, _ = self.segments
-        return pack_record(units=[self.units], scores=[self.piece_score, np.array([self.unk_score], self.score_dtype)],
-                           ints=[self.byte_to_id], small=[char_class],
+        if self.byte_mode:
+            units, pages, blocks = self.units, np.zeros(0, np.int32), np.zeros(0, np.int32)
+        else:  # pieces start and end at characters: a trie over characters, one step per character
+            from tokenizer.kernels.char_trie import CharTrie
+
+            trie = CharTrie.build(keys, ids)
+            units, pages, blocks = trie.units, trie.pages, trie.blocks
+        return pack_record(units=[units], scores=[self.piece_score, np.array([self.unk_score], self.score_dtype)],
+                           ints=[self.byte_to_id, pages, blocks], small=[char_class],
                            longs=[flags(self.byte_mode, self.split_after_newlines, self.unk_id, self.byte_fallback,
                                         pattern)])
 

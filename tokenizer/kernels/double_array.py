@@ -53,19 +53,20 @@ IS_LEAF = 0x400
 PAYLOAD_SHIFT = 11
 GIVE_UP_AFTER = 200   # placement: a free slot that failed this often as a first slot is no longer tried first
 FIRST_SLACK = 1024    # placement starts with room for the nodes plus this many slots, and doubles when short
-MAX_PAYLOAD_INT32 = (1 << (31 - PAYLOAD_SHIFT)) - 1  # 1_048_575: larger bases or values switch units to int64
+BYTE_LAYOUT = (NOT_A_TARGET, HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT)
 
 
 @kernel
 def _build_trie(key_bytes, key_offsets, sorted_keys, key_values):
     """Explicit trie of the keys in ``sorted_keys`` order (lexicographic): first-child / next-sibling arrays.
 
-    key_bytes uint8 (concatenated keys), key_offsets int64 (n + 1), sorted_keys int64 (n), key_values int32 (n).
-    Returns ``(label uint8, first_child int32, next_sibling int32, node_value int32, n_nodes)``; node 0 is the root.
+    key_bytes uint8 (concatenated keys; or any integer labels, e.g. int32 character ids), key_offsets int64
+    (n + 1), sorted_keys int64 (n), key_values int32 (n). Returns ``(label (the dtype of key_bytes), first_child
+    int32, next_sibling int32, node_value int32, n_nodes)``; node 0 is the root.
     Raises ValueError on an empty or duplicate key.
     """
     capacity = key_bytes.shape[0] + 1
-    label = np.zeros(capacity, np.uint8)
+    label = np.zeros(capacity, key_bytes.dtype)
     first_child = np.full(capacity, -1, np.int32)
     last_child = np.full(capacity, -1, np.int32)
     next_sibling = np.full(capacity, -1, np.int32)
@@ -100,11 +101,11 @@ def _build_trie(key_bytes, key_offsets, sorted_keys, key_values):
 
 
 @kernel
-def _place(label, first_child, next_sibling, node_value, n_nodes):
+def _place(label, first_child, next_sibling, node_value, n_nodes, alphabet):
     """Choose a base for every node with children (breadth first, first fit, each base used once).
 
-    Returns ``(slot_of_node int64[n_nodes], base_of_node int64[n_nodes] (-1 for leaves), size)``: node 0 sits in
-    slot 0; the children of a node with base ``b`` sit at ``b + 1 + label``, its value (if it has children and a
+    Labels are ``0 .. alphabet - 1`` (256 for bytes). Returns ``(slot_of_node int64[n_nodes], base_of_node
+    int64[n_nodes] (-1 for leaves), size)``: node 0 sits in slot 0; the children of a node with base ``b`` sit at ``b + 1 + label``, its value (if it has children and a
     value) at ``b``. Free slots form a doubly linked list (``next_free``/``prev_free``, slot 0 is its head), so
     the first-fit search visits free slots only; every slot past the last used one is free. A free slot that has
     failed as the first slot of ``GIVE_UP_AFTER`` placements leaves that list (it stays free for other nodes'
@@ -128,7 +129,7 @@ def _place(label, first_child, next_sibling, node_value, n_nodes):
     head = 0
     tail = 1
     size = 1
-    need = np.empty(257, np.int64)  # slot offsets from the base: 0 for the value slot, 1 + label per child
+    need = np.empty(alphabet + 1, np.int64)  # slot offsets from the base: 0 for the value slot, 1 + label per child
     while head < tail:
         node = queue[head]
         head += 1
@@ -146,8 +147,8 @@ def _place(label, first_child, next_sibling, node_value, n_nodes):
         p = next_free[0]
         b = 0
         while True:
-            if p + 258 > capacity:
-                grown = max(2 * capacity, p + 512)
+            if p + alphabet + 2 > capacity:
+                grown = max(2 * capacity, p + 2 * alphabet + 2)
                 new_used = np.zeros(grown, np.uint8)
                 new_listed = np.ones(grown, np.uint8)
                 new_failures = np.zeros(grown, np.uint8)
@@ -184,8 +185,8 @@ def _place(label, first_child, next_sibling, node_value, n_nodes):
             p = following
         base_taken[b] = 1
         base_of[node] = b
-        if b + 257 > size:
-            size = b + 257
+        if b + alphabet + 1 > size:
+            size = b + alphabet + 1
         j = 0
         if need[0] == 0:
             j = 1
@@ -206,27 +207,29 @@ def _place(label, first_child, next_sibling, node_value, n_nodes):
             tail += 1
             child = next_sibling[child]
     if n_nodes == 1:
-        size = 257 + 1  # the root's base 0 (+ 1 + byte) must stay in bounds
+        size = alphabet + 2  # the root's base 0 (+ 1 + label) must stay in bounds
     return slot_of, base_of, size
 
 
 @kernel
-def _encode_units(units, label, first_child, node_value, n_nodes, slot_of, base_of):
-    """Write every node's unit (and value slot) into ``units`` (pre-filled with NOT_A_TARGET)."""
+def _encode_units(units, label, first_child, node_value, n_nodes, slot_of, base_of, not_a_target, has_value, is_leaf,
+                  payload_shift):
+    """Write every node's unit (and value slot) into ``units`` (pre-filled with ``not_a_target``), in the layout
+    the last four arguments give (the module docstring's: NOT_A_TARGET, HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT)."""
     root_base = base_of[0] if base_of[0] >= 0 else 0
-    units[0] = NOT_A_TARGET | (root_base << PAYLOAD_SHIFT)
+    units[0] = not_a_target | (root_base << payload_shift)
     for node in range(1, n_nodes):
         value = node_value[node]
         tag = np.int64(label[node])
         if first_child[node] < 0:  # a leaf: always a key end
-            units[slot_of[node]] = tag | HAS_VALUE | IS_LEAF | (np.int64(value) << PAYLOAD_SHIFT)
+            units[slot_of[node]] = tag | has_value | is_leaf | (np.int64(value) << payload_shift)
         else:
             b = base_of[node]
             if value != NO_VALUE:
-                units[slot_of[node]] = tag | HAS_VALUE | (b << PAYLOAD_SHIFT)
-                units[b] = NOT_A_TARGET | (np.int64(value) << PAYLOAD_SHIFT)
+                units[slot_of[node]] = tag | has_value | (b << payload_shift)
+                units[b] = not_a_target | (np.int64(value) << payload_shift)
             else:
-                units[slot_of[node]] = tag | (b << PAYLOAD_SHIFT)
+                units[slot_of[node]] = tag | (b << payload_shift)
 
 
 @kernel
@@ -310,22 +313,33 @@ class DoubleArray:
         if n and values.min() < 0:
             raise ValueError("values must be >= 0 (-1 marks 'no key here')")
         blob, offsets = pack(keys)
-        order = np.array(sorted(range(n), key=keys.__getitem__), dtype=np.int64)
-        try:
-            label, first_child, next_sibling, node_value, n_nodes = _build_trie(blob, offsets, order, values)
-        except ValueError as exc:
-            bad = [k for k in keys if not k] if "empty" in str(exc) else _duplicates(keys)
-            raise ValueError(f"cannot build the trie: {exc} ({bad[:3]!r}); keys must be non-empty and distinct") from None
-        slot_of, base_of, size = _place(label, first_child, next_sibling, node_value, n_nodes)
-        largest = max(int(size), int(values.max()) if n else 0)
-        dtype = np.int64 if wide or largest > MAX_PAYLOAD_INT32 else np.int32
-        units = np.full(int(size), NOT_A_TARGET, dtype=dtype)
-        _encode_units(units, label, first_child, node_value, n_nodes, slot_of, base_of)
-        return cls(units)
+        return cls(placed_units(keys, blob, offsets, values, 256, BYTE_LAYOUT, wide))
 
     @property
     def nbytes(self) -> int:
         return self.units.nbytes
+
+
+def placed_units(keys: list, blob: np.ndarray, offsets: np.ndarray, values: np.ndarray, alphabet: int,
+                 layout: tuple[int, int, int, int], wide: bool) -> np.ndarray:
+    """The units of a double array over ``keys`` (non-empty, distinct; bytes, or tuples of character ids), whose
+    labels ``blob``/``offsets`` hold packed (uint8 bytes, or int32 ids below ``alphabet``), with int32 ``values``,
+    in ``layout`` ``(not_a_target, has_value, is_leaf, payload_shift)``: int32 units unless ``wide`` or a base or
+    value needs more than ``31 - payload_shift`` bits. Raises ValueError naming an empty or repeated key."""
+    n = len(keys)
+    order = np.array(sorted(range(n), key=keys.__getitem__), dtype=np.int64)
+    try:
+        label, first_child, next_sibling, node_value, n_nodes = _build_trie(blob, offsets, order, values)
+    except ValueError as exc:
+        bad = [k for k in keys if not k] if "empty" in str(exc) else _duplicates(keys)
+        raise ValueError(f"cannot build the trie: {exc} ({bad[:3]!r}); keys must be non-empty and distinct") from None
+    slot_of, base_of, size = _place(label, first_child, next_sibling, node_value, n_nodes, alphabet)
+    largest = max(int(size), int(values.max()) if n else 0)
+    not_a_target, has_value, is_leaf, payload_shift = layout
+    dtype = np.int64 if wide or largest >= 1 << (31 - payload_shift) else np.int32
+    units = np.full(int(size), not_a_target, dtype=dtype)
+    _encode_units(units, label, first_child, node_value, n_nodes, slot_of, base_of, *layout)
+    return units
 
 
 def _duplicates(keys: list[bytes]) -> list[bytes]:

@@ -15,6 +15,9 @@ Shared arguments (built once per model by :class:`tokenizer.core.Tokenizer`):
 - ``unk_id``, ``byte_fallback``, ``byte_to_id`` (int32[256], the BYTE piece of each byte or ``unk_id``): how
   unknown nodes become ids (see :func:`emit_node`).
 
+A model not in byte mode has its Viterbi walk a trie over characters (:func:`viterbi_chars_into`,
+:mod:`tokenizer.kernels.char_trie`), the same ids in fewer steps; byte mode and sampling walk ``units``.
+
 Viterbi follows SentencePiece's ``EncodeOptimized``: start positions in increasing order, matches in increasing
 length, and a candidate replaces the best path ending at the same position only if strictly better, so the first
 best found wins ties (for a given end, the longest last piece). Path scores are summed and stored in the dtype of
@@ -30,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
+from tokenizer.kernels.char_trie import CHAR_HAS_VALUE, CHAR_IS_LEAF, CHAR_PAYLOAD_SHIFT, CHAR_TAG_MASK, char_ids_into
 from tokenizer.kernels.double_array import HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT, TAG_MASK, step, unit_value
 from tokenizer.kernels.random import next_float64
 from tokenizer.kernels.utf8 import char_length
@@ -144,6 +148,89 @@ def viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines
         e = out[np.uint64(base + s)]
         pos, prev_unknown = emit_node(best_id[np.uint64(e)], data, start + s, start + e, unk_id, byte_fallback,
                                       byte_to_id, out, pos, prev_unknown)
+        if pos < 0:
+            return pos
+        s = e
+    return pos
+
+
+@kernel
+def viterbi_chars_into(units, pages, blocks, piece_score, split_after_newlines, unk_id, byte_fallback, byte_to_id,
+                       unk_score, data, start, end, best_score, best_start, best_id, out, pos):
+    """:func:`viterbi_into` for a model not in byte mode, walking a :mod:`tokenizer.kernels.char_trie` (``units``,
+    ``pages``, ``blocks``): the same ids, one trie step per character. The work buffers and ``out`` are as there;
+    the lattice positions are characters. ``out[pos:]`` holds the char ids of the text until the path is known,
+    and ``best_start`` is turned around in place (the node starting at character ``s`` ends at ``best_start[s]``)
+    before the ids are written; the byte offsets of the characters are read back only for unknown nodes that fall
+    back to bytes.
+    """
+    m = char_ids_into(pages, blocks, data, start, end, out, pos)
+    newline = blocks[np.int64(pages[0]) * 256 + NEWLINE]  # -1 when no key holds a newline
+    root = units[0]
+    best_score[0] = 0.0
+    best_start[0] = 0
+    for e in range(1, m + 1):
+        best_start[e] = -1
+    for s in range(m):
+        here = best_score[np.uint64(s)]
+        has_single = False
+        node = root
+        k = s
+        while k < m:
+            c = out[np.uint64(pos + k)]
+            if split_after_newlines and k > s and out[np.uint64(pos + k - 1)] == newline and c != newline:
+                break
+            unit = units[np.uint64((node >> CHAR_PAYLOAD_SHIFT) + 1 + c)]  # c = -1 reads the value slot: no tag
+            if (unit & CHAR_TAG_MASK) != c:
+                break
+            node = unit
+            k += 1
+            if unit & CHAR_HAS_VALUE:
+                leaf = unit & CHAR_IS_LEAF
+                if leaf:
+                    piece = unit >> CHAR_PAYLOAD_SHIFT
+                else:
+                    piece = units[np.uint64(unit >> CHAR_PAYLOAD_SHIFT)] >> CHAR_PAYLOAD_SHIFT
+                candidate = piece_score[np.uint64(piece)] + here
+                if best_start[np.uint64(k)] == -1 or candidate > best_score[np.uint64(k)]:
+                    best_score[np.uint64(k)] = candidate
+                    best_start[np.uint64(k)] = s
+                    best_id[np.uint64(k)] = piece
+                if k == s + 1:
+                    has_single = True
+                if leaf:
+                    break
+        if not has_single:
+            unknown_candidate = unk_score + here
+            if best_start[s + 1] == -1 or unknown_candidate > best_score[s + 1]:
+                best_score[s + 1] = unknown_candidate
+                best_start[s + 1] = s
+                best_id[s + 1] = UNKNOWN_NODE
+    if m == 0:
+        return pos
+    e = m
+    s = best_start[m]
+    while True:  # turn the path around: best_start[s] becomes the end of the node that starts at s
+        before = best_start[s]
+        best_start[s] = e
+        if s == 0:
+            break
+        e = s
+        s = before
+    prev_unknown = False
+    s = 0
+    scanned, byte = 0, start  # character ``scanned`` starts at ``data[byte]`` (advanced only for byte fallback)
+    while s < m:
+        e = best_start[np.uint64(s)]
+        node_id = best_id[np.uint64(e)]
+        node_start = node_end = byte
+        if node_id == UNKNOWN_NODE and byte_fallback:
+            while scanned < s:
+                byte += char_length(data, byte, end)
+                scanned += 1
+            node_start, node_end = byte, byte + char_length(data, byte, end)
+        pos, prev_unknown = emit_node(node_id, data, node_start, node_end, unk_id, byte_fallback, byte_to_id, out,
+                                      pos, prev_unknown)
         if pos < 0:
             return pos
         s = e
