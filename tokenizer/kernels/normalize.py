@@ -109,6 +109,42 @@ def _emit_span(source, start, length, out, o, escape, is_prev_space):
     return o, source[start + length - 1] == 32
 
 
+@kernel(inline="always")
+def _plain_ascii_run(text, position, end, out, o, plain_chars, ascii_pairs, uds_first_bytes, has_symbols, escape,
+                     remove_extra, is_prev_space):
+    """Write the plain ASCII byte at ``text[position]`` (``out`` has room for 3 bytes at ``o``) and the plain ASCII
+    bytes after it (``plain_chars`` marks them, or ``ascii_pairs`` given the next byte, and no user-defined symbol
+    starts with them), spaces included, as
+    the normalizer's steps 2 and 3 do, while ``out`` has room for 3 more bytes. Returns ``(position, o,
+    is_prev_space)`` after them. No branch depends on the bytes but the run's end: each byte writes three
+    (U+2581 if it is an escaped space; the two after a plain byte are overwritten by the next) and moves ``o`` by
+    0 (a collapsed space), 1 or 3."""
+    capacity = out.shape[0]
+    lead = 0xE2 if escape else 32
+    space_width = 3 if escape else 1
+    c = np.int64(text[np.uint64(position)])
+    while True:
+        space = c == 32
+        out[np.uint64(o)] = lead if space else c
+        out[np.uint64(o + 1)] = 0x96
+        out[np.uint64(o + 2)] = 0x81
+        o += 0 if space and is_prev_space else (space_width if space else 1)
+        is_prev_space = space and remove_extra
+        position += 1
+        if position + 1 >= end or o + 3 > capacity:
+            break  # (the text's last byte is left to the caller: the next byte is always there)
+        c = np.int64(text[np.uint64(position)])
+        if c >= 0x80 or (has_symbols and uds_first_bytes[np.uint64(c)] != 0):
+            break
+        following = np.int64(text[np.uint64(position + 1)])
+        if following < 0x80:
+            if ascii_pairs[np.uint64(c * 128 + following)] == 0:
+                break
+        elif plain_chars[np.uint64(c)] == 0:
+            break
+    return position, o, is_prev_space
+
+
 @kernel
 def normalize_into(text, start, end, out, out_position, trie, replacements, plain_chars, ascii_pairs,
                    uds_edge_start, uds_edge_label, uds_edge_target, uds_terminal, uds_first_bytes, flags):
@@ -163,15 +199,9 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, plai
                     break
                 if o + 3 > capacity:
                     return -1
-                if c != 32:
-                    out[np.uint64(o)] = c
-                    o += 1
-                    is_prev_space = False
-                else:
-                    if not is_prev_space:
-                        o = _emit_space(out, o, escape)
-                    is_prev_space = remove_extra
-                position += 1
+                position, o, is_prev_space = _plain_ascii_run(text, position, end, out, o, plain_chars, ascii_pairs,
+                                                              uds_first_bytes, has_symbols, escape, remove_extra,
+                                                              is_prev_space)
             elif (c & 0xF0) == 0xE0 and position + 2 < end:
                 c1 = np.int64(text[np.uint64(position + 1)])
                 c2 = np.int64(text[np.uint64(position + 2)])
