@@ -174,12 +174,15 @@ class CompiledModel:
         """The record of :func:`tokenizer.kernels.batch.viterbi_entry` for the matchable ``keys`` (ids ``ids``),
         cutting documents as ``segments`` says (pattern 0: no pre-split)."""
         char_class, pattern, _, _ = self.segments
-        if self.byte_mode:
-            units, pages, blocks = self.units, np.zeros(0, np.int32), np.zeros(0, np.int32)
-        else:  # pieces start and end at characters: a trie over characters, one step per character
-            from tokenizer.kernels.char_trie import CharTrie
+        from tokenizer.kernels.char_trie import CharTrie
+        from tokenizer.kernels.double_array import DoubleArray
 
-            trie = CharTrie.build(keys, ids)
+        # the reversed pieces: the lattice walks back from where pieces end
+        if self.byte_mode:
+            units, pages, blocks = DoubleArray.build([k[::-1] for k in keys], ids).units, np.zeros(0, np.int32), \
+                np.zeros(0, np.int32)
+        else:  # pieces start and end at characters: a trie over characters, one step per character
+            trie = CharTrie.build(keys, ids, reverse=True)
             units, pages, blocks = trie.units, trie.pages, trie.blocks
         return pack_record(units=[units], scores=[self.piece_score, np.array([self.unk_score], self.score_dtype)],
                            ints=[self.byte_to_id, pages, blocks], small=[char_class],

@@ -31,10 +31,10 @@ def test_the_fingerprint_follows_every_python_source_of_the_directory(tmp_path):
 
 def test_the_package_kernels_are_stamped_with_the_fingerprint():
     from tokenizer.kernels.batch import viterbi_entry
-    from tokenizer.kernels.unigram import viterbi_into
+    from tokenizer.kernels.unigram import viterbi_bytes_into
 
     assert SOURCES_FINGERPRINT == sources_fingerprint(kernels.KERNELS_DIRECTORY)
-    for dispatcher in (viterbi_entry, viterbi_into):
+    for dispatcher in (viterbi_entry, viterbi_bytes_into):
         locator = dispatcher._cache._impl.locator
         assert locator._shardpiece_kernels
         assert locator.get_source_stamp()[1] == SOURCES_FINGERPRINT

@@ -39,7 +39,7 @@ from tokenizer.kernels.bpe_ranked import CACHE_WORDS, cache_ids, cached_ids, ran
 from tokenizer.kernels.double_array import exact_match
 from tokenizer.kernels.pretokenize import next_pretoken_end
 from tokenizer.kernels.tables import part
-from tokenizer.kernels.unigram import NEWLINE, viterbi_chars_into, viterbi_into
+from tokenizer.kernels.unigram import NEWLINE, viterbi_bytes_into, viterbi_chars_into
 
 VITERBI, PIECE_BPE, RANKED_BPE = 0, 1, 2
 ZEROED_WORDS = CACHE_WORDS + MEMO_WORDS  # the end of a BPE ``wide`` array that starts zeroed
@@ -135,12 +135,12 @@ def _segment_end_compiled(cuts, char_class, pattern, data, p, end):
 @kernel(borrows=True)
 def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, bos_id,
                   eos_id, wide, narrow, out_ids, out_offsets, cuts):
-    """Best unigram segmentation (:func:`tokenizer.kernels.unigram.viterbi_into` in byte mode, else
+    """Best unigram segmentation (:func:`tokenizer.kernels.unigram.viterbi_bytes_into` in byte mode, else
     :func:`~tokenizer.kernels.unigram.viterbi_chars_into`) of each segment
     (:func:`segment_end`: ``cuts`` :data:`PRETOKENS` a regex pre-token of ``pattern``, :data:`LINES` a line and its
     newlines, which no piece may span with ``split_after_newlines``, where no text is unknown, as unknown nodes
-    merge across lines; :data:`WHOLE` the document). Tables: 0 units (a byte double array in byte mode, else a
-    character one); 1 piece_score, 2 unk_score (one score); 3 byte_to_id (int32[256]); 4 pages, 5 blocks (int32:
+    merge across lines; :data:`WHOLE` the document). Tables: 0 units (of the reversed pieces: a byte double
+    array in byte mode, else a character one); 1 piece_score, 2 unk_score (one score); 3 byte_to_id (int32[256]); 4 pages, 5 blocks (int32:
     the character trie's char ids; empty in byte mode); 6 char_class (uint8); 7 flags (int64: byte_mode,
     split_after_newlines, unk_id, byte_fallback, pattern)."""
     piece_units = part(units, longs, 0)
@@ -175,8 +175,8 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
             if q - p >= n:
                 return pos, i, p, q
             if byte_mode:
-                pos = viterbi_into(piece_units, piece_score, byte_to_id, byte_mode, blocked_lines, unk_id,
-                                   byte_fallback, unk_score, data, p, q, best_score, best_start, best_id, out_ids, pos)
+                pos = viterbi_bytes_into(piece_units, piece_score, blocked_lines, data, p, q, best_score, best_start,
+                                         best_id, out_ids, pos)
             else:
                 pos = viterbi_chars_into(piece_units, pages, blocks, piece_score, blocked_lines, unk_id, byte_fallback,
                                          byte_to_id, unk_score, data, p, q, best_score, best_start, best_id, out_ids,

@@ -100,7 +100,7 @@ def longest_piece(units, created, prefix_of, data, start, end):
     -1; ``units`` is the model's double array of pieces. The walk keeps the last node where a piece ends and reads
     its value once (:func:`~tokenizer.kernels.double_array.unit_value`); an unusable piece gives way to
     ``prefix_of`` it. Tables are indexed with ``np.uint64`` here and in :func:`compatible` (no negative-index test
-    per read, as in :func:`tokenizer.kernels.unigram.viterbi_into`; every such index is >= 0)."""
+    per read, as in :func:`tokenizer.kernels.unigram.viterbi_bytes_into`; every such index is >= 0)."""
     node = units[0]
     last = np.int64(-1)
     for k in range(start, end):

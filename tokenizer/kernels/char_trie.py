@@ -87,8 +87,9 @@ class CharTrie:
     blocks: np.ndarray
 
     @classmethod
-    def build(cls, keys: list[bytes], values: list[int] | np.ndarray) -> "CharTrie":
-        """Build from byte-string keys (non-empty, distinct) and their int32 values (>= 0)."""
+    def build(cls, keys: list[bytes], values: list[int] | np.ndarray, *, reverse: bool = False) -> "CharTrie":
+        """Build from byte-string keys (non-empty, distinct) and their int32 values (>= 0); with ``reverse``, the
+        units hold each key's characters last to first (char ids as without)."""
         values = np.ascontiguousarray(values, dtype=np.int32)
         if values.shape != (len(keys),):
             raise ValueError(f"{len(keys)} keys but {values.shape[0]} values: pass one value per key")
@@ -102,7 +103,7 @@ class CharTrie:
         blocks = np.full(256 * (len(used_pages) + 1), -1, np.int32)
         for cp, i in id_of.items():
             blocks[pages[cp >> 8] * 256 + (cp & 255)] = i
-        char_keys = [tuple(id_of[cp] for cp in cps) for cps in code_points]
+        char_keys = [tuple(id_of[cp] for cp in (cps[::-1] if reverse else cps)) for cps in code_points]
         labels = np.fromiter((i for key in char_keys for i in key), dtype=np.int32,
                              count=sum(len(key) for key in char_keys))
         offsets = np.zeros(len(keys) + 1, np.int64)

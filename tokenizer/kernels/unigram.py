@@ -15,14 +15,13 @@ Shared arguments (built once per model by :class:`tokenizer.core.Tokenizer`):
 - ``unk_id``, ``byte_fallback``, ``byte_to_id`` (int32[256], the BYTE piece of each byte or ``unk_id``): how
   unknown nodes become ids (see :func:`emit_node`).
 
-A model not in byte mode has its Viterbi walk a trie over characters (:func:`viterbi_chars_into`,
-:mod:`tokenizer.kernels.char_trie`), the same ids in fewer steps; byte mode and sampling walk ``units``.
-
-Viterbi follows SentencePiece's ``EncodeOptimized``: start positions in increasing order, matches in increasing
-length, and a candidate replaces the best path ending at the same position only if strictly better, so the first
-best found wins ties (for a given end, the longest last piece). Path scores are summed and stored in the dtype of
-``piece_score``/``best_score`` (float32 like SentencePiece, whose ids this then reproduces exactly; float64 like
-BytePiece); pass ``unk_score`` as that dtype too.
+Viterbi gives SentencePiece's ``EncodeOptimized`` ids: there, start positions go in increasing order, matches in
+increasing length, and a candidate replaces the best path ending at the same position only if strictly better, so
+the first best found wins ties (for a given end, the longest last piece). The kernels here walk back from each
+end over a trie of the reversed pieces (:func:`viterbi_bytes_into` in byte mode; :func:`viterbi_chars_into`, over
+characters, otherwise) and keep the longest of equal candidates: the same choice. Sampling walks ``units``
+forward. Path scores are summed and stored in the dtype of ``piece_score``/``best_score`` (float32 like
+SentencePiece, whose ids this then reproduces exactly; float64 like BytePiece); pass ``unk_score`` as that dtype.
 
 Example (hand-checkable): pieces ``a``=0 (score -1), ``b``=1 (-1), ``ab``=2 (-2.5): ``"ab"`` -> ``[0, 1]``
 (-2 beats -2.5); with ``ab`` at -2.0 the paths tie and the first one found, ``ab`` (from start 0), stays: ``[2]``.
@@ -77,15 +76,17 @@ def _blocked(data, start, k, split_after_newlines):
 
 
 @kernel
-def viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines, unk_id,
-                 byte_fallback, unk_score, data, start, end, best_score, best_start, best_id, out, pos):
-    """Best segmentation of ``data[start:end]``; writes its ids at ``out[pos:]`` and returns the new ``pos``.
+def viterbi_bytes_into(units, piece_score, split_after_newlines, data, start, end, best_score, best_start, best_id,
+                       out, pos):
+    """Best segmentation of ``data[start:end]`` for a model in byte mode (every byte is a piece, so nothing is
+    unknown); writes its ids at ``out[pos:]`` and returns the new ``pos``. An empty range writes nothing.
 
-    Work buffers (length >= ``end - start + 1``): ``best_score`` float32 or float64, ``best_start`` and
-    ``best_id`` int32. ``out`` int32 needs room for ``end - start`` ids; the best path is threaded through it
-    before its ids overwrite it (the node that starts at ``s`` keeps its end at ``out[pos + s]``, and the ids
-    before that node number at most ``s``). Returns ``ERROR_NO_UNKNOWN_PIECE`` (-1) when unknown text cannot be
-    represented. An empty range writes nothing.
+    ``units`` is the double array of the *reversed* pieces: the best path ending at each position ``e`` is found by
+    walking back from ``e``, over the pieces that end there, keeping the best of ``piece score + best score at its
+    start`` in registers and storing it once (no store per candidate, no branch on a comparison). Candidates come
+    longest last; ``>=`` keeps the longest of equal scores, the piece SentencePiece's forward search finds first.
+    Work buffers (length >= ``end - start + 1``): ``best_score`` of ``piece_score``'s dtype, ``best_start`` and
+    ``best_id`` int32. ``out`` int32 needs room for ``end - start`` ids.
 
     The hot loop indexes with ``np.uint64(i)`` (every such ``i`` is >= 0): Numba adds a negative-index wraparound
     test to each signed index, and dropping it made this kernel faster (same ids; ``benchmarks/encode.py``).
@@ -93,119 +94,104 @@ def viterbi_into(units, piece_score, byte_to_id, byte_mode, split_after_newlines
     n = end - start
     root = units[0]
     best_score[0] = 0.0
-    best_start[0] = 0
     for e in range(1, n + 1):
-        best_start[e] = -1
-    s = 0
-    while s < n:
-        here = best_score[np.uint64(s)]
-        mblen = 1 if byte_mode else char_length(data, start + s, end)
-        has_single = False
         node = root
-        k = start + s
-        while k < end:
-            if split_after_newlines and _blocked(data, start + s, k, split_after_newlines):
+        k = e - 1
+        score = -np.inf
+        first = e - 1
+        piece = np.int64(-1)
+        while k >= 0:
+            if split_after_newlines and k < e - 1 and _blocked(data, start + k, start + k + 1, True):
                 break
-            c = data[np.uint64(k)]
+            c = data[np.uint64(start + k)]
             unit = units[np.uint64((node >> PAYLOAD_SHIFT) + 1 + c)]
             if (unit & TAG_MASK) != c:
                 break
             node = unit
-            k += 1
             if unit & HAS_VALUE:
-                leaf = unit & IS_LEAF
-                if leaf:
-                    piece = unit >> PAYLOAD_SHIFT
-                else:
-                    piece = units[np.uint64(unit >> PAYLOAD_SHIFT)] >> PAYLOAD_SHIFT
-                e = k - start
-                candidate = piece_score[np.uint64(piece)] + here
-                if best_start[np.uint64(e)] == -1 or candidate > best_score[np.uint64(e)]:
-                    best_score[np.uint64(e)] = candidate
-                    best_start[np.uint64(e)] = s
-                    best_id[np.uint64(e)] = piece
-                if e - s == mblen:
-                    has_single = True
-                if leaf:
+                value = unit_value(units, unit)
+                candidate = piece_score[np.uint64(value)] + best_score[np.uint64(k)]
+                better = candidate >= score
+                score = candidate if better else score
+                first = k if better else first
+                piece = value if better else piece
+                if unit & IS_LEAF:
                     break
-        if not has_single:
-            e = s + mblen
-            unknown_candidate = unk_score + here
-            if best_start[e] == -1 or unknown_candidate > best_score[e]:
-                best_score[e] = unknown_candidate
-                best_start[e] = s
-                best_id[e] = UNKNOWN_NODE
-        s += mblen
+            k -= 1
+        best_score[np.uint64(e)] = score
+        best_start[np.uint64(e)] = first
+        best_id[np.uint64(e)] = piece
+    count = 0
     e = n
     while e > 0:
-        s = best_start[np.uint64(e)]
-        out[np.uint64(pos + s)] = e
-        e = s
-    prev_unknown = False
-    base = pos
-    s = 0
-    while s < n:
-        e = out[np.uint64(base + s)]
-        pos, prev_unknown = emit_node(best_id[np.uint64(e)], data, start + s, start + e, unk_id, byte_fallback,
-                                      byte_to_id, out, pos, prev_unknown)
-        if pos < 0:
-            return pos
-        s = e
-    return pos
+        count += 1
+        e = best_start[np.uint64(e)]
+    e = n
+    for i in range(count - 1, -1, -1):
+        out[np.uint64(pos + i)] = best_id[np.uint64(e)]
+        e = best_start[np.uint64(e)]
+    return pos + count
 
 
 @kernel
 def viterbi_chars_into(units, pages, blocks, piece_score, split_after_newlines, unk_id, byte_fallback, byte_to_id,
                        unk_score, data, start, end, best_score, best_start, best_id, out, pos):
-    """:func:`viterbi_into` for a model not in byte mode, walking a :mod:`tokenizer.kernels.char_trie` (``units``,
-    ``pages``, ``blocks``): the same ids, one trie step per character. The work buffers and ``out`` are as there;
-    the lattice positions are characters. ``out[pos:]`` holds the char ids of the text until the path is known,
-    and ``best_start`` is turned around in place (the node starting at character ``s`` ends at ``best_start[s]``)
-    before the ids are written; the byte offsets of the characters are read back only for unknown nodes that fall
-    back to bytes.
+    """Best segmentation of ``data[start:end]`` for a model not in byte mode; writes its ids at ``out[pos:]`` and
+    returns the new ``pos``, or ``ERROR_NO_UNKNOWN_PIECE`` (-1) when unknown text cannot be represented. An empty
+    range writes nothing.
+
+    Pieces start and end at characters, so the lattice positions are characters and ``units``, ``pages`` and
+    ``blocks`` are a :mod:`tokenizer.kernels.char_trie` of the *reversed* pieces: as in
+    :func:`viterbi_bytes_into`, the best path ending at each character is found walking back over the pieces that
+    end there. A character with no one-character piece also ends an unknown node (``unk_score``), which, the last
+    candidate of SentencePiece's forward search, wins only when strictly better. ``out[pos:]`` holds the char ids
+    of the text until the path is known, and ``best_start`` is turned around in place (the node starting at
+    character ``s`` ends at ``best_start[s]``) before the ids are written; the byte offsets of the characters are
+    read back only for unknown nodes that fall back to bytes. Work buffers and ``out`` as in
+    :func:`viterbi_bytes_into`.
     """
     m = char_ids_into(pages, blocks, data, start, end, out, pos)
     newline = blocks[np.int64(pages[0]) * 256 + NEWLINE]  # -1 when no key holds a newline
     root = units[0]
     best_score[0] = 0.0
-    best_start[0] = 0
     for e in range(1, m + 1):
-        best_start[e] = -1
-    for s in range(m):
-        here = best_score[np.uint64(s)]
-        has_single = False
         node = root
-        k = s
-        while k < m:
+        k = e - 1
+        score = -np.inf
+        first = np.int64(-1)
+        piece = np.int64(UNKNOWN_NODE)
+        single = False
+        while k >= 0:
             c = out[np.uint64(pos + k)]
-            if split_after_newlines and k > s and out[np.uint64(pos + k - 1)] == newline and c != newline:
+            if split_after_newlines and k < e - 1 and c == newline and out[np.uint64(pos + k + 1)] != newline:
                 break
             unit = units[np.uint64((node >> CHAR_PAYLOAD_SHIFT) + 1 + c)]  # c = -1 reads the value slot: no tag
             if (unit & CHAR_TAG_MASK) != c:
                 break
             node = unit
-            k += 1
             if unit & CHAR_HAS_VALUE:
-                leaf = unit & CHAR_IS_LEAF
-                if leaf:
-                    piece = unit >> CHAR_PAYLOAD_SHIFT
+                if unit & CHAR_IS_LEAF:
+                    value = unit >> CHAR_PAYLOAD_SHIFT
                 else:
-                    piece = units[np.uint64(unit >> CHAR_PAYLOAD_SHIFT)] >> CHAR_PAYLOAD_SHIFT
-                candidate = piece_score[np.uint64(piece)] + here
-                if best_start[np.uint64(k)] == -1 or candidate > best_score[np.uint64(k)]:
-                    best_score[np.uint64(k)] = candidate
-                    best_start[np.uint64(k)] = s
-                    best_id[np.uint64(k)] = piece
-                if k == s + 1:
-                    has_single = True
-                if leaf:
+                    value = units[np.uint64(unit >> CHAR_PAYLOAD_SHIFT)] >> CHAR_PAYLOAD_SHIFT
+                single = single or k == e - 1
+                candidate = piece_score[np.uint64(value)] + best_score[np.uint64(k)]
+                better = candidate >= score
+                score = candidate if better else score
+                first = k if better else first
+                piece = value if better else piece
+                if unit & CHAR_IS_LEAF:
                     break
-        if not has_single:
-            unknown_candidate = unk_score + here
-            if best_start[s + 1] == -1 or unknown_candidate > best_score[s + 1]:
-                best_score[s + 1] = unknown_candidate
-                best_start[s + 1] = s
-                best_id[s + 1] = UNKNOWN_NODE
+            k -= 1
+        if not single:  # no one-character piece ends here: the unknown node does
+            unknown = unk_score + best_score[np.uint64(e - 1)]
+            if first < 0 or unknown > score:
+                score = unknown
+                first = e - 1
+                piece = UNKNOWN_NODE
+        best_score[np.uint64(e)] = score
+        best_start[np.uint64(e)] = first
+        best_id[np.uint64(e)] = piece
     if m == 0:
         return pos
     e = m

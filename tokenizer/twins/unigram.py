@@ -82,7 +82,8 @@ def ref_emit(nodes, data, unk_id, byte_fallback, byte_to_id) -> list[int] | None
 # ---------------------------------------------------------------------------------------------------- unigram
 def ref_viterbi(pieces, score, data, *, byte_mode, split_after_newlines=False, unk_score=-10.0,
                 score_dtype=np.float32, unk_id=-1, byte_fallback=False, byte_to_id=None):
-    """Twin of :func:`tokenizer.kernels.unigram.viterbi_into`: build the whole lattice, then a forward DP.
+    """Twin of :func:`tokenizer.kernels.unigram.viterbi_chars_into` (``byte_mode=False``) and
+    :func:`~tokenizer.kernels.unigram.viterbi_bytes_into` (``byte_mode=True``): the whole lattice, then a forward DP.
 
     ``score`` maps id -> lattice score; every path score is summed and stored as a ``score_dtype`` scalar.
     """
