@@ -109,7 +109,9 @@ def viterbi_bytes_into(units, piece_score, split_after_newlines, data, start, en
                 break
             node = unit
             if unit & HAS_VALUE:
-                value = unit_value(units, unit)
+                leaf = (unit & IS_LEAF) != 0
+                slot = units[np.uint64(0 if leaf else unit >> PAYLOAD_SHIFT)]  # read either way: no branch
+                value = (unit if leaf else slot) >> PAYLOAD_SHIFT
                 candidate = piece_score[np.uint64(value)] + best_score[np.uint64(k)]
                 better = candidate >= score
                 score = candidate if better else score
