@@ -113,7 +113,7 @@ def best_time(function: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     return best, result
 
 
-def interleaved_best(systems: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+def interleaved_best(systems: dict[str, Callable[[], Any]], repeats: int, warm_up: bool = False) -> dict[str, float]:
     """Best seconds of each system, timing them in turn (a, b, c, a, b, c, ...) so that load changes on a shared
     machine hit all of them alike.
 
@@ -122,12 +122,19 @@ def interleaved_best(systems: dict[str, Callable[[], Any]], repeats: int) -> dic
     and its timing ends with a collection of the youngest generation while its result is still alive: the
     collection that a result of new Python containers (lists of ids) sets off in a program that keeps it. A system
     that builds its lists with the collector running pays it during the call; one that pauses it would otherwise
-    leave it unpaid when its result is dropped at once."""
+    leave it unpaid when its result is dropped at once.
+
+    ``warm_up``: each timed call follows an untimed call of the same system, so every system is timed in its
+    steady state, its tables in the caches. Without, a system's caches hold what the system before it left: a
+    system that follows one of its own kind (the same model) runs warm, the first of a group runs cold, and the
+    order of the systems decides which."""
     import gc
 
     best = {name: float("inf") for name in systems}
     for _ in range(repeats):
         for name, function in systems.items():
+            if warm_up:
+                function()
             gc.collect()
             started = time.perf_counter()
             result = function()

@@ -13,7 +13,8 @@ sentencepiece on NAME.train.txt (2 threads); a BytePiece model (order 6, min_cou
 NAME.train.txt's first ``--bytepiece-train-bytes`` bytes (2 workers); and a byte-level BPE model
 (``byte-level-bpe``, GPT-2 pattern) by shardpiece's trainer on the first ``--sp-train-bytes``, whose merges also
 make a tiktoken ``Encoding``. Then, on the lines of NAME.test400k.txt (or ``--lines-from``; each without its
-newline), it times, interleaved, best of ``--repeats``:
+newline), it times, interleaved, best of ``--repeats``, each timed call right after an untimed one of the same
+system (``common.interleaved_best``'s ``warm_up``: every system timed in its steady state):
 
 * shardpiece on each model (loaded with ``Tokenizer.load``): ``encode_batch(list, num_threads=1)``,
   ``encode_batch(pyarrow array, num_threads=1)``, ``encode`` per line, and both batch forms with 2 threads;
@@ -268,7 +269,7 @@ def bench_corpus(name: str, args, results: dict) -> dict:
     record["checks"] = checks
 
     load_before = common.load_average()
-    best = common.interleaved_best(systems, args.repeats)
+    best = common.interleaved_best(systems, args.repeats, warm_up=True)
     record["load_before"], record["load_after"] = load_before, common.load_average()
     mbps = {k: nbytes / v / 1e6 for k, v in best.items()}
     record["seconds_best"] = {k: round(v, 5) for k, v in best.items()}
