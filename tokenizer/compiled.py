@@ -175,16 +175,19 @@ class CompiledModel:
         cutting documents as ``segments`` says (pattern 0: no pre-split)."""
         char_class, pattern, _, _ = self.segments
         from tokenizer.kernels.char_trie import CharTrie
-        from tokenizer.kernels.double_array import DoubleArray
+        from tokenizer.kernels.double_array import DoubleArray, fill_two_byte_steps
 
         # the reversed pieces: the lattice walks back from where pieces end
         if self.byte_mode:
-            units, pages, blocks = DoubleArray.build([k[::-1] for k in keys], ids).units, np.zeros(0, np.int32), \
-                np.zeros(0, np.int32)
+            units = DoubleArray.build([k[::-1] for k in keys], ids).units
+            two_bytes = np.empty(1 << 16, units.dtype)
+            fill_two_byte_steps(units, two_bytes)
+            pages = blocks = np.zeros(0, np.int32)
         else:  # pieces start and end at characters: a trie over characters, one step per character
             trie = CharTrie.build(keys, ids, reverse=True)
-            units, pages, blocks = trie.units, trie.pages, trie.blocks
-        return pack_record(units=[units], scores=[self.piece_score, np.array([self.unk_score], self.score_dtype)],
+            units, two_bytes, pages, blocks = trie.units, np.zeros(0, trie.units.dtype), trie.pages, trie.blocks
+        return pack_record(units=[units, two_bytes],
+                           scores=[self.piece_score, np.array([self.unk_score], self.score_dtype)],
                            ints=[self.byte_to_id, pages, blocks], small=[char_class],
                            longs=[flags(self.byte_mode, self.split_after_newlines, self.unk_id, self.byte_fallback,
                                         pattern)])

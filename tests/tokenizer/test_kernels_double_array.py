@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer.kernels.double_array import (HAS_VALUE, IS_LEAF, NOT_A_TARGET, PAYLOAD_SHIFT, TAG_MASK, DoubleArray,
-                                            common_prefix_search, exact_match, step, unit_value)
+                                            common_prefix_search, exact_match, fill_two_byte_steps, step,
+                                            unit_value)
 from tokenizer.twins.double_array import ref_common_prefix_search, ref_units_prefixes
 
 # Keys that stress the layout: the extreme labels 0x00 and 0xFF, single bytes, long keys sharing prefixes.
@@ -155,3 +156,17 @@ def test_placement_growth_path_keeps_lookups_right():
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout.split()[-1]) > 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(keys=st.lists(_key, min_size=1, max_size=40, unique=True))
+def test_two_byte_steps_reach_the_node_of_every_two_byte_prefix(keys):
+    da = DoubleArray.build(keys)
+    table = np.empty(1 << 16, da.units.dtype)
+    fill_two_byte_steps(da.units, table)
+    prefixes = {key[:2] for key in keys if len(key) >= 2}
+    reached = {bytes([i >> 8, i & 255]) for i in np.flatnonzero(table >= 0).tolist()}
+    assert reached == prefixes
+    for prefix in prefixes:
+        unit = table[prefix[0] * 256 + prefix[1]]
+        assert unit_value(da.units, unit) == (keys.index(prefix) if prefix in keys else -1)

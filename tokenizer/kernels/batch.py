@@ -139,18 +139,19 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
     :func:`~tokenizer.kernels.unigram.viterbi_chars_into`) of each segment
     (:func:`segment_end`: ``cuts`` :data:`PRETOKENS` a regex pre-token of ``pattern``, :data:`LINES` a line and its
     newlines, which no piece may span with ``split_after_newlines``, where no text is unknown, as unknown nodes
-    merge across lines; :data:`WHOLE` the document). Tables: 0 units (of the reversed pieces: a byte double
-    array in byte mode, else a character one); 1 piece_score, 2 unk_score (one score); 3 byte_to_id (int32[256]); 4 pages, 5 blocks (int32:
-    the character trie's char ids; empty in byte mode); 6 char_class (uint8); 7 flags (int64: byte_mode,
-    split_after_newlines, unk_id, byte_fallback, pattern)."""
+    merge across lines; :data:`WHOLE` the document). Tables: 0 units (of the reversed pieces: a byte double array
+    in byte mode, else a character one), 1 two_bytes (byte mode: its two-byte steps); 2 piece_score, 3 unk_score
+    (one score); 4 byte_to_id (int32[256]); 5 pages, 6 blocks (int32: the character trie's char ids; empty in byte
+    mode); 7 char_class (uint8); 8 flags (int64: byte_mode, split_after_newlines, unk_id, byte_fallback, pattern)."""
     piece_units = part(units, longs, 0)
-    piece_score = part(scores, longs, 1)
-    unk_score = part(scores, longs, 2)[0]
-    byte_to_id = part(ints, longs, 3)
-    pages = part(ints, longs, 4)
-    blocks = part(ints, longs, 5)
-    char_class = part(small, longs, 6)
-    flags = part(longs, longs, 7)
+    two_bytes = part(units, longs, 1)
+    piece_score = part(scores, longs, 2)
+    unk_score = part(scores, longs, 3)[0]
+    byte_to_id = part(ints, longs, 4)
+    pages = part(ints, longs, 5)
+    blocks = part(ints, longs, 6)
+    char_class = part(small, longs, 7)
+    flags = part(longs, longs, 8)
     byte_mode, split_after_newlines, unk_id = flags[0] != 0, flags[1] != 0, flags[2]
     byte_fallback, pattern = flags[3] != 0, flags[4]
     n = wide.shape[0]
@@ -175,8 +176,8 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
             if q - p >= n:
                 return pos, i, p, q
             if byte_mode:
-                pos = viterbi_bytes_into(piece_units, piece_score, blocked_lines, data, p, q, best_score, best_start,
-                                         best_id, out_ids, pos)
+                pos = viterbi_bytes_into(piece_units, two_bytes, piece_score, blocked_lines, data, p, q, best_score,
+                                         best_start, best_id, out_ids, pos)
             else:
                 pos = viterbi_chars_into(piece_units, pages, blocks, piece_score, blocked_lines, unk_id, byte_fallback,
                                          byte_to_id, unk_score, data, p, q, best_score, best_start, best_id, out_ids,

@@ -22,7 +22,7 @@ Example (hand-checkable)::
     >>> trie = CharTrie.build(["中".encode(), "中国".encode(), b"a"], [5, 6, 7])
     >>> data = np.frombuffer("中国a".encode(), dtype=np.uint8)
     >>> ids = np.empty(3, np.int32)
-    >>> char_ids_into(trie.pages, trie.blocks, data, 0, 7, ids, 0), ids.tolist()   # 中 is in two keys: id 0; a before 国
+    >>> char_ids_into(trie.pages, trie.blocks, data, 0, 7, ids, 0), ids.tolist()  # 中 is in two keys; a < 国
     (3, [0, 2, 1])
 """
 

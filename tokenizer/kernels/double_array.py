@@ -105,8 +105,8 @@ def _place(label, first_child, next_sibling, node_value, n_nodes, alphabet):
     """Choose a base for every node with children (breadth first, first fit, each base used once).
 
     Labels are ``0 .. alphabet - 1`` (256 for bytes). Returns ``(slot_of_node int64[n_nodes], base_of_node
-    int64[n_nodes] (-1 for leaves), size)``: node 0 sits in slot 0; the children of a node with base ``b`` sit at ``b + 1 + label``, its value (if it has children and a
-    value) at ``b``. Free slots form a doubly linked list (``next_free``/``prev_free``, slot 0 is its head), so
+    int64[n_nodes] (-1 for leaves), size)``: node 0 sits in slot 0; the children of a node with base ``b`` sit at
+    ``b + 1 + label``, its value (if it has children and a value) at ``b``. Free slots form a doubly linked list (``next_free``/``prev_free``, slot 0 is its head), so
     the first-fit search visits free slots only; every slot past the last used one is free. A free slot that has
     failed as the first slot of ``GIVE_UP_AFTER`` placements leaves that list (it stays free for other nodes'
     children): without this, each placement would walk every hopeless hole left near the front (quadratic).
@@ -251,6 +251,18 @@ def unit_value(units, unit):
     if unit & IS_LEAF:
         return unit >> PAYLOAD_SHIFT
     return units[unit >> PAYLOAD_SHIFT] >> PAYLOAD_SHIFT
+
+
+@kernel
+def fill_two_byte_steps(units, table):
+    """Fill ``table`` (``units``' dtype, 65536) with the unit reached from the root by byte ``c1`` then ``c2`` at
+    ``c1 * 256 + c2``, or NO_NODE (-1): one read where a walk takes two dependent ones. Keys ``ab``, ``b``:
+    ``table[ord("a") * 256 + ord("b")]`` is the unit of ``ab``, ``table[ord("b") * 256 + ord("a")]`` is -1."""
+    root = units[0]
+    for c1 in range(256):
+        first = step(units, root, c1)
+        for c2 in range(256):
+            table[c1 * 256 + c2] = NO_NODE if first < 0 else step(units, first, c2)
 
 
 @kernel

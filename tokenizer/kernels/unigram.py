@@ -76,8 +76,8 @@ def _blocked(data, start, k, split_after_newlines):
 
 
 @kernel
-def viterbi_bytes_into(units, piece_score, split_after_newlines, data, start, end, best_score, best_start, best_id,
-                       out, pos):
+def viterbi_bytes_into(units, two_bytes, piece_score, split_after_newlines, data, start, end, best_score, best_start,
+                       best_id, out, pos):
     """Best segmentation of ``data[start:end]`` for a model in byte mode (every byte is a piece, so nothing is
     unknown); writes its ids at ``out[pos:]`` and returns the new ``pos``. An empty range writes nothing.
 
@@ -85,6 +85,8 @@ def viterbi_bytes_into(units, piece_score, split_after_newlines, data, start, en
     walking back from ``e``, over the pieces that end there, keeping the best of ``piece score + best score at its
     start`` in registers and storing it once (no store per candidate, no branch on a comparison). Candidates come
     longest last; ``>=`` keeps the longest of equal scores, the piece SentencePiece's forward search finds first.
+    ``two_bytes`` (:func:`tokenizer.kernels.double_array.fill_two_byte_steps` of ``units``) gives the node two
+    bytes back in one read.
     Work buffers (length >= ``end - start + 1``): ``best_score`` of ``piece_score``'s dtype, ``best_start`` and
     ``best_id`` int32. ``out`` int32 needs room for ``end - start`` ids.
 
@@ -92,34 +94,41 @@ def viterbi_bytes_into(units, piece_score, split_after_newlines, data, start, en
     test to each signed index, and dropping it made this kernel faster (same ids; ``benchmarks/encode.py``).
     """
     n = end - start
-    root = units[0]
+    root_children = (units[0] >> PAYLOAD_SHIFT) + 1
     best_score[0] = 0.0
     for e in range(1, n + 1):
-        node = root
-        k = e - 1
-        score = -np.inf
+        # the last byte alone is a piece (byte mode): the first candidate
+        last = np.int64(data[np.uint64(start + e - 1)])
+        unit = units[np.uint64(root_children + last)]
+        leaf = (unit & IS_LEAF) != 0
+        slot = units[np.uint64(0 if leaf else unit >> PAYLOAD_SHIFT)]  # read either way: no branch
+        piece = (unit if leaf else slot) >> PAYLOAD_SHIFT
+        score = piece_score[np.uint64(piece)] + best_score[np.uint64(e - 1)]
         first = e - 1
-        piece = np.int64(-1)
-        while k >= 0:
-            if split_after_newlines and k < e - 1 and _blocked(data, start + k, start + k + 1, True):
-                break
-            c = data[np.uint64(start + k)]
-            unit = units[np.uint64((node >> PAYLOAD_SHIFT) + 1 + c)]
-            if (unit & TAG_MASK) != c:
-                break
-            node = unit
-            if unit & HAS_VALUE:
-                leaf = (unit & IS_LEAF) != 0
-                slot = units[np.uint64(0 if leaf else unit >> PAYLOAD_SHIFT)]  # read either way: no branch
-                value = (unit if leaf else slot) >> PAYLOAD_SHIFT
-                candidate = piece_score[np.uint64(value)] + best_score[np.uint64(k)]
-                better = candidate >= score
-                score = candidate if better else score
-                first = k if better else first
-                piece = value if better else piece
-                if unit & IS_LEAF:
+        k = e - 2
+        if k >= 0 and not (split_after_newlines and _blocked(data, start + k, start + k + 1, True)):
+            # the last two bytes in one read, not two dependent ones (NO_NODE: no piece ends with them)
+            unit = two_bytes[np.uint64(last * 256 + np.int64(data[np.uint64(start + k)]))]
+            while unit >= 0:
+                if unit & HAS_VALUE:
+                    leaf = (unit & IS_LEAF) != 0
+                    slot = units[np.uint64(0 if leaf else unit >> PAYLOAD_SHIFT)]
+                    value = (unit if leaf else slot) >> PAYLOAD_SHIFT
+                    candidate = piece_score[np.uint64(value)] + best_score[np.uint64(k)]
+                    better = candidate >= score
+                    score = candidate if better else score
+                    first = k if better else first
+                    piece = value if better else piece
+                    if leaf:
+                        break
+                k -= 1
+                if k < 0 or (split_after_newlines and _blocked(data, start + k, start + k + 1, True)):
                     break
-            k -= 1
+                c = data[np.uint64(start + k)]
+                child = units[np.uint64((unit >> PAYLOAD_SHIFT) + 1 + c)]
+                if (child & TAG_MASK) != c:
+                    break
+                unit = child
         best_score[np.uint64(e)] = score
         best_start[np.uint64(e)] = first
         best_id[np.uint64(e)] = piece
