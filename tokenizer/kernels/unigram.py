@@ -86,9 +86,8 @@ def viterbi_bytes_into(units, two_bytes, piece_score, split_after_newlines, data
     start`` in registers and storing it once (no store per candidate, no branch on a comparison). Candidates come
     longest last; ``>=`` keeps the longest of equal scores, the piece SentencePiece's forward search finds first.
     ``two_bytes`` (:func:`tokenizer.kernels.double_array.fill_two_byte_steps` of ``units``) gives the node two
-    bytes back in one read.
-    Work buffers (length >= ``end - start + 1``): ``best_score`` of ``piece_score``'s dtype, ``best_start`` and
-    ``best_id`` int32. ``out`` int32 needs room for ``end - start`` ids.
+    bytes back in one read. Work buffers (length >= ``end - start + 1``): ``best_score`` of ``piece_score``'s
+    dtype, ``best_start`` and ``best_id`` int32. ``out`` int32 needs room for ``end - start`` ids.
 
     The hot loop indexes with ``np.uint64(i)`` (every such ``i`` is >= 0): Numba adds a negative-index wraparound
     test to each signed index, and dropping it made this kernel faster (same ids; ``benchmarks/encode.py``).
