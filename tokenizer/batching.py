@@ -107,7 +107,7 @@ def _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_li
     threads = num_threads or os.cpu_count() or 1
     threads = max(1, min(threads, n, total_bytes // _MIN_BYTES_PER_THREAD + 1))
     if threads == 1:
-        ids, out_offsets = _encode_documents(tok, data, offsets, valid, 0, n, bos, eos, kept=not as_lists)
+        ids, out_offsets = _encode_documents(tok, data, offsets, valid, 0, n, bos, eos)
         if as_lists:
             return split_ids(ids, out_offsets, tok.compiled.shared_ids())
     else:
@@ -123,7 +123,7 @@ def _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_li
 
         def work() -> None:  # with as_lists, each thread builds its ranges' lists (mostly without the GIL)
             for k in next_range:
-                part = _encode_documents(tok, data, offsets, valid, *ranges[k], bos, eos, kept=False)
+                part = _encode_documents(tok, data, offsets, valid, *ranges[k], bos, eos)
                 parts[k] = split_ids(*part, shared) if as_lists else part
 
         helpers = min(threads, len(ranges)) - 1
@@ -152,11 +152,9 @@ def _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_li
     return ids, out_offsets
 
 
-def _encode_documents(tok, data, offsets, valid, doc_begin, doc_end, bos, eos, kept=True):
+def _encode_documents(tok, data, offsets, valid, doc_begin, doc_end, bos, eos):
     """Normalize and encode documents ``doc_begin .. doc_end - 1``; returns ``(ids int32, offsets int64)``
-    with offsets relative to this range (starting at 0). ``kept``: the caller keeps the ids array as it is (an
-    Arrow result), so a buffer much larger than the ids is copied to their size; else (they are listed or
-    concatenated at once) it is not."""
+    with offsets relative to this range (starting at 0)."""
     count = doc_end - doc_begin
     range_offsets = np.asarray(offsets[doc_begin:doc_end + 1], dtype=np.int64)
     range_valid = valid[doc_begin:doc_end] if valid.shape[0] else valid
@@ -169,7 +167,7 @@ def _encode_documents(tok, data, offsets, valid, doc_begin, doc_end, bos, eos, k
     total = tok.compiled.encode_range(data, range_offsets, range_valid, 0, count, bos, eos, out_ids,
                                        out_offsets)
     ids = out_ids[:total]
-    if kept and out_ids.shape[0] > 2 * total + 4096:  # release the over-allocation (ids are ~1/4 of the bytes)
+    if out_ids.shape[0] > 2 * total + 4096:  # release the over-allocation (ids are ~1/4 of the bytes)
         ids = ids.copy()
     return ids, out_offsets
 
