@@ -106,8 +106,9 @@ def _place(label, first_child, next_sibling, node_value, n_nodes, alphabet):
 
     Labels are ``0 .. alphabet - 1`` (256 for bytes). Returns ``(slot_of_node int64[n_nodes], base_of_node
     int64[n_nodes] (-1 for leaves), size)``: node 0 sits in slot 0; the children of a node with base ``b`` sit at
-    ``b + 1 + label``, its value (if it has children and a value) at ``b``. Free slots form a doubly linked list (``next_free``/``prev_free``, slot 0 is its head), so
-    the first-fit search visits free slots only; every slot past the last used one is free. A free slot that has
+    ``b + 1 + label``, its value (if it has children and a value) at ``b``. Free slots form a doubly linked list
+    (``next_free``/``prev_free``, slot 0 is its head), so the first-fit search visits free slots only; every slot
+    past the last used one is free. A free slot that has
     failed as the first slot of ``GIVE_UP_AFTER`` placements leaves that list (it stays free for other nodes'
     children): without this, each placement would walk every hopeless hole left near the front (quadratic).
     """
