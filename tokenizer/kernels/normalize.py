@@ -113,12 +113,12 @@ def _emit_span(source, start, length, out, o, escape, is_prev_space):
 def _plain_ascii_run(text, position, end, out, o, plain_chars, ascii_pairs, uds_first_bytes, has_symbols, escape,
                      remove_extra, is_prev_space):
     """Write the plain ASCII byte at ``text[position]`` (``out`` has room for 3 bytes at ``o``) and the plain ASCII
-    bytes after it (``plain_chars`` marks them, or ``ascii_pairs`` given the next byte, and no user-defined symbol
-    starts with them), spaces included, as
-    the normalizer's steps 2 and 3 do, while ``out`` has room for 3 more bytes. Returns ``(position, o,
-    is_prev_space)`` after them. No branch depends on the bytes but the run's end: each byte writes three
-    (U+2581 if it is an escaped space; the two after a plain byte are overwritten by the next) and moves ``o`` by
-    0 (a collapsed space), 1 or 3."""
+    bytes after it (``ascii_pairs`` given the next byte, else ``plain_chars``, marks them, and no user-defined
+    symbol starts with them), spaces included, as the normalizer's steps 2 and 3 do, while ``out`` has room for 3
+    more bytes; the text's last byte is left to the caller. Returns ``(position, o, is_prev_space)`` after them.
+    No branch depends on the bytes but the run's end: each byte writes three (U+2581 if it is an escaped space;
+    the two after a plain byte are overwritten by the next) and moves ``o`` by 0 (a collapsed space), 1 or 3.
+    ``b"a b"`` with escaping: ``a``, then ``E2 96 81`` (``o`` + 3), then ``b`` is the caller's."""
     capacity = out.shape[0]
     lead = 0xE2 if escape else 32
     space_width = 3 if escape else 1
@@ -132,7 +132,7 @@ def _plain_ascii_run(text, position, end, out, o, plain_chars, ascii_pairs, uds_
         is_prev_space = space and remove_extra
         position += 1
         if position + 1 >= end or o + 3 > capacity:
-            break  # (the text's last byte is left to the caller: the next byte is always there)
+            break  # the text's last byte is left to the caller: here the next byte is always there
         c = np.int64(text[np.uint64(position)])
         if c >= 0x80 or (has_symbols and uds_first_bytes[np.uint64(c)] != 0):
             break
