@@ -48,15 +48,13 @@ class CompiledModel:
     Attributes: ``rule``, ``record`` and ``kernel`` (the entry point of :mod:`tokenizer.kernels.batch` and its
     tables), ``segments`` (how that entry cuts a document: ``(char_class, pattern, words, lines)``) and ``cuts``
     (the entry's last argument: :func:`tokenizer.kernels.batch.cut_marker`), ``units`` (compact double array of
-    NORMAL and USER_DEFINED pieces), ``piece_score`` (unigram lattice scores, of ``score_dtype``), ``merge_score``
+    NORMAL and USER_DEFINED pieces, built on first use), ``piece_score`` (unigram lattice scores, of ``score_dtype``), ``merge_score``
     (float32, BPE priorities), ``is_user_defined`` (uint8), ``byte_to_id`` (int32[256]), ``byte_mode``,
     ``split_after_newlines``, ``cut_lines``, ``unk_score`` (scalar of ``score_dtype``), ``score_dtype`` (float32, or
     float64 for models with exact log-count scores), ``max_piece_length``.
     """
 
     def __init__(self, model: Model):
-        from tokenizer.kernels.double_array import DoubleArray
-
         from tokenizer.added_tokens import added_tokens_of
 
         types = model.types
@@ -73,8 +71,7 @@ class CompiledModel:
             if k in seen:
                 raise ModelError(f"piece {k!r} appears twice (ids {seen[k]} and {i}): pieces must be distinct")
             seen[k] = i
-        trie = DoubleArray.build(keys, ids)
-        self.units = trie.units
+        self._matchable, self._units = (keys, ids), None  # ``units``' keys; the trie is built on first use
         self.max_piece_length = max((len(k) for k in keys), default=1)
 
         scores32 = model.scores.astype(np.float32)
@@ -169,6 +166,17 @@ class CompiledModel:
         self._encode_one = None
         self._shared_ids = None
         self._kept = threading.local()
+
+    @property
+    def units(self) -> np.ndarray:
+        """The compact double array of the matchable pieces, forward (:mod:`tokenizer.kernels.double_array`): what
+        sampling and the BPE records walk; unigram Viterbi walks its own reversed trie, so a unigram model builds
+        this one only when it samples."""
+        if self._units is None:
+            from tokenizer.kernels.double_array import DoubleArray
+
+            self._units = DoubleArray.build(*self._matchable).units
+        return self._units
 
     def viterbi_record(self, keys: list[bytes], ids: np.ndarray) -> tuple:
         """The record of :func:`tokenizer.kernels.batch.viterbi_entry` for the matchable ``keys`` (ids ``ids``),
