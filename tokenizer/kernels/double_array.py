@@ -254,6 +254,16 @@ def unit_value(units, unit):
     return units[unit >> PAYLOAD_SHIFT] >> PAYLOAD_SHIFT
 
 
+@kernel(inline="always")
+def unit_value_unbranched(units, unit):
+    """:func:`unit_value` of a node where a key ends (``unit & HAS_VALUE``), without branching on leaf or inner node:
+    the value slot is read either way (slot 0 for a leaf, whose value is in the unit itself). For a hot loop whose
+    matches are leaves and inner nodes at random."""
+    leaf = (unit & IS_LEAF) != 0
+    slot = units[np.uint64(0 if leaf else unit >> PAYLOAD_SHIFT)]
+    return (unit if leaf else slot) >> PAYLOAD_SHIFT
+
+
 @kernel
 def fill_two_byte_steps(units, table):
     """Fill ``table`` (``units``' dtype, 65536) with the unit reached from the root by byte ``c1`` then ``c2`` at

@@ -33,7 +33,8 @@ import numpy as np
 
 from tokenizer.kernels import kernel
 from tokenizer.kernels.char_trie import CHAR_HAS_VALUE, CHAR_IS_LEAF, CHAR_PAYLOAD_SHIFT, CHAR_TAG_MASK, char_ids_into
-from tokenizer.kernels.double_array import HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT, TAG_MASK, step, unit_value
+from tokenizer.kernels.double_array import (HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT, TAG_MASK, step, unit_value,
+                                            unit_value_unbranched)
 from tokenizer.kernels.random import next_float64
 from tokenizer.kernels.utf8 import char_length
 
@@ -98,10 +99,7 @@ def viterbi_bytes_into(units, two_bytes, piece_score, split_after_newlines, data
     for e in range(1, n + 1):
         # the last byte alone is a piece (byte mode): the first candidate
         last = np.int64(data[np.uint64(start + e - 1)])
-        unit = units[np.uint64(root_children + last)]
-        leaf = (unit & IS_LEAF) != 0
-        slot = units[np.uint64(0 if leaf else unit >> PAYLOAD_SHIFT)]  # read either way: no branch
-        piece = (unit if leaf else slot) >> PAYLOAD_SHIFT
+        piece = unit_value_unbranched(units, units[np.uint64(root_children + last)])
         score = piece_score[np.uint64(piece)] + best_score[np.uint64(e - 1)]
         first = e - 1
         k = e - 2
@@ -110,15 +108,13 @@ def viterbi_bytes_into(units, two_bytes, piece_score, split_after_newlines, data
             unit = two_bytes[np.uint64(last * 256 + np.int64(data[np.uint64(start + k)]))]
             while unit >= 0:
                 if unit & HAS_VALUE:
-                    leaf = (unit & IS_LEAF) != 0
-                    slot = units[np.uint64(0 if leaf else unit >> PAYLOAD_SHIFT)]
-                    value = (unit if leaf else slot) >> PAYLOAD_SHIFT
+                    value = unit_value_unbranched(units, unit)
                     candidate = piece_score[np.uint64(value)] + best_score[np.uint64(k)]
                     better = candidate >= score
                     score = candidate if better else score
                     first = k if better else first
                     piece = value if better else piece
-                    if leaf:
+                    if unit & IS_LEAF:
                         break
                 k -= 1
                 if k < 0 or (split_after_newlines and _blocked(data, start + k, start + k + 1, True)):
