@@ -158,6 +158,7 @@ def test_build_id_lists_agrees_with_its_twin_and_leaks_no_reference(documents, i
     API, against its twin and the plain conversion: equal lists of the shared objects, and once they are dropped
     every shared int has its old reference count again (ints from 300 on: the interpreter's own small ints are
     shared with everything else)."""
+    import gc
     import sys
 
     from tokenizer.kernels.python_lists import DIRECT
@@ -177,6 +178,10 @@ def test_build_id_lists_agrees_with_its_twin_and_leaks_no_reference(documents, i
     twin = ref_build_id_lists(ids, offsets, shared.objects.tolist())
     assert all(a is b for got, expected in zip(lists, twin) for a, b in zip(got, expected))
     assert all(value is shared.objects[value] for document in lists for value in document)
+    assert gc.is_tracked(lists) and not any(gc.is_tracked(document) for document in lists)  # both ways
+    for k, expected in enumerate(documents):  # untracked, a list of ids is still an ordinary list
+        lists[k].append(lists[k][:])
+        assert lists[k].pop() == expected and lists[k] == expected
     del lists, twin
     assert [sys.getrefcount(value) for value in shared.objects[300:].tolist()] == before
 
@@ -243,7 +248,8 @@ def test_lists_are_built_with_the_collector_paused_and_no_collection_set_off_ins
             during = len(collections)  # (allocates nothing: what follows may collect, as it should)
             assert during == 0 and gc.isenabled()
             assert len(lists) in (10_000, 20_000)
-            assert gc.is_tracked(lists) and all(gc.is_tracked(ids_) for ids_ in lists)  # (untracked while filled)
+            assert gc.is_tracked(lists)  # the outer list; the lists of ids stay untracked (python_lists)
+            assert not any(gc.is_tracked(ids_) for ids_ in lists)
             [[] for _ in range(1000)]  # allocations: the collector runs again
             assert collections
             del lists

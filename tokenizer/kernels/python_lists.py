@@ -15,9 +15,15 @@ that only three short ones hold the GIL, and threads that encode ranges of a bat
 side: :func:`new_id_lists` (GIL: the empty lists, one ``PyList_New`` per document, taken out of the cyclic
 collector's sight), :func:`count_ids` (no GIL: how often each id occurs, every id checked), :func:`raise_counts`
 (GIL: each shared int's count raised once by its number of uses), :func:`fill_id_lists` (no GIL: the items
-written) and :func:`track_id_lists` (GIL: the full lists back in the collector's sight). Until then a new list holds
+written) and :func:`track_id_lists` (GIL: the outer list back in the collector's sight). Until then a new list holds
 NULL items, as ``PyList_New`` leaves them, and no Python code can reach it, not even through the collector
 (``gc.get_objects`` in another thread meanwhile).
+
+Both ways leave the lists of ids out of the cyclic collector's sight (untracked) and track the outer list: a list
+of ints takes part in no cycle (CPython leaves tuples and dicts of such values untracked too), while tracked, the
+first young-generation collection after a batch would visit every id of it, a cost of the order of building the
+lists (``benchmarks/encode.py`` ends each call with one). Such a list is freed by its reference count as any other;
+only a cycle a caller builds through one (a list of ids put inside itself) would not be collected.
 
 The twin of both ways is :func:`tokenizer.twins.python_lists.ref_build_id_lists`. Example: ids ``[5, 6, 7]``, offsets
 ``[0, 2, 2, 3]`` -> the address of ``[[5, 6], [], [7]]`` (a new reference), or 0 when memory ran out or an id has no
@@ -136,6 +142,7 @@ def build_id_lists(ids, offsets, objects, api):
         if inner == 0:
             call_void(api[DEC_REF], outer)
             return np.int64(0)
+        call_void(api[GC_UNTRACK], inner)  # (see the module docstring)
         list_set_item(api[LIST_SET_ITEM], outer, i, inner)  # the outer list owns it from here
         for k in range(start, offsets[i + 1]):
             value = ids[k]
@@ -218,9 +225,6 @@ def fill_id_lists(outer, ids, offsets, objects):
 
 @kernel(nogil=False)
 def track_id_lists(outer, api):
-    """Hand the lists of :func:`new_id_lists` (the address ``outer``), filled, to the cyclic collector again: each
-    inner list, then the outer one (``PyObject_GC_Track``). Needs the GIL."""
-    outer_items = word_at(outer + LIST_ITEMS_OFFSET)
-    for i in range(word_at(outer + LIST_LENGTH_OFFSET)):
-        call_void(api[GC_TRACK], word_at(outer_items + 8 * i))
+    """Hand the outer list of :func:`new_id_lists` (the address ``outer``), filled, to the cyclic collector again
+    (``PyObject_GC_Track``); its lists of ids stay untracked (see the module docstring). Needs the GIL."""
     call_void(api[GC_TRACK], outer)
