@@ -14,6 +14,7 @@ import numpy as np
 
 from tokenizer.compiled import ALL_VALID, encode_split
 from tokenizer.packed import from_arrow, pack
+from tokenizer.python_texts import byte_bounds, pack_items, text_layout
 from tokenizer.shared_ids import CollectorPaused, split_ids
 
 _MIN_BYTES_PER_THREAD = 1 << 16
@@ -93,29 +94,78 @@ def encode_packed(tok, data, offsets, valid, num_threads, bos, eos, as_lists=Fal
         if len(split_docs):
             skip = np.ones(n, np.uint8) if not valid.shape[0] else valid.copy()
             skip[split_docs] = 0  # the kernels leave these empty; they are encoded piecewise below
-            ids, out_offsets = _encode_packed_plain(tok, data, offsets, skip, num_threads, bos, eos)
+            ids, out_offsets = _encode_plain(tok, _PackedTexts(data, offsets), skip, num_threads, bos, eos)
             replacements = [encode_split(tok.compiled, splitter, bytes(data[offsets[d]:offsets[d + 1]]), bos, eos)
                             for d in split_docs.tolist()]
             spliced = splice_documents(ids, out_offsets, split_docs, replacements)
             return split_ids(*spliced, tok.compiled.shared_ids()) if as_lists else spliced
-    return _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_lists)
+    return _encode_plain(tok, _PackedTexts(data, offsets), valid, num_threads, bos, eos, as_lists)
 
 
-def _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_lists=False):
-    n = len(offsets) - 1
-    total_bytes = int(offsets[-1]) - int(offsets[0])
+def encode_list(tok, texts, num_threads, bos, eos) -> list[list[int]]:
+    """Ids of a list or tuple of str/bytes as one Python list per text. Where this interpreter's str and bytes
+    objects can be read in place (:func:`tokenizer.python_texts.text_layout`), each thread packs the texts of the
+    ranges it encodes, without the GIL; otherwise, or for an item it cannot pack (a bytearray, an unpaired
+    surrogate, which :func:`pack_texts` then names), the texts are packed first, through pyarrow."""
+    layout = text_layout()
+    items = texts if type(texts) is tuple else tuple(texts)  # (immutable, and keeps the items alive)
+    bounds = byte_bounds(items, 0, len(items), layout) if layout is not None else None
+    if bounds is not None and tok.added_token_splitter is None:
+        try:
+            return _encode_plain(tok, _ListTexts(items, layout, bounds), ALL_VALID, num_threads, bos, eos,
+                                 as_lists=True)
+        except _Unpackable:
+            pass
+    packed = pack_items(items, 0, len(items), layout, bounds) if bounds is not None else None
+    data, offsets = packed if packed is not None else pack_texts(items, tok._to_bytes)
+    return encode_packed(tok, data, offsets, ALL_VALID, num_threads, bos, eos, as_lists=True)
+
+
+class _Unpackable(Exception):
+    """An item of a list that :func:`tokenizer.python_texts.pack_items` cannot pack."""
+
+
+class _PackedTexts:
+    """Texts packed already: ``bounds`` their offsets, a range of them a view (offsets not from 0)."""
+
+    def __init__(self, data: np.ndarray, offsets: np.ndarray) -> None:
+        self.data, self.bounds = data, offsets
+
+    def texts(self, begin: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.data, np.asarray(self.bounds[begin:end + 1], dtype=np.int64)
+
+
+class _ListTexts:
+    """A tuple of str/bytes, each range packed when it is encoded (by the thread that encodes it): ``bounds`` are
+    :func:`tokenizer.python_texts.byte_bounds`, upper bounds of their UTF-8 sizes, which ranges are cut by."""
+
+    def __init__(self, items: tuple, layout: np.ndarray, bounds: np.ndarray) -> None:
+        self.items, self.layout, self.bounds = items, layout, bounds
+
+    def texts(self, begin: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        packed = pack_items(self.items, begin, end, self.layout, self.bounds[begin:end + 1])
+        if packed is None:
+            raise _Unpackable
+        return packed
+
+
+def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
+    """Encode the texts of ``source`` (:class:`_PackedTexts` or :class:`_ListTexts`), as :func:`encode_packed`."""
+    bounds = source.bounds
+    n = len(bounds) - 1
+    total_bytes = int(bounds[-1]) - int(bounds[0])
     threads = num_threads or os.cpu_count() or 1
     threads = max(1, min(threads, n, total_bytes // _MIN_BYTES_PER_THREAD + 1))
     if threads == 1:
-        ids, out_offsets = _encode_documents(tok, data, offsets, valid, 0, n, bos, eos)
+        ids, out_offsets = _encode_documents(tok, *source.texts(0, n), _valid_range(valid, 0, n), bos, eos)
         if as_lists:
             return split_ids(ids, out_offsets, tok.compiled.shared_ids())
     else:
         # More ranges than threads, taken in turn by whichever thread is free (the calling thread included),
         # so that uneven ranges do not leave a core idle at the end.
         pieces = max(threads, min(threads * _RANGES_PER_THREAD, total_bytes // _MIN_BYTES_PER_RANGE + 1, n))
-        targets = offsets[0] + np.arange(1, pieces) * (total_bytes / pieces)
-        cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets[:-1], targets), [n]]).astype(np.int64))
+        targets = bounds[0] + np.arange(1, pieces) * (total_bytes / pieces)
+        cuts = np.unique(np.concatenate([[0], np.searchsorted(bounds[:-1], targets), [n]]).astype(np.int64))
         ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
         parts: list = [None] * len(ranges)
         shared = tok.compiled.shared_ids() if as_lists else None
@@ -123,7 +173,8 @@ def _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_li
 
         def work() -> None:  # with as_lists, each thread builds its ranges' lists (mostly without the GIL)
             for k in next_range:
-                part = _encode_documents(tok, data, offsets, valid, *ranges[k], bos, eos)
+                begin, end = ranges[k]
+                part = _encode_documents(tok, *source.texts(begin, end), _valid_range(valid, begin, end), bos, eos)
                 parts[k] = split_ids(*part, shared) if as_lists else part
 
         helpers = min(threads, len(ranges)) - 1
@@ -152,12 +203,15 @@ def _encode_packed_plain(tok, data, offsets, valid, num_threads, bos, eos, as_li
     return ids, out_offsets
 
 
-def _encode_documents(tok, data, offsets, valid, doc_begin, doc_end, bos, eos):
-    """Normalize and encode documents ``doc_begin .. doc_end - 1``; returns ``(ids int32, offsets int64)``
-    with offsets relative to this range (starting at 0)."""
-    count = doc_end - doc_begin
-    range_offsets = np.asarray(offsets[doc_begin:doc_end + 1], dtype=np.int64)
-    range_valid = valid[doc_begin:doc_end] if valid.shape[0] else valid
+def _valid_range(valid: np.ndarray, begin: int, end: int) -> np.ndarray:
+    """The validity flags of documents ``begin .. end - 1`` (``valid`` empty: all valid)."""
+    return valid[begin:end] if valid.shape[0] else valid
+
+
+def _encode_documents(tok, data, range_offsets, range_valid, bos, eos):
+    """Normalize and encode the documents at ``range_offsets`` (int64, into ``data``, not necessarily from 0);
+    returns ``(ids int32, offsets int64)`` with offsets from 0."""
+    count = len(range_offsets) - 1
     if not tok.normalizer.is_identity:
         data, range_offsets = tok.normalizer.normalize_batch(data, range_offsets)
     extra = (bos >= 0) + (eos >= 0)

@@ -24,8 +24,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from tokenizer.batching import encode_arrow, encode_packed, pack_texts, pyarrow_if_loaded
-from tokenizer.compiled import ALL_VALID, CompiledModel, byte_piece_value, encode_split
+from tokenizer.batching import encode_arrow, encode_list, pyarrow_if_loaded
+from tokenizer.compiled import CompiledModel, byte_piece_value, encode_split
 from tokenizer.errors import InputError, ModelFileError
 from tokenizer.loading import load_model_bytes
 from tokenizer.model import Model, PieceType
@@ -299,8 +299,7 @@ class Tokenizer:
         if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple)):
             raise TypeError(f"encode_batch accepts a list of str/bytes or a pyarrow string/binary array, not "
                             f"{type(texts).__name__}; for one text use encode()")
-        data, offsets = pack_texts(texts, self._to_bytes)
-        return encode_packed(self, data, offsets, ALL_VALID, num_threads, bos, eos, as_lists=True)
+        return encode_list(self, texts, num_threads, bos, eos)
 
     # ------------------------------------------------------------------ decoding
     @property
