@@ -161,12 +161,7 @@ def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
         if as_lists:
             return split_ids(ids, out_offsets, tok.compiled.shared_ids())
     else:
-        # More ranges than threads, taken in turn by whichever thread is free (the calling thread included),
-        # so that uneven ranges do not leave a core idle at the end.
-        pieces = max(threads, min(threads * _RANGES_PER_THREAD, total_bytes // _MIN_BYTES_PER_RANGE + 1, n))
-        targets = bounds[0] + np.arange(1, pieces) * (total_bytes / pieces)
-        cuts = np.unique(np.concatenate([[0], np.searchsorted(bounds[:-1], targets), [n]]).astype(np.int64))
-        ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+        ranges = _ranges(bounds, threads)
         parts: list = [None] * len(ranges)
         shared = tok.compiled.shared_ids() if as_lists else None
         next_range = iter(range(len(ranges)))  # shared; next() on it is atomic under the GIL
@@ -201,6 +196,20 @@ def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
     if len(ids) < 2**31 - 1:
         out_offsets = out_offsets.astype(np.int32)
     return ids, out_offsets
+
+
+def _ranges(bounds: np.ndarray, threads: int) -> list[tuple[int, int]]:
+    """Document ranges ``(begin, end)`` of about equal size by ``bounds`` (int64, the documents' cumulated sizes,
+    ``n + 1``) for ``threads`` threads, more of them than threads: the threads take them in turn (whichever is
+    free, the calling thread included), so that uneven ranges do not leave a core idle at the end. Example: 6
+    documents of 1 MB, 2 threads -> ``[(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6)]``."""
+    n = len(bounds) - 1
+    first, total_bytes = int(bounds[0]), int(bounds[-1]) - int(bounds[0])
+    pieces = max(threads, min(threads * _RANGES_PER_THREAD, total_bytes // _MIN_BYTES_PER_RANGE + 1, n))
+    targets = [first + k * total_bytes // pieces for k in range(1, pieces)]
+    # (plain lists: numpy's set routines cost more than the rest of a two-thread call's set-up, on cold caches)
+    cuts = sorted({0, n, *np.searchsorted(bounds[:-1], targets).tolist()})
+    return list(zip(cuts[:-1], cuts[1:]))
 
 
 def _valid_range(valid: np.ndarray, begin: int, end: int) -> np.ndarray:

@@ -101,3 +101,4 @@ def test_the_layout_is_checked_on_probe_texts(layout):
     packed = pack_items(PROBE_TEXTS, 0, len(PROBE_TEXTS), wrong)
     assert packed is None or unpack(*packed) != [t.encode() if isinstance(t, str) else t for t in PROBE_TEXTS]
     assert np.array_equal(text_layout(), layout)
+
