@@ -15,7 +15,7 @@ import numpy as np
 from tokenizer.compiled import ALL_VALID, encode_split
 from tokenizer.packed import from_arrow, pack
 from tokenizer.python_texts import byte_bounds, pack_items, text_layout
-from tokenizer.shared_ids import CollectorPaused, split_ids
+from tokenizer.shared_ids import CollectorPaused, IdLists, split_ids
 
 _MIN_BYTES_PER_THREAD = 1 << 16
 _MIN_BYTES_PER_RANGE = 1 << 14
@@ -164,23 +164,36 @@ def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
         ranges = _ranges(bounds, threads)
         parts: list = [None] * len(ranges)
         shared = tok.compiled.shared_ids() if as_lists else None
+        # with as_lists, each thread builds its ranges' lists (mostly without the GIL), in place into one outer
+        # list where it can (no list per range to join and drop after), else a list per range
+        into = IdLists.for_documents(n, shared) if as_lists else None
         next_range = iter(range(len(ranges)))  # shared; next() on it is atomic under the GIL
 
-        def work() -> None:  # with as_lists, each thread builds its ranges' lists (mostly without the GIL)
+        def work() -> None:
             for k in next_range:
                 begin, end = ranges[k]
                 part = _encode_documents(tok, *source.texts(begin, end), _valid_range(valid, begin, end), bos, eos)
-                parts[k] = split_ids(*part, shared) if as_lists else part
+                if into is not None:
+                    into.fill(begin, *part)
+                else:
+                    parts[k] = split_ids(*part, shared) if as_lists else part
 
         helpers = min(threads, len(ranges)) - 1
         pool = _thread_pool(helpers)
         with CollectorPaused():  # once for all threads (each split_ids leaves it as it finds it)
             others = [pool.submit(work) for _ in range(helpers)]
+            finished = False
             try:
                 work()
+                finished = True
             finally:
-                for future in others:
-                    future.result()
+                errors = [future.exception() for future in others]  # (waits for every thread)
+                if into is not None and not (finished and not any(errors)):
+                    into.drop()  # a thread failed: free the lists made so far
+            for future in others:
+                future.result()  # a helper's error
+            if into is not None:
+                return into.result()
             if as_lists:
                 result: list = []
                 for part_lists in parts:

@@ -119,6 +119,68 @@ class CollectorPaused:
             gc.enable()
 
 
+class IdLists:
+    """One list of lists of ids whose ranges are built in place, by several threads at once if need be: the outer
+    list comes first, with NULL items and out of the cyclic collector's sight (no Python code can reach it), each
+    :meth:`fill` puts in a range of documents' lists, and :meth:`result` hands the whole to Python (see
+    :mod:`tokenizer.kernels.python_lists`). Only where items may be written in place (:meth:`for_documents`
+    returns None otherwise); :meth:`drop` frees a list that will not be finished.
+    Example: ``lists = IdLists.for_documents(3, shared)``, ``lists.fill(1, ids [7, 8], offsets [0, 2, 2])``,
+    ``lists.fill(0, ids [5], offsets [0, 1])``, ``lists.result()`` -> ``[[5], [7, 8], []]``."""
+
+    __slots__ = ("address", "shared")
+
+    def __init__(self, address: int, shared: SharedIds) -> None:
+        self.address, self.shared = address, shared
+
+    @classmethod
+    def for_documents(cls, documents: int, shared: SharedIds) -> IdLists | None:
+        from tokenizer.kernels import python_lists as kernels
+
+        if not shared.api[kernels.DIRECT] or not hasattr(kernels.new_outer_list, "py_func"):
+            return None
+        address = kernels.new_outer_list(documents, shared.api)
+        if address == 0:
+            raise MemoryError(f"no memory for a list of {documents:,} lists of ids")
+        return cls(address, shared)
+
+    def fill(self, first: int, ids: np.ndarray, offsets: np.ndarray) -> None:
+        """The lists of documents ``first ..``: ``ids`` (int32) cut at ``offsets`` (int64, from 0). Raises
+        IndexError for an id without a shared int (nothing of this range written), MemoryError when lists cannot
+        be made; :meth:`drop` then frees what was made."""
+        from tokenizer.kernels import python_lists as kernels
+
+        shared = self.shared
+        counts = np.zeros(len(shared.addresses), dtype=np.int64)  # three short steps under the GIL, two without
+        if not kernels.count_ids(ids, offsets[0], offsets[-1], counts):
+            raise IndexError(f"an id is outside the {len(shared.addresses):,} shared ints")
+        if not kernels.new_id_lists(self.address, first, offsets, shared.api):
+            raise MemoryError(f"no memory for {len(offsets) - 1:,} lists of ids")
+        kernels.raise_counts(shared.addresses, counts)
+        kernels.fill_id_lists(self.address, first, ids, offsets, shared.addresses)
+
+    def result(self) -> list:
+        """The filled list, tracked by the collector from here (its lists of ids stay untracked); every document
+        must have been filled."""
+        import ctypes
+
+        from tokenizer.kernels import python_lists as kernels
+
+        kernels.track_id_lists(self.address, self.shared.api)
+        lists = ctypes.cast(self.address, ctypes.py_object).value  # a second reference: drop the kernel's own
+        ctypes.pythonapi.Py_DecRef(ctypes.py_object(lists))
+        self.address = 0
+        return lists
+
+    def drop(self) -> None:
+        """Free the list and the lists filled so far (NULL items are skipped), when it will not be finished."""
+        import ctypes
+
+        if self.address:
+            ctypes.pythonapi.Py_DecRef(ctypes.c_void_p(self.address))
+            self.address = 0
+
+
 def _built_lists(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds) -> list | None:
     """The lists of :func:`split_ids` from the compiled builder, or ``None`` where it cannot make them (the JIT
     disabled; memory ran out or an id has no shared object: the caller's Python path then builds or raises)."""
@@ -130,20 +192,20 @@ def _built_lists(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds) -> lis
     if not hasattr(kernels.build_id_lists, "py_func") or int(offsets[0]) < 0 or int(offsets[-1]) > len(ids):
         return None
     ids = np.asarray(ids, dtype=np.int32)
-    if shared.api[kernels.DIRECT]:  # three short steps under the GIL, two long ones without (see the kernels)
-        counts = np.zeros(len(shared.addresses), dtype=np.int64)
-        if not kernels.count_ids(ids, offsets[0], offsets[-1], counts):
+    if shared.api[kernels.DIRECT]:
+        try:
+            lists = IdLists.for_documents(len(offsets) - 1, shared)
+        except MemoryError:
             return None
-        address = kernels.new_id_lists(offsets, shared.api)
-        if address == 0:
+        try:
+            lists.fill(0, ids, offsets)
+        except (IndexError, MemoryError):
+            lists.drop()
             return None
-        kernels.raise_counts(shared.addresses, counts)
-        kernels.fill_id_lists(address, ids, offsets, shared.addresses)
-        kernels.track_id_lists(address, shared.api)
-    else:
-        address = kernels.build_id_lists(ids, offsets, shared.addresses, shared.api)
-        if address == 0:
-            return None
+        return lists.result()
+    address = kernels.build_id_lists(ids, offsets, shared.addresses, shared.api)
+    if address == 0:
+        return None
     lists = ctypes.cast(address, ctypes.py_object).value  # a second reference: drop the kernel's own
     ctypes.pythonapi.Py_DecRef(ctypes.py_object(lists))
     return lists

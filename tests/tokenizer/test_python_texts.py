@@ -102,3 +102,42 @@ def test_the_layout_is_checked_on_probe_texts(layout):
     assert packed is None or unpack(*packed) != [t.encode() if isinstance(t, str) else t for t in PROBE_TEXTS]
     assert np.array_equal(text_layout(), layout)
 
+
+
+def test_a_failed_parallel_batch_frees_the_lists_it_had_made():
+    """Two threads fill one outer list in place; when a range fails (here an unpaired surrogate in the last
+    text, found while packing it), the lists the other ranges made are freed: every shared int has its count
+    of before."""
+    tok = Tokenizer(Model.byte_level([b"ab", b"cd"], [-1.0, -1.0]))
+    shared = tok.compiled.shared_ids()
+    texts = ["cd" * 40] * 4000
+    assert tok.encode_batch(texts, num_threads=2) == [[257] * 40] * 4000  # (257: not one of Python's cached ints)
+    before = _references(shared.objects, 257)
+    for where in (0, 3999):
+        with pytest.raises(InputError, match="surrogate"):
+            tok.encode_batch(texts[:where] + ["cd\ud800"] + texts[where:], num_threads=2)
+        assert _references(shared.objects, 257) == before
+
+
+def test_id_lists_are_filled_range_by_range_in_any_order():
+    from tokenizer.shared_ids import IdLists, SharedIds
+
+    shared = SharedIds(400)
+    lists = IdLists.for_documents(3, shared)
+    if lists is None:
+        pytest.skip("items are not written in place on this interpreter")
+    lists.fill(1, np.array([7, 8], np.int32), np.array([0, 2, 2], np.int64))
+    lists.fill(0, np.array([5], np.int32), np.array([0, 1], np.int64))
+    assert lists.result() == [[5], [7, 8], []]
+    dropped = IdLists.for_documents(2, shared)
+    dropped.fill(1, np.array([300], np.int32), np.array([0, 1], np.int64))
+    before = _references(shared.objects, 300)
+    dropped.drop()  # document 0 never filled: its NULL item is skipped
+    assert _references(shared.objects, 300) == before - 1
+    with pytest.raises(IndexError):
+        IdLists.for_documents(1, shared).fill(0, np.array([400], np.int32), np.array([0, 1], np.int64))
+
+
+def _references(objects, index: int) -> int:
+    """The reference count of ``objects[index]`` (a function: an assertion's record of the object would count)."""
+    return sys.getrefcount(objects[index])

@@ -10,14 +10,14 @@ are the steps below that call the C API), and no address is compiled into it (th
 process to process). Its calls by address (:func:`call_c`, :func:`call_void`, :func:`list_set_item`) serve
 :mod:`tokenizer.kernels.python_call` too.
 
-Where items and counts may be written in place (CPython before 3.12), a batch's lists are built in five steps so
-that only three short ones hold the GIL, and threads that encode ranges of a batch build their own lists side by
-side: :func:`new_id_lists` (GIL: the empty lists, one ``PyList_New`` per document, taken out of the cyclic
-collector's sight), :func:`count_ids` (no GIL: how often each id occurs, every id checked), :func:`raise_counts`
-(GIL: each shared int's count raised once by its number of uses), :func:`fill_id_lists` (no GIL: the items
-written) and :func:`track_id_lists` (GIL: the outer list back in the collector's sight). Until then a new list holds
-NULL items, as ``PyList_New`` leaves them, and no Python code can reach it, not even through the collector
-(``gc.get_objects`` in another thread meanwhile).
+Where items and counts may be written in place (CPython before 3.12), a batch's lists are built in steps so that
+only the short ones hold the GIL, and threads that encode ranges of a batch build their lists side by side, into
+one outer list: :func:`new_outer_list` (GIL: the outer list, NULL items), then per range :func:`new_id_lists`
+(GIL: the empty lists, one ``PyList_New`` per document), :func:`count_ids` (no GIL: how often each id occurs,
+every id checked), :func:`raise_counts` (GIL: each shared int's count raised once by its number of uses) and
+:func:`fill_id_lists` (no GIL: the items written), and last :func:`track_id_lists` (GIL: the outer list in the
+collector's sight). Until then the lists are untracked and hold NULL items, as ``PyList_New`` leaves them, and no
+Python code can reach them, not even through the collector (``gc.get_objects`` in another thread meanwhile).
 
 Both ways leave the lists of ids out of the cyclic collector's sight (untracked) and track the outer list: a list
 of ints takes part in no cycle (CPython leaves tuples and dicts of such values untracked too), while tracked, the
@@ -156,33 +156,38 @@ def build_id_lists(ids, offsets, objects, api):
 
 
 @kernel(nogil=False)
-def new_id_lists(offsets, api):
-    """The address of a new list (a new reference) of one new list per document, of length ``offsets[i + 1] -
-    offsets[i]`` with NULL items (for :func:`fill_id_lists`), all untracked by the cyclic collector until
-    :func:`track_id_lists`; 0 when memory ran out (nothing is left allocated).
-    ``offsets`` int64, ``api`` as for :func:`build_id_lists`, whose in-place writes this needs. Needs the GIL.
-    Example: offsets ``[0, 2, 2, 3]`` -> the address of ``[[NULL, NULL], [], [NULL]]``."""
-    documents = offsets.shape[0] - 1
+def new_outer_list(documents, api):
+    """The address of a new list (a new reference) of ``documents`` NULL items, untracked by the cyclic collector
+    until :func:`track_id_lists`, for :func:`new_id_lists` to fill; 0 when memory ran out. Needs the GIL."""
     outer = call_c(api[LIST_NEW], (documents,))
-    if outer == 0:
-        return np.int64(0)
-    call_void(api[GC_UNTRACK], outer)
-    outer_items = word_at(outer + LIST_ITEMS_OFFSET)
-    for i in range(documents):
+    if outer != 0:
+        call_void(api[GC_UNTRACK], outer)
+    return outer
+
+
+@kernel(nogil=False)
+def new_id_lists(outer, first, offsets, api):
+    """Put into items ``first .. first + len(offsets) - 2`` of the list at ``outer`` (:func:`new_outer_list`) one
+    new list per document, of length ``offsets[i + 1] - offsets[i]`` with NULL items (for :func:`fill_id_lists`),
+    untracked by the cyclic collector; False when memory ran out (the lists made so far stay in ``outer``, which
+    the caller drops). ``offsets`` int64, ``api`` as for :func:`build_id_lists`, whose in-place writes this needs.
+    Needs the GIL. Threads may fill ranges of one outer list side by side.
+    Example: an outer list of 4 NULLs, first 1, offsets ``[0, 2, 2, 3]`` -> ``[NULL, [NULL, NULL], [], [NULL]]``."""
+    outer_items = word_at(outer + LIST_ITEMS_OFFSET) + 8 * first
+    for i in range(offsets.shape[0] - 1):
         length = offsets[i + 1] - offsets[i]
         inner = call_c(api[LIST_NEW], (length,))
         if inner == 0:
-            call_void(api[DEC_REF], outer)  # frees the lists made so far (NULL items are skipped)
-            return np.int64(0)
+            return False
         call_void(api[GC_UNTRACK], inner)
         _store_word(outer_items + 8 * i, inner)  # what PyList_SetItem does on a new list
         if api[MADVISE] != 0 and 8 * length >= ADVISE_ABOVE:
             items = word_at(inner + LIST_ITEMS_OFFSET)
-            first = (items + HUGE_PAGE - 1) & ~np.int64(HUGE_PAGE - 1)  # whole huge pages inside the items
-            last = (items + 8 * length) & ~np.int64(HUGE_PAGE - 1)
-            if last > first:
-                call_c(api[MADVISE], (first, last - first, np.int64(MADV_HUGEPAGE)))  # a hint: its result is moot
-    return outer
+            start = (items + HUGE_PAGE - 1) & ~np.int64(HUGE_PAGE - 1)  # whole huge pages inside the items
+            stop = (items + 8 * length) & ~np.int64(HUGE_PAGE - 1)
+            if stop > start:
+                call_c(api[MADVISE], (start, stop - start, np.int64(MADV_HUGEPAGE)))  # a hint: its result is moot
+    return True
 
 
 @kernel
@@ -210,12 +215,13 @@ def raise_counts(objects, counts):
 
 
 @kernel
-def fill_id_lists(outer, ids, offsets, objects):
-    """Write ``objects[ids[k]]`` into the lists of :func:`new_id_lists` (the address ``outer``): list ``i`` gets
-    the ids ``offsets[i] .. offsets[i + 1] - 1``. Their counts must be raised already (:func:`raise_counts`) and
-    the ids checked (:func:`count_ids`); the lists must reach no Python code before this returns. No GIL needed.
-    Example: ids ``[5, 6, 7]``, offsets ``[0, 2, 2, 3]`` -> ``[[5, 6], [], [7]]`` (their objects)."""
-    outer_items = word_at(outer + LIST_ITEMS_OFFSET)
+def fill_id_lists(outer, first, ids, offsets, objects):
+    """Write ``objects[ids[k]]`` into the lists of :func:`new_id_lists` (in the list at ``outer`` from item
+    ``first``): list ``first + i`` gets the ids ``offsets[i] .. offsets[i + 1] - 1``. Their counts must be raised
+    already (:func:`raise_counts`) and the ids checked (:func:`count_ids`); the lists must reach no Python code
+    before this returns. No GIL needed.
+    Example: first 0, ids ``[5, 6, 7]``, offsets ``[0, 2, 2, 3]`` -> ``[[5, 6], [], [7]]`` (their objects)."""
+    outer_items = word_at(outer + LIST_ITEMS_OFFSET) + 8 * first
     for i in range(offsets.shape[0] - 1):
         items = word_at(word_at(outer_items + 8 * i) + LIST_ITEMS_OFFSET)
         start = offsets[i]
