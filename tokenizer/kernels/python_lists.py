@@ -130,7 +130,7 @@ def build_id_lists(ids, offsets, objects, api):
     built is released). ``ids`` int32, ``offsets`` int64 (ascending, from 0 to at most ``len(ids)``), ``objects``
     int64: addresses of live Python objects, ``api`` int64: the addresses of :data:`API_FUNCTIONS`, then
     :data:`DIRECT` and :data:`MADVISE`. Needs the GIL. Through the C API only: where items and counts may be
-    written in place, :func:`tokenizer.shared_ids.split_ids` takes :func:`new_id_lists`' steps instead."""
+    written in place, :class:`tokenizer.shared_ids.IdLists` takes the steps of :func:`new_id_lists` instead."""
     documents = offsets.shape[0] - 1
     outer = call_c(api[LIST_NEW], (documents,))
     if outer == 0:
@@ -231,6 +231,7 @@ def fill_id_lists(outer, first, ids, offsets, objects):
 
 @kernel(nogil=False)
 def track_id_lists(outer, api):
-    """Hand the outer list of :func:`new_id_lists` (the address ``outer``), filled, to the cyclic collector again
-    (``PyObject_GC_Track``); its lists of ids stay untracked (see the module docstring). Needs the GIL."""
+    """Hand the outer list of :func:`new_outer_list` (the address ``outer``), filled by :func:`new_id_lists` and
+    :func:`fill_id_lists`, to the cyclic collector (``PyObject_GC_Track``); its lists of ids stay untracked (see the
+    module docstring). Needs the GIL."""
     call_void(api[GC_TRACK], outer)
