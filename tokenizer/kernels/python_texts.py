@@ -42,12 +42,25 @@ KIND_SHIFT, COMPACT_BIT, ASCII_BIT = 2, 1 << 5, 1 << 6
 
 
 @kernel(inline="always")
-def _str_shape(item, layout):
-    """``(kind, ascii, length)`` of the str at ``item``, kind 0 when it is not a compact str."""
+def _item_source(item, layout):
+    """``(kind, source, length, bound)`` of the object at ``item``: kind 0 for bytes and ASCII str (``length``
+    bytes at ``source``, copied as they are), 1, 2 or 4 for another compact str (``length`` characters of that many
+    bytes at ``source``), -1 for anything else; ``bound`` is the most its UTF-8 takes (two, three or four bytes per
+    character of kind 1, 2 or 4). Example: the str ``"中"`` -> ``(2, its data, 1, 3)``."""
+    item_type = word_at(item + TYPE_OFFSET)
+    if item_type == layout[BYTES_TYPE]:
+        size = word_at(item + BYTES_SIZE_OFFSET)
+        return 0, item + layout[BYTES_DATA], size, size
+    if item_type != layout[STR_TYPE]:
+        return -1, 0, 0, 0
     state = word_at(item + STATE_OFFSET) & 0xFFFFFFFF
-    if not state & COMPACT_BIT:
-        return 0, False, 0
-    return (state >> KIND_SHIFT) & 7, (state & ASCII_BIT) != 0, word_at(item + LENGTH_OFFSET)
+    kind = (state >> KIND_SHIFT) & 7
+    length = word_at(item + LENGTH_OFFSET)
+    if not state & COMPACT_BIT or (kind != 1 and kind != 2 and kind != 4):
+        return -1, 0, 0, 0
+    if state & ASCII_BIT:
+        return 0, item + layout[ASCII_DATA], length, length
+    return kind, item + layout[COMPACT_DATA], length, length * (kind + 1 if kind < 4 else 4)
 
 
 @kernel
@@ -60,17 +73,10 @@ def text_byte_bounds(items, begin, end, layout, bounds):
     bounds[0] = 0
     total = np.int64(0)
     for i in range(begin, end):
-        item = word_at(items + 8 * i)
-        item_type = word_at(item + TYPE_OFFSET)
-        if item_type == layout[BYTES_TYPE]:
-            total += word_at(item + BYTES_SIZE_OFFSET)
-        elif item_type == layout[STR_TYPE]:
-            kind, ascii, length = _str_shape(item, layout)
-            if kind != 1 and kind != 2 and kind != 4:
-                return False
-            total += length if ascii else length * (kind + 1 if kind < 4 else 4)
-        else:
+        kind, _, _, bound = _item_source(word_at(items + 8 * i), layout)
+        if kind < 0:
             return False
+        total += bound
         bounds[i - begin + 1] = total
     return True
 
@@ -84,42 +90,20 @@ def pack_text_items(items, begin, end, layout, data, offsets):
     Example: items ``("ab", "é")`` -> 4, data ``b"ab\\xc3\\xa9"``, offsets ``[0, 2, 4]``."""
     offsets[0] = 0
     at = np.int64(0)
-    capacity = data.shape[0]
     for i in range(begin, end):
-        item = word_at(items + 8 * i)
-        item_type = word_at(item + TYPE_OFFSET)
-        if item_type == layout[BYTES_TYPE]:
-            size = word_at(item + BYTES_SIZE_OFFSET)
-            if at + size > capacity:
-                return -2
-            at = _copy_bytes(item + layout[BYTES_DATA], data, at, size)
-        elif item_type == layout[STR_TYPE]:
-            kind, ascii, length = _str_shape(item, layout)
-            if ascii:
-                if at + length > capacity:
-                    return -2
-                at = _copy_bytes(item + layout[ASCII_DATA], data, at, length)
-            elif kind == 1:
-                if at + 2 * length > capacity:
-                    return -2
-                at = _utf8_of(numba.carray(typed_pointer(item + layout[COMPACT_DATA], np.uint8), (length,)),
-                              data, at)
-            elif kind == 2:
-                if at + 3 * length > capacity:
-                    return -2
-                at = _utf8_of(numba.carray(typed_pointer(item + layout[COMPACT_DATA], np.uint16), (length,)),
-                              data, at)
-            elif kind == 4:
-                if at + 4 * length > capacity:
-                    return -2
-                at = _utf8_of(numba.carray(typed_pointer(item + layout[COMPACT_DATA], np.uint32), (length,)),
-                              data, at)
-            else:
-                return -2
-            if at < 0:
-                return -1
-        else:
+        kind, source, length, bound = _item_source(word_at(items + 8 * i), layout)
+        if kind < 0 or at + bound > data.shape[0]:
             return -2
+        if kind == 0:
+            at = _copy_bytes(source, data, at, length)
+        elif kind == 1:
+            at = _utf8_of(numba.carray(typed_pointer(source, np.uint8), (length,)), data, at)
+        elif kind == 2:
+            at = _utf8_of(numba.carray(typed_pointer(source, np.uint16), (length,)), data, at)
+        else:
+            at = _utf8_of(numba.carray(typed_pointer(source, np.uint32), (length,)), data, at)
+        if at < 0:
+            return -1
         offsets[i - begin + 1] = at
     return at
 
