@@ -115,7 +115,7 @@ def encode_list(tok, texts, num_threads, bos, eos) -> list[list[int]]:
             return _encode_plain(tok, _ListTexts(items, layout, bounds), ALL_VALID, num_threads, bos, eos,
                                  as_lists=True)
         except _Unpackable:
-            pass
+            bounds = None  # (packing them in place again would fail again)
     packed = pack_items(items, 0, len(items), layout, bounds) if bounds is not None else None
     data, offsets = packed if packed is not None else pack_texts(items, tok._to_bytes)
     return encode_packed(tok, data, offsets, ALL_VALID, num_threads, bos, eos, as_lists=True)
@@ -188,7 +188,7 @@ def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
                 finished = True
             finally:
                 errors = [future.exception() for future in others]  # (waits for every thread)
-                if into is not None and not (finished and not any(errors)):
+                if into is not None and (not finished or any(errors)):
                     into.drop()  # a thread failed: free the lists made so far
             for future in others:
                 future.result()  # a helper's error

@@ -151,7 +151,7 @@ class IdLists:
         from tokenizer.kernels import python_lists as kernels
 
         shared = self.shared
-        counts = np.zeros(len(shared.addresses), dtype=np.int64)  # three short steps under the GIL, two without
+        counts = np.zeros(len(shared.addresses), dtype=np.int64)  # two short steps under the GIL, two without
         if not kernels.count_ids(ids, offsets[0], offsets[-1], counts):
             raise IndexError(f"an id is outside the {len(shared.addresses):,} shared ints")
         if not kernels.new_id_lists(self.address, first, offsets, shared.api):
@@ -162,13 +162,10 @@ class IdLists:
     def result(self) -> list:
         """The filled list, tracked by the collector from here (its lists of ids stay untracked); every document
         must have been filled."""
-        import ctypes
-
         from tokenizer.kernels import python_lists as kernels
 
         kernels.track_id_lists(self.address, self.shared.api)
-        lists = ctypes.cast(self.address, ctypes.py_object).value  # a second reference: drop the kernel's own
-        ctypes.pythonapi.Py_DecRef(ctypes.py_object(lists))
+        lists = _owned(self.address)
         self.address = 0
         return lists
 
@@ -184,8 +181,6 @@ class IdLists:
 def _built_lists(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds) -> list | None:
     """The lists of :func:`split_ids` from the compiled builder, or ``None`` where it cannot make them (the JIT
     disabled; memory ran out or an id has no shared object: the caller's Python path then builds or raises)."""
-    import ctypes
-
     from tokenizer.kernels import python_lists as kernels
 
     offsets = np.asarray(offsets, dtype=np.int64)
@@ -204,8 +199,14 @@ def _built_lists(ids: np.ndarray, offsets: np.ndarray, shared: SharedIds) -> lis
             return None
         return lists.result()
     address = kernels.build_id_lists(ids, offsets, shared.addresses, shared.api)
-    if address == 0:
-        return None
-    lists = ctypes.cast(address, ctypes.py_object).value  # a second reference: drop the kernel's own
-    ctypes.pythonapi.Py_DecRef(ctypes.py_object(lists))
-    return lists
+    return None if address == 0 else _owned(address)
+
+
+def _owned(address: int):
+    """The object at ``address``, whose one reference a kernel made (a new reference), as a Python object that
+    owns it: ctypes takes a second reference, and the kernel's is dropped."""
+    import ctypes
+
+    value = ctypes.cast(address, ctypes.py_object).value
+    ctypes.pythonapi.Py_DecRef(ctypes.py_object(value))
+    return value
