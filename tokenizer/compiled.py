@@ -48,10 +48,11 @@ class CompiledModel:
     Attributes: ``rule``, ``record`` and ``kernel`` (the entry point of :mod:`tokenizer.kernels.batch` and its
     tables), ``segments`` (how that entry cuts a document: ``(char_class, pattern, words, lines)``) and ``cuts``
     (the entry's last argument: :func:`tokenizer.kernels.batch.cut_marker`), ``units`` (compact double array of
-    NORMAL and USER_DEFINED pieces, built on first use), ``piece_score`` (unigram lattice scores, of ``score_dtype``), ``merge_score``
-    (float32, BPE priorities), ``is_user_defined`` (uint8), ``byte_to_id`` (int32[256]), ``byte_mode``,
-    ``split_after_newlines``, ``cut_lines``, ``unk_score`` (scalar of ``score_dtype``), ``score_dtype`` (float32, or
-    float64 for models with exact log-count scores), ``max_piece_length``.
+    NORMAL and USER_DEFINED pieces, built on first use), ``piece_score`` (unigram lattice scores, of
+    ``score_dtype``), ``merge_score`` (float32, BPE priorities), ``is_user_defined`` (uint8), ``byte_to_id``
+    (int32[256]), ``byte_mode``, ``split_after_newlines``, ``cut_lines``, ``unk_score`` (scalar of
+    ``score_dtype``), ``score_dtype`` (float32, or float64 for models with exact log-count scores),
+    ``max_piece_length``.
     """
 
     def __init__(self, model: Model):

@@ -108,9 +108,9 @@ def _place(label, first_child, next_sibling, node_value, n_nodes, alphabet):
     int64[n_nodes] (-1 for leaves), size)``: node 0 sits in slot 0; the children of a node with base ``b`` sit at
     ``b + 1 + label``, its value (if it has children and a value) at ``b``. Free slots form a doubly linked list
     (``next_free``/``prev_free``, slot 0 is its head), so the first-fit search visits free slots only; every slot
-    past the last used one is free. A free slot that has
-    failed as the first slot of ``GIVE_UP_AFTER`` placements leaves that list (it stays free for other nodes'
-    children): without this, each placement would walk every hopeless hole left near the front (quadratic).
+    past the last used one is free. A free slot that has failed as the first slot of ``GIVE_UP_AFTER`` placements
+    leaves that list (it stays free for other nodes' children): without this, each placement would walk every
+    hopeless hole left near the front (quadratic).
     """
     capacity = max(n_nodes + FIRST_SLACK, 2)
     used = np.zeros(capacity, np.uint8)
