@@ -16,13 +16,9 @@ from tokenizer.compiled import ALL_VALID, encode_split
 from tokenizer.packed import from_arrow, pack
 from tokenizer.python_texts import byte_bounds, pack_items, text_layout
 from tokenizer.shared_ids import CollectorPaused, IdLists, split_ids
+from tokenizer.shared_ranges import RangeTasks, encode_documents, normalized
 
 _MIN_BYTES_PER_THREAD = 1 << 16
-_MIN_BYTES_PER_RANGE = 1 << 14
-# Document ranges per thread in a parallel batch: each range costs some Python around its kernels (tens of
-# microseconds), and more ranges balance threads that a shared machine slows unevenly; 3 per thread was faster
-# than 8 on two cores on the zh/ja/en test splits.
-_RANGES_PER_THREAD = 3
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -77,9 +73,10 @@ def encode_packed(tok, data, offsets, valid, num_threads, bos, eos, as_lists=Fal
     """Encode packed texts; returns ``(ids int32, offsets int32 or int64)``, offsets starting at 0, or with
     ``as_lists`` one Python list of ids per text.
 
-    With several threads, the documents are cut into ranges of about equal byte size that the threads take in
-    turn, each normalizing and encoding its range (the Numba kernels release the GIL); the ranges' ids are
-    then concatenated (or, ``as_lists``, each thread turns its ranges' ids into lists, which holds the GIL only
+    With several threads, the documents are cut into one range of about equal byte size per thread, each
+    normalized and encoded by its thread (the Numba kernels release the GIL); a thread done early takes the back
+    half of what another has not claimed yet (:mod:`tokenizer.shared_ranges`). The parts' ids are then
+    concatenated (or, ``as_lists``, each thread turns its parts' ids into lists, which holds the GIL only
     briefly: :func:`tokenizer.shared_ids.split_ids`).
     """
     n = len(offsets) - 1
@@ -157,28 +154,31 @@ def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
     threads = num_threads or os.cpu_count() or 1
     threads = max(1, min(threads, n, total_bytes // _MIN_BYTES_PER_THREAD + 1))
     if threads == 1:
-        ids, out_offsets = _encode_documents(tok, *source.texts(0, n), _valid_range(valid, 0, n), bos, eos)
+        ids, out_offsets = encode_documents(tok, *normalized(tok, *source.texts(0, n)), valid, 0, n, bos, eos)
         if as_lists:
             return split_ids(ids, out_offsets, tok.compiled.shared_ids())
+        if ids.base is not None and ids.base.shape[0] > 2 * len(ids) + 4096:
+            ids = ids.copy()  # (not the buffer sized for the bytes, which the result would keep)
     else:
         ranges = _ranges(bounds, threads)
-        parts: list = [None] * len(ranges)
+        tasks = RangeTasks(tok, source, valid, ranges)
+        parts: list = []  # (first document, ids and offsets or lists), in the order the threads end them
         shared = tok.compiled.shared_ids() if as_lists else None
-        # with as_lists, each thread builds its ranges' lists (mostly without the GIL), in place into one outer
-        # list where it can (no list per range to join and drop after), else a list per range
+        # with as_lists, each thread builds its tasks' lists (mostly without the GIL), in place into one outer
+        # list where it can (no list per task to join and drop after), else a list per task
         into = IdLists.for_documents(n, shared) if as_lists else None
-        next_range = iter(range(len(ranges)))  # shared; next() on it is atomic under the GIL
 
         def work() -> None:
-            for k in next_range:
-                begin, end = ranges[k]
-                part = _encode_documents(tok, *source.texts(begin, end), _valid_range(valid, begin, end), bos, eos)
+            while (task := tasks.take()) is not None:
+                first, task_ids, task_offsets = tasks.encode(task, bos, eos)
                 if into is not None:
-                    into.fill(begin, *part)
+                    into.fill(first, task_ids, task_offsets)
+                elif as_lists:
+                    parts.append((first, split_ids(task_ids, task_offsets, shared)))
                 else:
-                    parts[k] = split_ids(*part, shared) if as_lists else part
+                    parts.append((first, task_ids, task_offsets))
 
-        helpers = min(threads, len(ranges)) - 1
+        helpers = len(ranges) - 1
         pool = _thread_pool(helpers)
         with CollectorPaused():  # once for all threads (each split_ids leaves it as it finds it)
             others = [pool.submit(work) for _ in range(helpers)]
@@ -194,17 +194,18 @@ def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
                 future.result()  # a helper's error
             if into is not None:
                 return into.result()
+            parts.sort(key=lambda part: part[0])
             if as_lists:
                 result: list = []
-                for part_lists in parts:
+                for _, part_lists in parts:
                     result.extend(part_lists)
                 return result
-        ids = np.concatenate([part_ids for part_ids, _ in parts])
+        ids = np.concatenate([part_ids for _, part_ids, _ in parts])
         out_offsets = np.empty(n + 1, dtype=np.int64)
         out_offsets[0] = 0
         shift = 0
-        for (b, e), (part_ids, part_offsets) in zip(ranges, parts):
-            out_offsets[b + 1:e + 1] = part_offsets[1:] + shift
+        for first, part_ids, part_offsets in parts:
+            out_offsets[first + 1:first + len(part_offsets)] = part_offsets[1:] + shift
             shift += len(part_ids)
     if len(ids) < 2**31 - 1:
         out_offsets = out_offsets.astype(np.int32)
@@ -212,40 +213,16 @@ def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
 
 
 def _ranges(bounds: np.ndarray, threads: int) -> list[tuple[int, int]]:
-    """Document ranges ``(begin, end)`` of about equal size by ``bounds`` (int64, the documents' cumulated sizes,
-    ``n + 1``) for ``threads`` threads, more of them than threads: the threads take them in turn (whichever is
-    free, the calling thread included), so that uneven ranges do not leave a core idle at the end. Example: 6
-    documents of 1 MB, 2 threads -> ``[(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6)]``."""
+    """One document range ``(begin, end)`` per thread, of about equal size by ``bounds`` (int64, the documents'
+    cumulated sizes, ``n + 1``; ``threads`` at most ``n``). Each thread starts on one, and a thread done early takes
+    part of another's (:mod:`tokenizer.shared_ranges`): ranges of equal bytes may well take unequal times. Example:
+    6 documents of 1 MB, 2 threads -> ``[(0, 3), (3, 6)]``."""
     n = len(bounds) - 1
     first, total_bytes = int(bounds[0]), int(bounds[-1]) - int(bounds[0])
-    pieces = max(threads, min(threads * _RANGES_PER_THREAD, total_bytes // _MIN_BYTES_PER_RANGE + 1, n))
-    targets = [first + k * total_bytes // pieces for k in range(1, pieces)]
+    targets = [first + k * total_bytes // threads for k in range(1, threads)]
     # (plain lists: numpy's set routines cost more than the rest of a two-thread call's set-up, on cold caches)
     cuts = sorted({0, n, *np.searchsorted(bounds[:-1], targets).tolist()})
     return list(zip(cuts[:-1], cuts[1:]))
-
-
-def _valid_range(valid: np.ndarray, begin: int, end: int) -> np.ndarray:
-    """The validity flags of documents ``begin .. end - 1`` (``valid`` empty: all valid)."""
-    return valid[begin:end] if valid.shape[0] else valid
-
-
-def _encode_documents(tok, data, range_offsets, range_valid, bos, eos):
-    """Normalize and encode the documents at ``range_offsets`` (int64, into ``data``, not necessarily from 0);
-    returns ``(ids int32, offsets int64)`` with offsets from 0."""
-    count = len(range_offsets) - 1
-    if not tok.normalizer.is_identity:
-        data, range_offsets = tok.normalizer.normalize_batch(data, range_offsets)
-    extra = (bos >= 0) + (eos >= 0)
-    capacity = int(range_offsets[-1] - range_offsets[0]) + extra * count
-    out_ids = np.empty(max(capacity, 1), dtype=np.int32)
-    out_offsets = np.empty(count + 1, dtype=np.int64)
-    total = tok.compiled.encode_range(data, range_offsets, range_valid, 0, count, bos, eos, out_ids,
-                                       out_offsets)
-    ids = out_ids[:total]
-    if out_ids.shape[0] > 2 * total + 4096:  # release the over-allocation (ids are ~1/4 of the bytes)
-        ids = ids.copy()
-    return ids, out_offsets
 
 
 def splice_documents(ids: np.ndarray, offsets: np.ndarray, documents: np.ndarray,

@@ -26,6 +26,8 @@ UNK_PENALTY = np.float32(10.0)            # SentencePiece's kUnkPenalty
 FLOAT32_MAX = np.float32(np.finfo(np.float32).max)
 FLOAT32_TINY = np.float32(np.finfo(np.float32).tiny)  # SentencePiece starts max_score at FLT_MIN
 ALL_VALID = np.zeros(0, dtype=np.uint8)
+#: the claims of a range no other thread shares (tokenizer.kernels.claims)
+NO_CLAIMS = np.zeros(0, dtype=np.int64)
 NO_CHAR_CLASS = np.zeros(0, dtype=np.uint8)  # the character classes of a model with no regex pre-split
 # Bytes the work arrays hold at first for models that cut documents into segments (encode_range)
 WORK_START = 1 << 16
@@ -247,8 +249,11 @@ class CompiledModel:
             self._kept.arrays = arrays
         return arrays
 
-    def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets):
-        """Run the batch kernel on documents ``doc_begin .. doc_end - 1``; returns the id count (raises on error).
+    def encode_range(self, data, offsets, valid, doc_begin, doc_end, bos_id, eos_id, out_ids, out_offsets,
+                     claims=NO_CLAIMS):
+        """Run the batch kernel on documents ``doc_begin .. doc_end - 1`` (with ``claims``, a range shared with
+        other threads, up to its final limit: :mod:`tokenizer.kernels.claims`); returns the id count (raises on
+        error).
 
         The work arrays hold the longest document, or where the model cuts documents into segments it encodes
         on their own (pre-tokens, words, lines: ``segments``), at most :data:`WORK_START` bytes at first: a longer
@@ -263,7 +268,7 @@ class CompiledModel:
             written = out_offsets[start - doc_begin:]
             document_start = int(written[0])  # where a resumed document's ids began
             total, failed, stopped, stopped_end = self.kernel(*self.record, data, offsets, valid, start, doc_end,
-                                                              resume, bos_id, eos_id, *self.work_arrays(size),
+                                                              claims, resume, bos_id, eos_id, *self.work_arrays(size),
                                                               out_ids[base:], written, self.cuts)
             if base:
                 written += base  # the kernel counted from this call's first id

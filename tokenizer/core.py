@@ -284,8 +284,9 @@ class Tokenizer:
         """Encode many texts. A list (or tuple) of str/bytes gives ``list[list[int]]``; a pyarrow string, binary
         (or large_*) Array gives a ``list<int32>`` Array (``large_list<int32>`` past 2**31 ids) and a
         ChunkedArray a ChunkedArray. Nulls stay null. ``num_threads=None`` uses every core, 1 the calling thread
-        only; threads take contiguous document ranges. The lists of ids hold no cycles and are built untracked by
-        the cyclic garbage collector, so collections after a batch skip them (:mod:`tokenizer.kernels.python_lists`)."""
+        only; each thread takes a contiguous document range, and one done early part of another's. The lists of
+        ids hold no cycles and are built untracked by the cyclic garbage collector, so collections after a batch
+        skip them (:mod:`tokenizer.kernels.python_lists`)."""
         bos, eos = self._special(add_bos, "bos"), self._special(add_eos, "eos")
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
             raise InputError(f"num_threads={num_threads!r} must be a positive int or None (all cores)")

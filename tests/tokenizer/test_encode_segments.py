@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import tokenizer.compiled as compiled_module
 from tokenizer import Tokenizer
-from tokenizer.compiled import ALL_VALID
+from tokenizer.compiled import ALL_VALID, NO_CLAIMS
 from tokenizer.kernels.batch import cuts_of, segment_end
 from tokenizer.kernels.pretokenize import PATTERNS, char_class_table
 from tokenizer.twins.batch import ref_segment_lengths
@@ -111,13 +111,14 @@ def test_an_entry_stops_before_a_segment_its_arrays_cannot_hold_and_goes_on_from
         bos = compiled.vocab_size - 1  # any id serves as a marker here
         expected = [[bos] + compiled.encode_one(text, -1, -1) for text in texts]
         out_ids, out_offsets = np.full(len(data) + 4, -7, np.int32), np.zeros(3, np.int64)
-        written, document, stopped, end = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 0, 2, -1, bos,
-                                                          -1, *compiled.work_arrays(len(texts[0])), out_ids,
+        written, document, stopped, end = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 0, 2,
+                                                          NO_CLAIMS, -1, bos, -1,
+                                                          *compiled.work_arrays(len(texts[0])), out_ids,
                                                           out_offsets, compiled.cuts)
         assert document == 1 and offsets[1] <= stopped < stopped + len(texts[0]) < end <= offsets[2]
         assert out_ids[:out_offsets[1]].tolist() == expected[0] and out_ids[out_offsets[1]] == bos
         assert (out_ids[written:] == -7).all()
-        total, *failed = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 1, 2, stopped, bos, -1,
+        total, *failed = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 1, 2, NO_CLAIMS, stopped, bos, -1,
                                          *compiled.work_arrays(len(texts[1])), out_ids[written:], out_offsets[1:],
                                          compiled.cuts)
         assert failed == [-1, -1, -1]

@@ -1,8 +1,8 @@
 """The encoder's entry points: many texts packed Arrow-style (one uint8 data buffer plus offsets) -> flat ids plus
 offsets, one entry per segmentation rule, all with one signature::
 
-    entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, bos_id, eos_id,
-          wide, narrow, out_ids, out_offsets, cuts) -> (total_ids, failed_document, stopped_at, stopped_end)
+    entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, claims, resume_at, bos_id,
+          eos_id, wide, narrow, out_ids, out_offsets, cuts) -> (total_ids, failed_document, stopped_at, stopped_end)
 
 ``units .. longs`` is the model's record (:func:`tokenizer.kernels.tables.pack_record`; each entry lists its
 tables), ``wide`` and ``narrow`` the work arrays (:func:`work_sizes`: ``wide`` of the score dtype for Viterbi,
@@ -15,7 +15,9 @@ int64, absolute into ``data``, so a sliced Arrow array passes its offsets buffer
 writes every id into ``out_ids`` (int32, room for the range's byte count plus two per document) and
 ``out_offsets[j]`` (int64, ``doc_end - doc_begin + 1``) = where document ``doc_begin + j`` starts in ``out_ids``.
 ``valid`` (uint8, one per document, or empty for "all valid") marks nulls: a null document gets no ids, not even
-bos/eos. ``bos_id``/``eos_id`` >= 0 are added around every valid document. Returns ``(total_ids, -1, -1, -1)``;
+bos/eos. ``bos_id``/``eos_id`` >= 0 are added around every valid document. ``claims`` (int64) is empty, or the
+word of a range shared with other threads (:mod:`tokenizer.kernels.claims`): the entry then encodes it claim by
+claim and stops at its final limit (nothing is written for the documents past it). Returns ``(total_ids, -1, -1, -1)``;
 ``(-1, failing_document, -1, -1)`` when a document holds unknown text that the model can represent neither by an
 unk piece nor by byte fallback; or ``(ids_written, document, start, end)`` when the segment ``data[start:end]`` of
 ``document`` is longer than the work arrays hold: nothing is written past them, and a call with ``doc_begin =
@@ -36,6 +38,7 @@ from tokenizer.kernels import kernel
 from tokenizer.kernels.bpe import piece_bpe_into
 from tokenizer.kernels.bpe_match import GIVE_WAY_AFTER, MATCH_ABOVE, MEMO_WORDS, matched_bpe_into
 from tokenizer.kernels.bpe_ranked import CACHE_WORDS, cache_ids, cached_ids, ranked_bpe_into
+from tokenizer.kernels.claims import next_claim
 from tokenizer.kernels.double_array import exact_match
 from tokenizer.kernels.pretokenize import next_pretoken_end
 from tokenizer.kernels.tables import part
@@ -133,8 +136,8 @@ def _segment_end_compiled(cuts, char_class, pattern, data, p, end):
 
 
 @kernel(borrows=True)
-def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, bos_id,
-                  eos_id, wide, narrow, out_ids, out_offsets, cuts):
+def viterbi_documents(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at,
+                      base, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """Best unigram segmentation (:func:`tokenizer.kernels.unigram.viterbi_bytes_into` in byte mode, else
     :func:`~tokenizer.kernels.unigram.viterbi_chars_into`) of each segment
     (:func:`segment_end`: ``cuts`` :data:`PRETOKENS` a regex pre-token of ``pattern``, :data:`LINES` a line and its
@@ -157,8 +160,8 @@ def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_b
     n = wide.shape[0]
     best_score, best_start, best_id = wide, narrow[:n], narrow[n:2 * n]
     blocked_lines = split_after_newlines and cuts != LINES  # else each line is a segment of its own
-    pos = 0
-    out_offsets[0] = 0
+    pos = base
+    out_offsets[0] = base
     check_valid = valid.shape[0] > 0
     for i in range(doc_begin, doc_end):
         if check_valid and valid[i] == 0:
@@ -222,8 +225,8 @@ def piece_bpe_model(units, scores, ints, small, longs):
 
 
 @kernel(borrows=True)
-def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, bos_id,
-                    eos_id, wide, narrow, out_ids, out_offsets, cuts):
+def piece_bpe_documents(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at,
+                        base, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """SentencePiece-style BPE (:func:`tokenizer.kernels.bpe.piece_bpe_into`, no dropout); the tables as
     :func:`piece_bpe_model` reads them.
 
@@ -235,8 +238,8 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
     # rng_state: never drawn from (no dropout here)
     sym, nxt, prv, starts, cand, heap, steps, rng_state, cache, memo = bpe_work(wide, narrow)
     capacity = sym.shape[0]
-    pos = 0
-    out_offsets[0] = 0
+    pos = base
+    out_offsets[0] = base
     check_valid = valid.shape[0] > 0
     for i in range(doc_begin, doc_end):
         if check_valid and valid[i] == 0:
@@ -273,8 +276,8 @@ def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc
 
 
 @kernel(borrows=True)
-def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, bos_id,
-                     eos_id, wide, narrow, out_ids, out_offsets, cuts):
+def ranked_bpe_documents(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at,
+                         base, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """Regex pre-split (pattern 0: none) plus merge replay (:func:`tokenizer.kernels.bpe_ranked.ranked_bpe_into`;
     with ``matching``, a pre-token of more than :data:`~tokenizer.kernels.bpe_match.MATCH_ABOVE` bytes by
     :func:`tokenizer.kernels.bpe_match.matched_bpe_into`: the same ids); with ``ignore_merges`` a pre-token that
@@ -293,8 +296,8 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
     # rng_state: never drawn from (no dropout here)
     sym, nxt, prv, starts, cand, heap, steps, rng_state, cache, memo = bpe_work(wide, narrow)
     capacity = sym.shape[0]
-    pos = 0
-    out_offsets[0] = 0
+    pos = base
+    out_offsets[0] = base
     check_valid = valid.shape[0] > 0
     for i in range(doc_begin, doc_end):
         if check_valid and valid[i] == 0:
@@ -340,6 +343,55 @@ def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, do
             pos += 1
         out_offsets[i - doc_begin + 1] = pos
     return pos, -1, -1, -1
+
+
+@kernel(inline="always")
+def by_claims(documents, units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, claims,
+              resume_at, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
+    """An entry run by ``documents`` (one of the ``*_documents`` kernels, given the first id's index ``base``):
+    at once without claims, else claim by claim (each a call, so the documents' loop stays as it compiles
+    alone), up to the range's final limit."""
+    if claims.shape[0] == 0:
+        return documents(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, 0,
+                         bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts)
+    pos = 0
+    out_offsets[0] = 0
+    first = doc_begin
+    while True:
+        end = next_claim(claims, offsets, first)
+        if end <= first:
+            return pos, -1, -1, -1
+        pos, failed, stopped, stopped_end = documents(units, scores, ints, small, longs, data, offsets, valid, first,
+                                                      end, resume_at, pos, bos_id, eos_id, wide, narrow, out_ids,
+                                                      out_offsets[first - doc_begin:], cuts)
+        if failed >= 0:
+            return pos, failed, stopped, stopped_end
+        resume_at = -1
+        first = end
+
+
+@kernel(borrows=True)
+def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, claims, resume_at,
+                  bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
+    """The unigram entry: :func:`viterbi_documents` :func:`by_claims`."""
+    return by_claims(viterbi_documents, units, scores, ints, small, longs, data, offsets, valid, doc_begin,
+                     doc_end, claims, resume_at, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts)
+
+
+@kernel(borrows=True)
+def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, claims,
+                    resume_at, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
+    """The SentencePiece-style BPE entry: :func:`piece_bpe_documents` :func:`by_claims`."""
+    return by_claims(piece_bpe_documents, units, scores, ints, small, longs, data, offsets, valid, doc_begin,
+                     doc_end, claims, resume_at, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts)
+
+
+@kernel(borrows=True)
+def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, claims,
+                     resume_at, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
+    """The ranked-merges BPE entry: :func:`ranked_bpe_documents` :func:`by_claims`."""
+    return by_claims(ranked_bpe_documents, units, scores, ints, small, longs, data, offsets, valid, doc_begin,
+                     doc_end, claims, resume_at, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts)
 
 
 ENTRIES = {VITERBI: viterbi_entry, PIECE_BPE: piece_bpe_entry, RANKED_BPE: ranked_bpe_entry}

@@ -1,0 +1,108 @@
+"""Document ranges shared between the threads of a batch: the claims word (tokenizer.kernels.claims) and the
+tasks around it (tokenizer.shared_ranges)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tokenizer.shared_ranges as shared_ranges
+from tokenizer.compiled import ALL_VALID
+from tokenizer.kernels.claims import CLAIM_BYTES, claims_limit, claims_word, next_claim, steal_documents
+from tokenizer.twins.claims import CLAIM_BYTES as REF_CLAIM_BYTES
+from tokenizer.twins.claims import ref_claim_documents, ref_steal_documents
+from tests.tokenizer.test_one_text import sample_lines, tokenizers  # noqa: F401 (a fixture)
+
+
+def _word(claims: np.ndarray) -> tuple[int, int]:
+    return int(claims[0]) >> 32, claims_limit(claims)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 3000), min_size=1, max_size=40), st.data())
+def test_claims_and_steals_agree_with_their_twins(sizes, data):
+    """From any word (claimed end <= limit) and any first document, a claim and a steal return and leave what
+    their twins do; a steal leaves the owner at least one document and takes at least one."""
+    assert CLAIM_BYTES == REF_CLAIM_BYTES
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = len(sizes)
+    limit = data.draw(st.integers(0, n))
+    claimed = data.draw(st.integers(0, limit))
+    first = data.draw(st.integers(0, n))
+    claims = np.array([claims_word(claimed, limit)], np.int64)
+    end, word = ref_claim_documents((claimed, limit), offsets.tolist(), first, n)
+    assert next_claim(claims, offsets, first) == end and _word(claims) == word
+    least = data.draw(st.integers(1, 4000))
+    claims = np.array([claims_word(claimed, limit)], np.int64)
+    (begin, stop), word = ref_steal_documents((claimed, limit), offsets.tolist(), least)
+    assert tuple(steal_documents(claims, offsets, least)) == (begin, stop) and _word(claims) == word
+    if stop:
+        assert claimed < begin < stop == limit
+
+
+@pytest.mark.parametrize("kind", ["unigram", "bytepiece", "bpe sentencepiece", "bpe byte_level"])
+def test_a_range_taken_in_parts_gives_the_ids_of_one_thread(tokenizers, kind):  # noqa: F811
+    """A range whose back part is taken before its owner starts, then again after its first claim: the owner
+    stops at the limit it finds, the parts' ids and offsets join into those of one pass (bos/eos included)."""
+    tok = tokenizers[kind]
+    texts = [line for line in sample_lines(400) if line][:600]
+    data = np.frombuffer(b"".join(texts), np.uint8)
+    offsets = np.concatenate([[0], np.cumsum([len(t) for t in texts])]).astype(np.int64)
+    data, offsets = shared_ranges.normalized(tok, data, offsets)
+    n = len(texts)
+    whole_ids, whole_offsets = shared_ranges.encode_documents(tok, data, offsets, ALL_VALID, 0, n, 1, 2)
+    claims = np.array([claims_word(0, n)], np.int64)
+    middle, end = steal_documents(claims, offsets, 1024)
+    assert 0 < middle < end == n
+    assert next_claim(claims, offsets, 0) < middle  # the owner's first claim, as its kernel would make it
+    quarter, _ = steal_documents(claims, offsets, 1024)
+    owner = shared_ranges.encode_documents(tok, data, offsets, ALL_VALID, 0, n, 1, 2, claims)
+    parts = [owner,
+             shared_ranges.encode_documents(tok, data, offsets, ALL_VALID, quarter, middle, 1, 2),
+             shared_ranges.encode_documents(tok, data, offsets, ALL_VALID, middle, n, 1, 2)]
+    assert [len(part_offsets) - 1 for _, part_offsets in parts] == [quarter, middle - quarter, n - middle]
+    assert np.concatenate([ids for ids, _ in parts]).tolist() == whole_ids.tolist()
+    shift, joined = 0, [0]
+    for ids, part_offsets in parts:
+        joined.extend((part_offsets[1:] + shift).tolist())
+        shift += len(ids)
+    assert joined == whole_offsets.tolist()
+
+
+def test_a_thread_done_early_takes_parts_of_a_slow_one(tokenizers, monkeypatch):  # noqa: F811
+    """Two threads, the helper held up before it starts its range: the calling thread, done with its own,
+    takes parts of the helper's (more than once); list and Arrow results equal one thread's, nulls kept."""
+    import pyarrow as pa
+
+    tok = tokenizers["unigram"]
+    lines = [line.decode("utf-8", "replace") for line in sample_lines(600)]
+    texts = [lines[i % len(lines)] * (1 + i % 3) for i in range(3000)]
+    with_nulls = pa.array([None if i % 17 == 0 else t for i, t in enumerate(texts)], pa.string())
+    expected_lists = tok.encode_batch(texts, num_threads=1, add_eos=True)
+    expected_arrow = tok.encode_batch(with_nulls, num_threads=1)
+    steals = []
+    steal, encode = shared_ranges.steal_documents, shared_ranges.encode_documents
+
+    def counted_steal(*args):
+        taken = steal(*args)
+        steals.append(taken[1] > taken[0])
+        return taken
+
+    def slow_helper(*args):
+        if threading.current_thread() is not threading.main_thread() and not held.is_set():
+            held.set()
+            time.sleep(0.3)
+        return encode(*args)
+
+    monkeypatch.setattr(shared_ranges, "steal_documents", counted_steal)
+    monkeypatch.setattr(shared_ranges, "encode_documents", slow_helper)
+    for call in (lambda: tok.encode_batch(texts, num_threads=2, add_eos=True) == expected_lists,
+                 lambda: tok.encode_batch(with_nulls, num_threads=2).equals(expected_arrow)):
+        held, steals[:] = threading.Event(), []
+        assert call()
+        assert held.is_set() and sum(steals) >= 2
