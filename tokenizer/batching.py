@@ -201,12 +201,13 @@ def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
                     result.extend(part_lists)
                 return result
         ids = np.concatenate([part_ids for _, part_ids, _ in parts])
-        out_offsets = np.empty(n + 1, dtype=np.int64)
+        out_offsets = np.empty(n + 1, dtype=np.int32 if len(ids) < 2**31 - 1 else np.int64)
         out_offsets[0] = 0
         shift = 0
         for first, part_ids, part_offsets in parts:
             out_offsets[first + 1:first + len(part_offsets)] = part_offsets[1:] + shift
             shift += len(part_ids)
+        return ids, out_offsets
     if len(ids) < 2**31 - 1:
         out_offsets = out_offsets.astype(np.int32)
     return ids, out_offsets
