@@ -16,7 +16,7 @@ from tokenizer.compiled import ALL_VALID, encode_split
 from tokenizer.packed import from_arrow, pack
 from tokenizer.python_texts import byte_bounds, pack_items, text_layout
 from tokenizer.shared_ids import CollectorPaused, IdLists, split_ids
-from tokenizer.shared_ranges import RangeTasks, encode_documents, normalized
+from tokenizer.shared_ranges import RangeTasks, encode_documents, new_batch, normalized
 
 _MIN_BYTES_PER_THREAD = 1 << 16
 
@@ -154,11 +154,12 @@ def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
     threads = num_threads or os.cpu_count() or 1
     threads = max(1, min(threads, n, total_bytes // _MIN_BYTES_PER_THREAD + 1))
     if threads == 1:
-        ids, out_offsets = encode_documents(tok, *normalized(tok, *source.texts(0, n)), valid, 0, n, bos, eos)
+        ids, out_offsets = encode_documents(tok, *normalized(tok, *source.texts(0, n)), valid, 0, n, bos, eos,
+                                            new_batch())
         if as_lists:
             return split_ids(ids, out_offsets, tok.compiled.shared_ids())
-        if ids.base is not None and ids.base.shape[0] > 2 * len(ids) + 4096:
-            ids = ids.copy()  # (not the buffer sized for the bytes, which the result would keep)
+        ids = ids.copy()  # (both are slices of this thread's kept output buffers)
+        return ids, out_offsets.astype(np.int32 if len(ids) < 2**31 - 1 else np.int64)
     else:
         ranges = _ranges(bounds, threads)
         tasks = RangeTasks(tok, source, valid, ranges)
@@ -208,9 +209,6 @@ def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
             out_offsets[first + 1:first + len(part_offsets)] = part_offsets[1:] + shift
             shift += len(part_ids)
         return ids, out_offsets
-    if len(ids) < 2**31 - 1:
-        out_offsets = out_offsets.astype(np.int32)
-    return ids, out_offsets
 
 
 def _ranges(bounds: np.ndarray, threads: int) -> list[tuple[int, int]]:

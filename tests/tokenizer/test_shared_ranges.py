@@ -55,16 +55,17 @@ def test_a_range_taken_in_parts_gives_the_ids_of_one_thread(tokenizers, kind):  
     offsets = np.concatenate([[0], np.cumsum([len(t) for t in texts])]).astype(np.int64)
     data, offsets = shared_ranges.normalized(tok, data, offsets)
     n = len(texts)
-    whole_ids, whole_offsets = shared_ranges.encode_documents(tok, data, offsets, ALL_VALID, 0, n, 1, 2)
+    batch = shared_ranges.new_batch()  # (one batch: every result below stays valid)
+    whole_ids, whole_offsets = shared_ranges.encode_documents(tok, data, offsets, ALL_VALID, 0, n, 1, 2, batch)
     claims = np.array([claims_word(0, n)], np.int64)
     middle, end = steal_documents(claims, offsets, 1024)
     assert 0 < middle < end == n
     assert next_claim(claims, offsets, 0) < middle  # the owner's first claim, as its kernel would make it
     quarter, _ = steal_documents(claims, offsets, 1024)
-    owner = shared_ranges.encode_documents(tok, data, offsets, ALL_VALID, 0, n, 1, 2, claims)
+    owner = shared_ranges.encode_documents(tok, data, offsets, ALL_VALID, 0, n, 1, 2, batch, claims)
     parts = [owner,
-             shared_ranges.encode_documents(tok, data, offsets, ALL_VALID, quarter, middle, 1, 2),
-             shared_ranges.encode_documents(tok, data, offsets, ALL_VALID, middle, n, 1, 2)]
+             shared_ranges.encode_documents(tok, data, offsets, ALL_VALID, quarter, middle, 1, 2, batch),
+             shared_ranges.encode_documents(tok, data, offsets, ALL_VALID, middle, n, 1, 2, batch)]
     assert [len(part_offsets) - 1 for _, part_offsets in parts] == [quarter, middle - quarter, n - middle]
     assert np.concatenate([ids for ids, _ in parts]).tolist() == whole_ids.tolist()
     shift, joined = 0, [0]
@@ -106,3 +107,35 @@ def test_a_thread_done_early_takes_parts_of_a_slow_one(tokenizers, monkeypatch):
         held, steals[:] = threading.Event(), []
         assert call()
         assert held.is_set() and sum(steals) >= 2
+
+
+def test_output_buffers_are_kept_per_thread_and_batch(monkeypatch):
+    """Slices of one batch do not overlap; the next batch reuses the memory; a request past the cap gets an array
+    of its own, and a buffer grows for a larger one."""
+    buffers = shared_ranges.OutputBuffers()
+    first = buffers.take(shared_ranges.new_batch(), 100, np.int32)
+    batch = shared_ranges.new_batch()
+    again, second = buffers.take(batch, 100, np.int32), buffers.take(batch, 50, np.int32)  # (grows for the 50)
+    assert np.shares_memory(again, first) and again.dtype == np.int32 and len(second) == 50
+    assert not np.shares_memory(again, second)
+    assert np.shares_memory(buffers.take(shared_ranges.new_batch(), 150, np.int32), second)
+    monkeypatch.setattr(shared_ranges, "KEEP_OUTPUT_BYTES", 4096)
+    alone = buffers.take(shared_ranges.new_batch(), 2000, np.int64)
+    assert len(alone) == 2000 and buffers.take(shared_ranges.new_batch(), 10, np.int64).base is not alone.base
+    grown = buffers.take(shared_ranges.new_batch(), 900, np.int32)
+    assert len(grown) == 900 and not np.shares_memory(grown, first)
+
+
+def test_results_do_not_share_the_kept_buffers(tokenizers):  # noqa: F811
+    """An Arrow result of one or two threads is left as it was by the batches after it (which reuse the
+    buffers its ids were encoded into)."""
+    import pyarrow as pa
+
+    tok = tokenizers["bpe byte_level"]
+    lines = [line.decode("utf-8", "replace") for line in sample_lines(600)]
+    for threads in (1, 2):
+        first = tok.encode_batch(pa.array(lines * 3), num_threads=threads)
+        expected = first.to_pylist()
+        tok.encode_batch(pa.array(lines[::-1] * 3), num_threads=threads)
+        tok.encode_batch(lines[::2] * 3, num_threads=threads)
+        assert first.to_pylist() == expected
