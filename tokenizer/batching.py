@@ -16,7 +16,7 @@ from tokenizer.compiled import ALL_VALID, encode_split
 from tokenizer.packed import from_arrow, pack
 from tokenizer.python_texts import byte_bounds, pack_items, text_layout
 from tokenizer.shared_ids import CollectorPaused, IdLists, split_ids
-from tokenizer.shared_ranges import RangeTasks, encode_documents, new_batch, normalized
+from tokenizer.shared_ranges import Batch, RangeTasks, encode_documents, normalized
 
 _MIN_BYTES_PER_THREAD = 1 << 16
 
@@ -154,61 +154,71 @@ def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
     threads = num_threads or os.cpu_count() or 1
     threads = max(1, min(threads, n, total_bytes // _MIN_BYTES_PER_THREAD + 1))
     if threads == 1:
-        ids, out_offsets = encode_documents(tok, *normalized(tok, *source.texts(0, n)), valid, 0, n, bos, eos,
-                                            new_batch())
-        if as_lists:
-            return split_ids(ids, out_offsets, tok.compiled.shared_ids())
-        ids = ids.copy()  # (both are slices of this thread's kept output buffers)
-        return ids, out_offsets.astype(np.int32 if len(ids) < 2**31 - 1 else np.int64)
-    else:
-        ranges = _ranges(bounds, threads)
-        tasks = RangeTasks(tok, source, valid, ranges)
-        parts: list = []  # (first document, ids and offsets or lists), in the order the threads end them
-        shared = tok.compiled.shared_ids() if as_lists else None
-        # with as_lists, each thread builds its tasks' lists (mostly without the GIL), in place into one outer
-        # list where it can (no list per task to join and drop after), else a list per task
-        into = IdLists.for_documents(n, shared) if as_lists else None
-
-        def work() -> None:
-            while (task := tasks.take()) is not None:
-                first, task_ids, task_offsets = tasks.encode(task, bos, eos)
-                if into is not None:
-                    into.fill(first, task_ids, task_offsets)
-                elif as_lists:
-                    parts.append((first, split_ids(task_ids, task_offsets, shared)))
-                else:
-                    parts.append((first, task_ids, task_offsets))
-
-        helpers = len(ranges) - 1
-        pool = _thread_pool(helpers)
-        with CollectorPaused():  # once for all threads (each split_ids leaves it as it finds it)
-            others = [pool.submit(work) for _ in range(helpers)]
-            finished = False
-            try:
-                work()
-                finished = True
-            finally:
-                errors = [future.exception() for future in others]  # (waits for every thread)
-                if into is not None and (not finished or any(errors)):
-                    into.drop()  # a thread failed: free the lists made so far
-            for future in others:
-                future.result()  # a helper's error
-            if into is not None:
-                return into.result()
-            parts.sort(key=lambda part: part[0])
+        batch = Batch()
+        ids, out_offsets = encode_documents(tok, *normalized(tok, *source.texts(0, n)), valid, 0, n, bos, eos, batch)
+        try:
             if as_lists:
-                result: list = []
-                for _, part_lists in parts:
-                    result.extend(part_lists)
-                return result
-        ids = np.concatenate([part_ids for _, part_ids, _ in parts])
-        out_offsets = np.empty(n + 1, dtype=np.int32 if len(ids) < 2**31 - 1 else np.int64)
-        out_offsets[0] = 0
-        shift = 0
-        for first, part_ids, part_offsets in parts:
-            out_offsets[first + 1:first + len(part_offsets)] = part_offsets[1:] + shift
-            shift += len(part_ids)
-        return ids, out_offsets
+                return split_ids(ids, out_offsets, tok.compiled.shared_ids())
+            ids = ids.copy()  # (both are slices of this thread's kept output buffers)
+            return ids, out_offsets.astype(np.int32 if len(ids) < 2**31 - 1 else np.int64)
+        finally:
+            batch.done = True
+    ranges = _ranges(bounds, threads)
+    tasks = RangeTasks(tok, source, valid, ranges)
+    try:
+        return _encode_tasks(tok, tasks, len(ranges) - 1, n, bos, eos, as_lists)
+    finally:
+        tasks.batch.done = True  # (every task's ids joined or turned into lists)
+
+
+def _encode_tasks(tok, tasks, helpers, n, bos, eos, as_lists):
+    """Run ``tasks`` (:class:`tokenizer.shared_ranges.RangeTasks`) on the calling thread and ``helpers`` more;
+    returns as :func:`encode_packed` for the ``n`` documents."""
+    parts: list = []  # (first document, ids and offsets or lists), in the order the threads end them
+    shared = tok.compiled.shared_ids() if as_lists else None
+    # with as_lists, each thread builds its tasks' lists (mostly without the GIL), in place into one outer
+    # list where it can (no list per task to join and drop after), else a list per task
+    into = IdLists.for_documents(n, shared) if as_lists else None
+
+    def work() -> None:
+        while (task := tasks.take()) is not None:
+            first, task_ids, task_offsets = tasks.encode(task, bos, eos)
+            if into is not None:
+                into.fill(first, task_ids, task_offsets)
+            elif as_lists:
+                parts.append((first, split_ids(task_ids, task_offsets, shared)))
+            else:
+                parts.append((first, task_ids, task_offsets))
+
+    pool = _thread_pool(helpers)
+    with CollectorPaused():  # once for all threads (each split_ids leaves it as it finds it)
+        others = [pool.submit(work) for _ in range(helpers)]
+        finished = False
+        try:
+            work()
+            finished = True
+        finally:
+            errors = [future.exception() for future in others]  # (waits for every thread)
+            if into is not None and (not finished or any(errors)):
+                into.drop()  # a thread failed: free the lists made so far
+        for future in others:
+            future.result()  # a helper's error
+        if into is not None:
+            return into.result()
+        parts.sort(key=lambda part: part[0])
+        if as_lists:
+            result: list = []
+            for _, part_lists in parts:
+                result.extend(part_lists)
+            return result
+    ids = np.concatenate([part_ids for _, part_ids, _ in parts])
+    out_offsets = np.empty(n + 1, dtype=np.int32 if len(ids) < 2**31 - 1 else np.int64)
+    out_offsets[0] = 0
+    shift = 0
+    for first, part_ids, part_offsets in parts:
+        out_offsets[first + 1:first + len(part_offsets)] = part_offsets[1:] + shift
+        shift += len(part_ids)
+    return ids, out_offsets
 
 
 def _ranges(bounds: np.ndarray, threads: int) -> list[tuple[int, int]]:

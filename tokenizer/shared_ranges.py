@@ -6,7 +6,6 @@ together even when the ranges, of about equal bytes, take unequal times. ``tok``
 
 from __future__ import annotations
 
-import itertools
 import threading
 
 import numpy as np
@@ -18,24 +17,37 @@ from tokenizer.kernels.claims import claims_limit, claims_word, steal_documents
 MIN_BYTES_TO_SHARE = 1 << 13
 #: bytes of each output buffer (ids, offsets) a thread keeps from batch to batch (:class:`OutputBuffers`)
 KEEP_OUTPUT_BYTES = 16 << 20
-_BATCHES = itertools.count(1)  # (next() is atomic under the GIL)
+
+
+class Batch:
+    """A batch (or a one-thread call) whose tasks take output buffers (:class:`OutputBuffers`); ``done`` once its
+    caller has copied or consumed every task's ids, after which the threads may reuse the buffers."""
+
+    __slots__ = ("done",)
+
+    def __init__(self) -> None:
+        self.done = False
 
 
 class OutputBuffers(threading.local):
     """Per thread, the buffers the kernels write ids and offsets into, kept from batch to batch: memory fresh
     from the system costs a page fault per 4 KB on first touch, as much as the encoding of a few hundred bytes.
-    Within a batch a thread's tasks take consecutive slices (each task's ids live until the batch ends); a new
-    batch starts over. Up to :data:`KEEP_OUTPUT_BYTES` per thread and buffer are kept; a larger request gets an
-    array of its own. Example: ``take(batch, 10, np.int32)`` twice in one batch -> two int32 slices of 10, back
-    to back; in the next batch, the first 10 again."""
+    Within a batch a thread's tasks take consecutive slices (each task's ids live until the batch is done); the
+    next batch starts over, in the same arrays if the last batch is done, else in new ones (an encoding thread
+    may start another caller's batch while the caller of its last one is still joining the ids). Up to
+    :data:`KEEP_OUTPUT_BYTES` per thread and buffer are kept; a larger request gets an array of its own. Example:
+    ``take(batch, 10, np.int32)`` twice in one batch -> two int32 slices of 10, back to back; in the next batch,
+    the first 10 again."""
 
     def __init__(self) -> None:
-        self.batch = 0
+        self.batch: Batch | None = None
         self.arrays: dict = {}  # dtype -> [kept array, used items]
 
-    def take(self, batch: int, count: int, dtype) -> np.ndarray:
-        """``count`` items of ``dtype`` (contents undefined) for a task of ``batch`` (a :func:`new_batch`)."""
-        if batch != self.batch:
+    def take(self, batch: Batch, count: int, dtype) -> np.ndarray:
+        """``count`` items of ``dtype`` (contents undefined) for a task of ``batch``."""
+        if batch is not self.batch:
+            if self.batch is not None and not self.batch.done:
+                self.arrays = {}  # (the unfinished batch's slices keep its arrays alive)
             self.batch = batch
             for slot in self.arrays.values():
                 slot[1] = 0
@@ -54,11 +66,6 @@ class OutputBuffers(threading.local):
 
 
 _OUTPUT_BUFFERS = OutputBuffers()
-
-
-def new_batch() -> int:
-    """A number of its own for a batch (or a one-thread call), to take output buffers under."""
-    return next(_BATCHES)
 
 
 class RangeTask:
@@ -89,7 +96,7 @@ class RangeTasks:
 
     def __init__(self, tok, source, valid: np.ndarray, ranges: list[tuple[int, int]]) -> None:
         self.tok, self.source, self.valid = tok, source, valid
-        self.batch = new_batch()
+        self.batch = Batch()  # (its caller sets done once it has joined the tasks' ids)
         self.ranges = iter(ranges)  # shared; next() on it is atomic under the GIL
         self.running: list[RangeTask] = []
 
@@ -125,11 +132,11 @@ def normalized(tok, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, 
     return tok.normalizer.normalize_batch(data, offsets)
 
 
-def encode_documents(tok, data, offsets, valid, begin, end, bos, eos, batch, claims=NO_CLAIMS):
+def encode_documents(tok, data, offsets, valid, begin, end, bos, eos, batch: Batch, claims=NO_CLAIMS):
     """Encode the (normalized) documents ``begin .. end - 1`` at ``offsets`` (int64, into ``data``), with
     ``claims`` up to where its thread stopped; returns ``(ids int32, offsets int64)``, offsets from 0, one per
-    document encoded plus one. Both are slices of this thread's :class:`OutputBuffers`, valid until it starts
-    another ``batch`` (:func:`new_batch`): a caller that keeps them copies them."""
+    document encoded plus one. Both are slices of this thread's :class:`OutputBuffers`, valid until ``batch`` is
+    done: a caller that keeps them copies them."""
     count = end - begin
     extra = (bos >= 0) + (eos >= 0)
     capacity = int(offsets[end] - offsets[begin]) + extra * count

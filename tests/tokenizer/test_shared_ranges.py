@@ -55,7 +55,7 @@ def test_a_range_taken_in_parts_gives_the_ids_of_one_thread(tokenizers, kind):  
     offsets = np.concatenate([[0], np.cumsum([len(t) for t in texts])]).astype(np.int64)
     data, offsets = shared_ranges.normalized(tok, data, offsets)
     n = len(texts)
-    batch = shared_ranges.new_batch()  # (one batch: every result below stays valid)
+    batch = shared_ranges.Batch()  # (one batch: every result below stays valid)
     whole_ids, whole_offsets = shared_ranges.encode_documents(tok, data, offsets, ALL_VALID, 0, n, 1, 2, batch)
     claims = np.array([claims_word(0, n)], np.int64)
     middle, end = steal_documents(claims, offsets, 1024)
@@ -110,19 +110,30 @@ def test_a_thread_done_early_takes_parts_of_a_slow_one(tokenizers, monkeypatch):
 
 
 def test_output_buffers_are_kept_per_thread_and_batch(monkeypatch):
-    """Slices of one batch do not overlap; the next batch reuses the memory; a request past the cap gets an array
-    of its own, and a buffer grows for a larger one."""
+    """Slices of one batch do not overlap; the next batch reuses the memory once the last one is done, never
+    before (its caller may still be joining its ids); a request past the cap gets an array of its own, and a
+    buffer grows for a larger one."""
     buffers = shared_ranges.OutputBuffers()
-    first = buffers.take(shared_ranges.new_batch(), 100, np.int32)
-    batch = shared_ranges.new_batch()
+
+    def done_batch():
+        batch = shared_ranges.Batch()
+        batch.done = True
+        return batch
+
+    first = buffers.take(done_batch(), 100, np.int32)
+    batch = shared_ranges.Batch()
     again, second = buffers.take(batch, 100, np.int32), buffers.take(batch, 50, np.int32)  # (grows for the 50)
     assert np.shares_memory(again, first) and again.dtype == np.int32 and len(second) == 50
     assert not np.shares_memory(again, second)
-    assert np.shares_memory(buffers.take(shared_ranges.new_batch(), 150, np.int32), second)
+    next_batch = shared_ranges.Batch()
+    later = buffers.take(next_batch, 150, np.int32)  # the batch before is not done
+    assert not np.shares_memory(later, second) and not np.shares_memory(later, again)
+    next_batch.done = True
+    assert np.shares_memory(buffers.take(done_batch(), 150, np.int32), later)
     monkeypatch.setattr(shared_ranges, "KEEP_OUTPUT_BYTES", 4096)
-    alone = buffers.take(shared_ranges.new_batch(), 2000, np.int64)
-    assert len(alone) == 2000 and buffers.take(shared_ranges.new_batch(), 10, np.int64).base is not alone.base
-    grown = buffers.take(shared_ranges.new_batch(), 900, np.int32)
+    alone = buffers.take(done_batch(), 2000, np.int64)
+    assert len(alone) == 2000 and buffers.take(done_batch(), 10, np.int64).base is not alone.base
+    grown = buffers.take(done_batch(), 900, np.int32)
     assert len(grown) == 900 and not np.shares_memory(grown, first)
 
 
@@ -139,3 +150,27 @@ def test_results_do_not_share_the_kept_buffers(tokenizers):  # noqa: F811
         tok.encode_batch(pa.array(lines[::-1] * 3), num_threads=threads)
         tok.encode_batch(lines[::2] * 3, num_threads=threads)
         assert first.to_pylist() == expected
+
+
+def test_callers_on_several_threads_get_their_own_ids(tokenizers):  # noqa: F811
+    """Two threads each calling two-thread batches at once (the encoding threads go from one caller's batch to
+    the other's): every result equals its one-thread encoding."""
+    import pyarrow as pa
+
+    tok = tokenizers["unigram"]
+    lines = [line.decode("utf-8", "replace") for line in sample_lines(600)]
+    arrays = [pa.array(lines * 4), pa.array(lines[::-1] * 3)]
+    expected = [tok.encode_batch(array, num_threads=1) for array in arrays]
+    wrong = []
+
+    def call(k: int) -> None:
+        for _ in range(15):
+            if not tok.encode_batch(arrays[k], num_threads=2).equals(expected[k]):
+                wrong.append(k)
+
+    callers = [threading.Thread(target=call, args=(k,)) for k in (0, 1)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+    assert wrong == []
