@@ -349,22 +349,19 @@ def ranked_bpe_documents(units, scores, ints, small, longs, data, offsets, valid
 def by_claims(documents, units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, claims,
               resume_at, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """An entry run by ``documents`` (one of the ``*_documents`` kernels, given the first id's index ``base``):
-    at once without claims, else claim by claim (each a call, so the documents' loop stays as it compiles
-    alone), up to the range's final limit."""
-    if claims.shape[0] == 0:
-        return documents(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at, 0,
-                         bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts)
-    pos = 0
+    in one call without claims, else claim by claim (each a call, so the documents' loop stays as it compiles
+    alone), up to the range's final limit. (One call site: the kernel is compiled into the entry once.)"""
+    pos = doc_begin - doc_begin  # (an int64 value: a literal 0 would compile ``documents`` once more)
     out_offsets[0] = 0
     first = doc_begin
     while True:
-        end = next_claim(claims, offsets, first)
+        end = doc_end if claims.shape[0] == 0 else next_claim(claims, offsets, first)
         if end <= first:
             return pos, -1, -1, -1
         pos, failed, stopped, stopped_end = documents(units, scores, ints, small, longs, data, offsets, valid, first,
                                                       end, resume_at, pos, bos_id, eos_id, wide, narrow, out_ids,
                                                       out_offsets[first - doc_begin:], cuts)
-        if failed >= 0:
+        if failed >= 0 or claims.shape[0] == 0:
             return pos, failed, stopped, stopped_end
         resume_at = -1
         first = end
