@@ -155,8 +155,9 @@ def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
     threads = max(1, min(threads, n, total_bytes // _MIN_BYTES_PER_THREAD + 1))
     if threads == 1:
         batch = Batch()
-        ids, out_offsets = encode_documents(tok, *normalized(tok, *source.texts(0, n)), valid, 0, n, bos, eos, batch)
         try:
+            ids, out_offsets = encode_documents(tok, *normalized(tok, *source.texts(0, n)), valid, 0, n, bos, eos,
+                                                batch)
             if as_lists:
                 return split_ids(ids, out_offsets, tok.compiled.shared_ids())
             ids = ids.copy()  # (both are slices of this thread's kept output buffers)

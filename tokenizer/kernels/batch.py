@@ -22,7 +22,8 @@ claim and stops at its final limit (nothing is written for the documents past it
 unk piece nor by byte fallback; or ``(ids_written, document, start, end)`` when the segment ``data[start:end]`` of
 ``document`` is longer than the work arrays hold: nothing is written past them, and a call with ``doc_begin =
 document``, ``resume_at = start`` and arrays for ``end - start`` bytes goes on from there (``resume_at`` -1:
-documents from their start).
+documents from their start). Each entry is its rule's ``*_documents`` kernel run by :func:`by_claims`: the same
+arguments less ``claims``, plus ``base``, the index in ``out_ids`` of its first id (``out_offsets`` count from it).
 
 Example (hand-checkable): data ``b"abab"``, offsets ``[0, 2, 4]``, pieces ``a``=0, ``b``=1, ``ab``=2 (higher
 score) -> out_ids ``[2, 2]``, out_offsets ``[0, 1, 2]``.
