@@ -161,7 +161,7 @@ def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
             if as_lists:
                 return split_ids(ids, out_offsets, tok.compiled.shared_ids())
             ids = ids.copy()  # (both are slices of this thread's kept output buffers)
-            return ids, out_offsets.astype(np.int32 if len(ids) < 2**31 - 1 else np.int64)
+            return ids, out_offsets.astype(offsets_dtype(len(ids)))
         finally:
             batch.done = True
     ranges = _ranges(bounds, threads)
@@ -213,7 +213,7 @@ def _encode_tasks(tok, tasks, helpers, n, bos, eos, as_lists):
                 result.extend(part_lists)
             return result
     ids = np.concatenate([part_ids for _, part_ids, _ in parts])
-    out_offsets = np.empty(n + 1, dtype=np.int32 if len(ids) < 2**31 - 1 else np.int64)
+    out_offsets = np.empty(n + 1, dtype=offsets_dtype(len(ids)))
     out_offsets[0] = 0
     shift = 0
     for first, part_ids, part_offsets in parts:
@@ -235,6 +235,12 @@ def _ranges(bounds: np.ndarray, threads: int) -> list[tuple[int, int]]:
     return list(zip(cuts[:-1], cuts[1:]))
 
 
+def offsets_dtype(ids_count: int) -> type:
+    """The dtype of a batch's offsets into its ``ids_count`` ids: int32 while they fit (Arrow's ``list``), else
+    int64 (``large_list``). Example: ``offsets_dtype(10)`` -> ``np.int32``."""
+    return np.int32 if ids_count < 2**31 - 1 else np.int64
+
+
 def splice_documents(ids: np.ndarray, offsets: np.ndarray, documents: np.ndarray,
                       replacements: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Flat ``ids``/``offsets`` with the (empty) entries of ``documents`` (ascending) set to ``replacements``:
@@ -251,9 +257,7 @@ def splice_documents(ids: np.ndarray, offsets: np.ndarray, documents: np.ndarray
     new_ids = np.concatenate(parts).astype(np.int32, copy=False)
     new_offsets = np.zeros(len(offsets), dtype=np.int64)
     np.cumsum(lengths, out=new_offsets[1:])
-    if len(new_ids) < 2**31 - 1:
-        new_offsets = new_offsets.astype(np.int32)
-    return new_ids, new_offsets
+    return new_ids, new_offsets.astype(offsets_dtype(len(new_ids)), copy=False)
 
 
 def pack_texts(texts, to_bytes) -> tuple[np.ndarray, np.ndarray]:

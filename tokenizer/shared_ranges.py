@@ -11,7 +11,7 @@ import threading
 import numpy as np
 
 from tokenizer.compiled import NO_CLAIMS
-from tokenizer.kernels.claims import claims_limit, claims_word, steal_documents
+from tokenizer.kernels.claims import claims_state, claims_word, steal_documents
 
 #: the least a thread takes of another's range (and leaves it): below, the Python around a task costs too much
 MIN_BYTES_TO_SHARE = 1 << 13
@@ -84,8 +84,8 @@ class RangeTask:
         """Bytes of the documents its thread has not claimed yet (read without a lock: a hint)."""
         if not self.claims.shape[0]:
             return 0
-        word = int(self.claims[0])
-        return int(self.offsets[word & 0xFFFFFFFF]) - int(self.offsets[word >> 32])
+        claimed, limit = claims_state(self.claims)
+        return int(self.offsets[limit]) - int(self.offsets[claimed])
 
 
 class RangeTasks:
@@ -144,5 +144,5 @@ def encode_documents(tok, data, offsets, valid, begin, end, bos, eos, batch: Bat
     out_offsets = _OUTPUT_BUFFERS.take(batch, count + 1, np.int64)
     total = tok.compiled.encode_range(data, offsets, valid, begin, end, bos, eos, out_ids, out_offsets, claims)
     if claims.shape[0]:
-        out_offsets = out_offsets[:claims_limit(claims) - begin + 1]
+        out_offsets = out_offsets[:claims_state(claims)[1] - begin + 1]
     return out_ids[:total], out_offsets

@@ -13,14 +13,10 @@ from hypothesis import strategies as st
 
 import tokenizer.shared_ranges as shared_ranges
 from tokenizer.compiled import ALL_VALID
-from tokenizer.kernels.claims import CLAIM_BYTES, claims_limit, claims_word, next_claim, steal_documents
+from tokenizer.kernels.claims import CLAIM_BYTES, claims_state, claims_word, next_claim, steal_documents
 from tokenizer.twins.claims import CLAIM_BYTES as REF_CLAIM_BYTES
 from tokenizer.twins.claims import ref_claim_documents, ref_steal_documents
 from tests.tokenizer.test_one_text import sample_lines, tokenizers  # noqa: F401 (a fixture)
-
-
-def _word(claims: np.ndarray) -> tuple[int, int]:
-    return int(claims[0]) >> 32, claims_limit(claims)
 
 
 @settings(max_examples=300, deadline=None)
@@ -36,11 +32,11 @@ def test_claims_and_steals_agree_with_their_twins(sizes, data):
     first = data.draw(st.integers(0, n))
     claims = np.array([claims_word(claimed, limit)], np.int64)
     end, word = ref_claim_documents((claimed, limit), offsets.tolist(), first, n)
-    assert next_claim(claims, offsets, first) == end and _word(claims) == word
+    assert next_claim(claims, offsets, first) == end and claims_state(claims) == word
     least = data.draw(st.integers(1, 4000))
     claims = np.array([claims_word(claimed, limit)], np.int64)
     (begin, stop), word = ref_steal_documents((claimed, limit), offsets.tolist(), least)
-    assert tuple(steal_documents(claims, offsets, least)) == (begin, stop) and _word(claims) == word
+    assert tuple(steal_documents(claims, offsets, least)) == (begin, stop) and claims_state(claims) == word
     if stop:
         assert claimed < begin < stop == limit
 

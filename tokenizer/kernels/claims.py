@@ -36,9 +36,11 @@ def claims_word(claimed_end: int, limit: int) -> int:
     return (claimed_end << 32) | limit
 
 
-def claims_limit(claims: np.ndarray) -> int:
-    """The limit in ``claims`` (int64[1]): once the owner's kernel has returned, where its range ends."""
-    return int(claims[0]) & _LOW
+def claims_state(claims: np.ndarray) -> tuple[int, int]:
+    """``(claimed_end, limit)`` of ``claims`` (int64[1], read without a lock); once the owner's kernel has
+    returned, the limit is where its range ends. Example: a word ``claims_word(4, 10)`` -> ``(4, 10)``."""
+    word = int(claims[0])
+    return word >> 32, word & _LOW
 
 
 if _DISABLE_JIT:
