@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenizer.kernels.normalize import all_marked_characters
-from tokenizer.twins.normalize import ref_all_marked_characters
+from tokenizer.errors import InputError
+from tokenizer.kernels.normalize import TEXTS_MARKED, marked_texts
+from tokenizer.twins.normalize import ref_marked_texts
 from tokenizer.normalizers.unicode import NFC, NFKC, _COMPOSITION_SECONDS_14, composition_seconds, stable_characters
 
 # Characters around the edges of the table: kana and their combining voiced marks, precomposed kana, Hangul jamo
@@ -27,7 +28,7 @@ TRICKY = ("かがカガ\u3099\u309a\u309b\u309c\u1100\u1161\u11a8\uac00\uac01\u3
 @given(text=st.text(alphabet=st.sampled_from(TRICKY), max_size=6))
 def test_a_text_of_stable_characters_is_normalized(form, text):
     data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    if all_marked_characters(data, 0, len(data), stable_characters(form)):
+    if marked_texts(data, np.array([0, len(data)], np.int64), stable_characters(form)) == TEXTS_MARKED:
         assert unicodedata.is_normalized(form, text)
 
 
@@ -50,11 +51,14 @@ def test_every_pair_of_stable_characters_is_normalized(form):
 @settings(max_examples=300, deadline=None)
 @given(blob=st.one_of(st.binary(max_size=24), st.text(alphabet=st.sampled_from(TRICKY), max_size=12)
                       .map(lambda t: t.encode("utf-8"))),
-       form=st.sampled_from(["NFC", "NFKC"]))
-def test_the_kernel_agrees_with_its_twin(blob, form):
+       cuts=st.lists(st.integers(0, 40), max_size=4), form=st.sampled_from(["NFC", "NFKC"]))
+def test_the_kernel_agrees_with_its_twin(blob, cuts, form):
+    """Texts cut anywhere, inside a character too (each must be valid UTF-8 on its own), empty ones included."""
     table = stable_characters(form)
+    offsets = sorted([0, len(blob), *[min(cut, len(blob)) for cut in cuts]])
+    texts = [blob[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
     data = np.frombuffer(blob, dtype=np.uint8)
-    assert bool(all_marked_characters(data, 0, len(data), table)) == ref_all_marked_characters(blob, table)
+    assert marked_texts(data, np.array(offsets, np.int64), table) == ref_marked_texts(texts, table)
 
 
 def test_the_table_marks_what_it_should():
@@ -93,3 +97,11 @@ def test_batches_come_out_as_per_text_normalization(normalizer):
     offsets = np.cumsum([0] + [len(b) for b in blobs]).astype(np.int64)
     out, _ = normalizer.normalize_batch(data, offsets)
     assert out is data  # the fast path: nothing to change, nothing copied
+
+
+@pytest.mark.parametrize("normalizer", [NFC(), NFKC()])
+def test_a_batch_cut_inside_a_character_is_refused_as_per_text(normalizer):
+    """Valid UTF-8 as a whole, but each text alone is not: the fast path must not take it."""
+    data = np.frombuffer("漢é".encode(), dtype=np.uint8)
+    with pytest.raises(InputError, match="valid UTF-8"):
+        normalizer.normalize_batch(data, np.array([0, 4, 5], np.int64))

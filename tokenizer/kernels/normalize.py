@@ -317,20 +317,37 @@ def normalize_into(text, start, end, out, out_position, trie, replacements, plai
     return o
 
 
+#: what :func:`marked_texts` finds: a text that is not valid UTF-8 on its own, texts all valid but with a
+#: character not marked, every character marked
+TEXTS_INVALID, TEXTS_VALID, TEXTS_MARKED = -1, 0, 1
+
+
 @kernel(borrows=True)
-def all_marked_characters(text, start, end, marked):
-    """True when ``text[start:end]`` (uint8) is valid UTF-8 and every character in it is ASCII or a BMP code point
-    ``cp`` with ``marked[cp] != 0`` (``marked``: uint8, 0x10000); False at the first other character (astral
-    ones included) or invalid byte. The quick "already normalized" check of :mod:`tokenizer.normalizers`, whose
-    ``marked`` table holds the characters no normalization of the text can change; it runs without the GIL.
-    Example: with ``marked`` all zero, ``b"ab"`` -> True and ``"é".encode()`` -> False."""
-    position = start
-    while position < end:
-        cp, length = decode_char(text, position, end)
-        if cp < 0 or (cp >= 0x80 and (cp >= 0x10000 or marked[cp] == 0)):
-            return False
-        position += length
-    return True
+def marked_texts(data, offsets, marked):
+    """Whether the texts ``data[offsets[i]:offsets[i + 1]]`` (``data`` uint8, ``offsets`` int64, n + 1) are each
+    valid UTF-8 on its own and every character is ASCII or a BMP code point ``cp`` with ``marked[cp] != 0``
+    (``marked``: uint8, 0x10000): :data:`TEXTS_MARKED`, :data:`TEXTS_VALID` (valid, some character not marked,
+    astral ones included) or :data:`TEXTS_INVALID` (at the first invalid byte, a text starting inside a character
+    included). The quick "already normalized" check of :mod:`tokenizer.normalizers`, whose ``marked`` table holds
+    the characters no normalization of the text can change; it runs without the GIL, and reads each text's first
+    byte as it walks the text (a separate pass over the starts of a large batch misses the cache once a text).
+    Example: with ``marked`` all zero, ``b"ab"`` -> 1, ``"é".encode()`` -> 0, and ``"é".encode()`` cut into two
+    texts of one byte -> -1."""
+    verdict = TEXTS_MARKED
+    for i in range(offsets.shape[0] - 1):
+        position = offsets[i]
+        end = offsets[i + 1]
+        while position < end:
+            if data[position] < 0x80:
+                position += 1
+                continue
+            cp, length = decode_char(data, position, end)
+            if cp < 0:
+                return TEXTS_INVALID
+            if cp >= 0x10000 or marked[cp] == 0:
+                verdict = TEXTS_VALID
+            position += length
+    return verdict
 
 
 @kernel(borrows=True)

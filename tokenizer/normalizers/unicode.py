@@ -124,24 +124,21 @@ class _UnicodeForm(Normalizer):
         return unicodedata.normalize(self.form, text).encode("utf-8")
 
     def normalize_batch(self, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """As :meth:`Normalizer.normalize_batch`, with a fast path: when the texts together are valid UTF-8 with
-        every text starting on a character boundary, and already in this form, they are returned unchanged. A
-        substring of a normalized string cut at character boundaries is normalized too, so no text is skipped that
-        per-text normalization would change. "Already in this form" is first asked of a Numba kernel without the
-        GIL (every character in :func:`stable_characters`), then of ``unicodedata.is_normalized``."""
-        from tokenizer.kernels.normalize import all_marked_characters
+        """As :meth:`Normalizer.normalize_batch`, with a fast path: when every text is valid UTF-8 on its own and
+        already in this form, the texts are returned unchanged. A substring of a normalized string cut at character
+        boundaries is normalized too, so no text is skipped that per-text normalization would change. "Already in
+        this form" is first asked of a Numba kernel without the GIL (every character in
+        :func:`stable_characters`: :func:`tokenizer.kernels.normalize.marked_texts`), then, of texts that are
+        all valid, of ``unicodedata.is_normalized``."""
+        from tokenizer.kernels.normalize import TEXTS_MARKED, TEXTS_VALID, marked_texts
 
         offsets = np.asarray(offsets, dtype=np.int64)
-        first, last = int(offsets[0]), int(offsets[-1])
-        starts = offsets[:-1][offsets[1:] > offsets[:-1]]
-        if not np.any((data[starts] & 0xC0) == 0x80):
-            if all_marked_characters(data, first, last, stable_characters(self.form)):
-                return data, offsets
-            try:
-                text = data[first:last].tobytes().decode("utf-8")
-            except UnicodeDecodeError:
-                text = None  # the per-text path names the invalid text
-            if text is not None and unicodedata.is_normalized(self.form, text):
+        verdict = marked_texts(data, offsets, stable_characters(self.form))
+        if verdict == TEXTS_MARKED:
+            return data, offsets
+        if verdict == TEXTS_VALID:
+            text = data[offsets[0]:offsets[-1]].tobytes().decode("utf-8")
+            if unicodedata.is_normalized(self.form, text):
                 return data, offsets
         return super().normalize_batch(data, offsets)
 

@@ -8,20 +8,21 @@ for tests: the normalizer's loop written as ``normalizer.cc`` reads, over the ch
 
 from __future__ import annotations
 
-from tokenizer.kernels.normalize import (ADD_DUMMY_PREFIX, ESCAPE_WHITESPACES, REMOVE_EXTRA_WHITESPACES,
-                                         TREAT_WHITESPACE_AS_SUFFIX)
+from tokenizer.kernels.normalize import (ADD_DUMMY_PREFIX, ESCAPE_WHITESPACES, REMOVE_EXTRA_WHITESPACES, TEXTS_INVALID,
+                                         TEXTS_MARKED, TEXTS_VALID, TREAT_WHITESPACE_AS_SUFFIX)
 from tokenizer.twins.charsmap import ref_charsmap_longest_match
 from tokenizer.twins.utf8 import ref_valid_char_length
 
 
-def ref_all_marked_characters(text: bytes, marked) -> bool:
-    """Twin of :func:`tokenizer.kernels.normalize.all_marked_characters`: decode with Python's strict codec, then
-    look every character up."""
+def ref_marked_texts(texts: list[bytes], marked) -> int:
+    """Twin of :func:`tokenizer.kernels.normalize.marked_texts` for the texts as a list: decode each with Python's
+    strict codec, then look every character up."""
     try:
-        decoded = text.decode("utf-8")
+        decoded = [text.decode("utf-8") for text in texts]
     except UnicodeDecodeError:
-        return False
-    return all(ord(ch) < 0x80 or (ord(ch) < 0x10000 and marked[ord(ch)] != 0) for ch in decoded)
+        return TEXTS_INVALID
+    every = all(ord(ch) < 0x80 or (ord(ch) < 0x10000 and marked[ord(ch)] != 0) for text in decoded for ch in text)
+    return TEXTS_MARKED if every else TEXTS_VALID
 
 
 def ref_normalize(text: bytes, charsmap_trie: list[int], replacements: bytes, user_symbols: set[bytes],
