@@ -18,7 +18,7 @@ from tokenizer.compiled import ALL_VALID, NO_CLAIMS
 from tokenizer.kernels.batch import cuts_of, segment_end
 from tokenizer.kernels.pretokenize import PATTERNS, char_class_table
 from tokenizer.twins.batch import ref_segment_lengths
-from tests.tokenizer.test_one_text import sample_lines
+from tests.tokenizer.sample_models import sample_lines
 
 PIECES = st.sampled_from(["a", "bc", " ", "  ", "\n", "\n\n", "\u2581", "\u2581\u2581", "7", "42", "中", "日本",
                           "'s", "!?", "\t", "é"])

@@ -4,7 +4,6 @@ texts larger than the kept buffers, and text a model cannot represent."""
 
 from __future__ import annotations
 
-import gzip
 import os
 
 import numpy as np
@@ -14,31 +13,8 @@ from tokenizer import Model, Tokenizer
 from tokenizer.errors import InputError
 from tokenizer.kernels import _DISABLE_JIT
 from tokenizer.one_text import MAX_KEPT_BUFFER
+from tests.tokenizer.sample_models import REPO, sample_lines
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def sample_lines(count: int) -> list[bytes]:
-    lines = []
-    for name in ("en", "zh", "ja"):
-        with gzip.open(os.path.join(REPO, "data", "sample", f"{name}.txt.gz"), "rb") as handle:
-            lines.extend(line for line in handle.read().split(b"\n")[:count] if line)
-    return lines
-
-
-@pytest.fixture(scope="module")
-def tokenizers() -> dict[str, Tokenizer]:
-    from tokenizer.trainers import bpe, bytepiece, unigram
-
-    lines = sample_lines(300)
-    return {
-        "unigram": Tokenizer(unigram.train_unigram_local(lines, unigram.UnigramSettings(vocab_size=2000))),
-        "bytepiece": Tokenizer(bytepiece.train_bytepiece_local(
-            lines, bytepiece.TrainSettings(vocab_sizes=(2000,), min_count=2))[2000]),
-        "bpe sentencepiece": Tokenizer(bpe.train_bpe_local(
-            lines, bpe.BpeSettings(vocab_sizes=(2000,), pretokenizer="sentencepiece"))[2000]),
-        "bpe byte_level": Tokenizer(bpe.train_bpe_local(lines, bpe.BpeSettings(vocab_sizes=(2000,)))[2000]),
-    }
 
 
 @pytest.mark.parametrize("kind", ["unigram", "bytepiece", "bpe sentencepiece", "bpe byte_level"])

@@ -16,7 +16,7 @@ from tokenizer.compiled import ALL_VALID
 from tokenizer.kernels.claims import CLAIM_BYTES, claims_state, claims_word, next_claim, steal_documents
 from tokenizer.twins.claims import CLAIM_BYTES as REF_CLAIM_BYTES
 from tokenizer.twins.claims import ref_claim_documents, ref_steal_documents
-from tests.tokenizer.test_one_text import sample_lines, tokenizers  # noqa: F401 (a fixture)
+from tests.tokenizer.sample_models import sample_lines
 
 
 @settings(max_examples=300, deadline=None)
@@ -42,7 +42,7 @@ def test_claims_and_steals_agree_with_their_twins(sizes, data):
 
 
 @pytest.mark.parametrize("kind", ["unigram", "bytepiece", "bpe sentencepiece", "bpe byte_level"])
-def test_a_range_taken_in_parts_gives_the_ids_of_one_thread(tokenizers, kind):  # noqa: F811
+def test_a_range_taken_in_parts_gives_the_ids_of_one_thread(tokenizers, kind):
     """A range whose back part is taken before its owner starts, then again after its first claim: the owner
     stops at the limit it finds, the parts' ids and offsets join into those of one pass (bos/eos included)."""
     tok = tokenizers[kind]
@@ -71,7 +71,7 @@ def test_a_range_taken_in_parts_gives_the_ids_of_one_thread(tokenizers, kind):  
     assert joined == whole_offsets.tolist()
 
 
-def test_a_thread_done_early_takes_parts_of_a_slow_one(tokenizers, monkeypatch):  # noqa: F811
+def test_a_thread_done_early_takes_parts_of_a_slow_one(tokenizers, monkeypatch):
     """Two threads, the helper held up before it starts its range: the calling thread, done with its own,
     takes parts of the helper's (more than once); list and Arrow results equal one thread's, nulls kept."""
     import pyarrow as pa
@@ -133,7 +133,7 @@ def test_output_buffers_are_kept_per_thread_and_batch(monkeypatch):
     assert len(grown) == 900 and not np.shares_memory(grown, first)
 
 
-def test_results_do_not_share_the_kept_buffers(tokenizers):  # noqa: F811
+def test_results_do_not_share_the_kept_buffers(tokenizers):
     """An Arrow result of one or two threads is left as it was by the batches after it (which reuse the
     buffers its ids were encoded into)."""
     import pyarrow as pa
@@ -148,7 +148,7 @@ def test_results_do_not_share_the_kept_buffers(tokenizers):  # noqa: F811
         assert first.to_pylist() == expected
 
 
-def test_callers_on_several_threads_get_their_own_ids(tokenizers):  # noqa: F811
+def test_callers_on_several_threads_get_their_own_ids(tokenizers):
     """Two threads each calling two-thread batches at once (the encoding threads go from one caller's batch to
     the other's): every result equals its one-thread encoding."""
     import pyarrow as pa
