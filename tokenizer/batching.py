@@ -6,45 +6,19 @@ is the API; ``tok`` in the functions below is a Tokenizer.
 
 from __future__ import annotations
 
+import bisect
 import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from tokenizer.compiled import ALL_VALID, encode_split
+from tokenizer.encoding_threads import check_in, check_out
 from tokenizer.packed import from_arrow, pack
 from tokenizer.python_texts import byte_bounds, pack_items, text_layout
 from tokenizer.shared_ids import CollectorPaused, IdLists, split_ids
 from tokenizer.shared_ranges import Batch, RangeTasks, encode_documents, normalized
 
 _MIN_BYTES_PER_THREAD = 1 << 16
-
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _thread_pool(workers: int) -> ThreadPoolExecutor:
-    """The process's encoding threads (at least ``workers``, by default one per core), started on first use and
-    kept, so a batch call pays no thread start-up. A forked child starts its own (the parent's threads do not
-    exist there)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None or _POOL._max_workers < workers:
-            # a smaller pool is dropped, not shut down: a call still holding it finishes there, and its idle
-            # threads exit once it is garbage
-            _POOL = ThreadPoolExecutor(max_workers=max(workers, os.cpu_count() or 1),
-                                       thread_name_prefix="shardpiece-encode")
-        return _POOL
-
-
-def _forget_pool_after_fork() -> None:
-    global _POOL, _POOL_LOCK
-    _POOL, _POOL_LOCK = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def encode_arrow(tok, pa, array, num_threads: int | None, bos: int, eos: int):
@@ -148,9 +122,9 @@ class _ListTexts:
 
 def _encode_plain(tok, source, valid, num_threads, bos, eos, as_lists=False):
     """Encode the texts of ``source`` (:class:`_PackedTexts` or :class:`_ListTexts`), as :func:`encode_packed`."""
-    bounds = source.bounds
+    bounds = memoryview(source.bounds)  # (read as Python ints: numpy's scalars cost more, on cold caches)
     n = len(bounds) - 1
-    total_bytes = int(bounds[-1]) - int(bounds[0])
+    total_bytes = bounds[n] - bounds[0]
     threads = num_threads or os.cpu_count() or 1
     threads = max(1, min(threads, n, total_bytes // _MIN_BYTES_PER_THREAD + 1))
     if threads == 1:
@@ -191,19 +165,22 @@ def _encode_tasks(tok, tasks, helpers, n, bos, eos, as_lists):
             else:
                 parts.append((first, task_ids, task_offsets))
 
-    pool = _thread_pool(helpers)
+    threads = check_out(helpers)
     with CollectorPaused():  # once for all threads (each split_ids leaves it as it finds it)
-        others = [pool.submit(work) for _ in range(helpers)]
+        for thread in threads:
+            thread.start_job(work)
         finished = False
         try:
             work()
             finished = True
         finally:
-            errors = [future.exception() for future in others]  # (waits for every thread)
+            errors = [thread.join_job() for thread in threads]
+            check_in(threads)
             if into is not None and (not finished or any(errors)):
                 into.drop()  # a thread failed: free the lists made so far
-        for future in others:
-            future.result()  # a helper's error
+        for error in errors:
+            if error is not None:
+                raise error  # a helper's
         if into is not None:
             return into.result()
         parts.sort(key=lambda part: part[0])
@@ -222,16 +199,17 @@ def _encode_tasks(tok, tasks, helpers, n, bos, eos, as_lists):
     return ids, out_offsets
 
 
-def _ranges(bounds: np.ndarray, threads: int) -> list[tuple[int, int]]:
-    """One document range ``(begin, end)`` per thread, of about equal size by ``bounds`` (int64, the documents'
-    cumulated sizes, ``n + 1``; ``threads`` at most ``n``). Each thread starts on one, and a thread done early takes
-    part of another's (:mod:`tokenizer.shared_ranges`): ranges of equal bytes may well take unequal times. Example:
-    6 documents of 1 MB, 2 threads -> ``[(0, 3), (3, 6)]``."""
+def _ranges(bounds: memoryview, threads: int) -> list[tuple[int, int]]:
+    """One document range ``(begin, end)`` per thread, of about equal size by ``bounds`` (the documents' cumulated
+    sizes, ``n + 1``, as a memoryview of their int32 or int64 array; ``threads`` at most ``n``). Each thread starts
+    on one, and a thread done early takes part of another's (:mod:`tokenizer.shared_ranges`): ranges of equal bytes
+    may well take unequal times. Example: 6 documents of 1 MB, 2 threads -> ``[(0, 3), (3, 6)]``."""
     n = len(bounds) - 1
-    first, total_bytes = int(bounds[0]), int(bounds[-1]) - int(bounds[0])
-    targets = [first + k * total_bytes // threads for k in range(1, threads)]
-    # (plain lists: numpy's set routines cost more than the rest of a two-thread call's set-up, on cold caches)
-    cuts = sorted({0, n, *np.searchsorted(bounds[:-1], targets).tolist()})
+    first, total_bytes = bounds[0], bounds[n] - bounds[0]
+    # (plain Python: numpy's searchsorted and set routines cost more than the rest of a two-thread call's set-up,
+    # on cold caches)
+    cuts = sorted({0, n, *(bisect.bisect_left(bounds, first + k * total_bytes // threads, 0, n)
+                           for k in range(1, threads))})
     return list(zip(cuts[:-1], cuts[1:]))
 
 
