@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -55,6 +56,7 @@ def test_a_helper_error_reaches_the_batch_caller(tokenizers, monkeypatch):
     def fails_off_the_calling_thread(*args):
         if threading.current_thread() is not threading.main_thread():
             raise RuntimeError("helper failed")
+        time.sleep(0.2)  # (so that the helper takes the other range, not the calling thread after its own)
         return encode(*args)
 
     monkeypatch.setattr(shared_ranges, "encode_documents", fails_off_the_calling_thread)
