@@ -30,17 +30,17 @@ def encode_arrow(tok, pa, array, num_threads: int | None, bos: int, eos: int):
         raise TypeError(f"encode_batch needs a pyarrow string, large_string, binary or large_binary array, "
                         f"not {kind}; cast it first (e.g. array.cast(pa.large_string()))")
     data, offsets = from_arrow(array)
-    valid = ALL_VALID
-    mask = None
-    if array.null_count:
-        mask_bool = np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        valid = (~mask_bool).astype(np.uint8)
-        mask = pa.array(mask_bool)
+    valid, validity, nulls = ALL_VALID, None, array.null_count
+    if nulls:
+        valid = (~np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)).astype(np.uint8)
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))  # (Arrow's bitmap: bit i set = valid)
     ids, out_offsets = encode_packed(tok, data, offsets, valid, num_threads, bos, eos)
-    values = pa.array(ids, type=pa.int32())
-    if out_offsets.dtype == np.int32:
-        return pa.ListArray.from_arrays(pa.array(out_offsets), values, mask=mask)
-    return pa.LargeListArray.from_arrays(pa.array(out_offsets), values, mask=mask)
+    # built from the buffers as they are (pa.array and from_arrays convert and check them, at a cost that shows on
+    # a small batch): the offsets are right by construction, empty where a text is null
+    values = pa.Array.from_buffers(pa.int32(), len(ids), [None, pa.py_buffer(ids)])
+    kind = pa.list_(pa.int32()) if out_offsets.dtype == np.int32 else pa.large_list(pa.int32())
+    return pa.Array.from_buffers(kind, len(out_offsets) - 1, [validity, pa.py_buffer(out_offsets)], null_count=nulls,
+                                 children=[values])
 
 
 def encode_packed(tok, data, offsets, valid, num_threads, bos, eos, as_lists=False):
