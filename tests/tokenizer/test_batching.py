@@ -1,4 +1,4 @@
-"""How a batch is cut for several threads (tokenizer.batching)."""
+"""How a batch is cut for several threads, and the Arrow result it comes back as (tokenizer.batching)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer.batching import _ranges
+from tests.tokenizer.sample_models import sample_lines
 
 
 @settings(max_examples=200, deadline=None)
@@ -21,3 +22,22 @@ def test_parallel_ranges_cover_every_document_once_in_order(sizes, threads):
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
     assert len(ranges) <= threads
     assert _ranges(memoryview(np.arange(7, dtype=np.int32) * 1_000_000), 2) == [(0, 3), (3, 6)]
+
+
+def test_a_batch_past_int32_offsets_comes_back_as_a_large_list(tokenizers, monkeypatch):
+    """Past 2**31 ids the Arrow result is a large_list<int32> (int64 offsets): forced here through the offsets'
+    dtype, on one and two threads, with nulls; the same lists as the list<int32> result."""
+    import pyarrow as pa
+
+    import tokenizer.batching as batching
+
+    tok = tokenizers["unigram"]
+    lines = [line.decode("utf-8", "replace") for line in sample_lines(600)]
+    texts = pa.array([None if i % 7 == 0 else lines[i % len(lines)] for i in range(3000)], pa.string())
+    expected = tok.encode_batch(texts, num_threads=1)
+    assert expected.type == pa.list_(pa.int32())
+    monkeypatch.setattr(batching, "offsets_dtype", lambda ids_count: np.int64)
+    for threads in (1, 2):
+        got = tok.encode_batch(texts, num_threads=threads)
+        assert got.type == pa.large_list(pa.int32()) and got.null_count == expected.null_count == 429
+        assert got.to_pylist() == expected.to_pylist()

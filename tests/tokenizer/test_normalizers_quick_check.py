@@ -59,6 +59,7 @@ def test_the_kernel_agrees_with_its_twin(blob, cuts, form):
     texts = [blob[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
     data = np.frombuffer(blob, dtype=np.uint8)
     assert marked_texts(data, np.array(offsets, np.int64), table) == ref_marked_texts(texts, table)
+    assert marked_texts(data, np.zeros(0, np.int64), table) == ref_marked_texts([], table)  # no texts at all
 
 
 def test_the_table_marks_what_it_should():

@@ -334,6 +334,8 @@ def marked_texts(data, offsets, marked):
     (the common 3-byte characters decoded in line), then one over the starts. Example: with ``marked`` all zero,
     ``b"ab"`` -> 1, ``"é".encode()`` -> 0, and ``"é".encode()`` cut into two texts of one byte -> -1."""
     n = offsets.shape[0] - 1
+    if n < 0:
+        return TEXTS_MARKED  # (no offsets: no texts)
     position = offsets[0]
     end = offsets[n]
     verdict = TEXTS_MARKED
