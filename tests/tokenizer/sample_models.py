@@ -20,6 +20,11 @@ def sample_lines(count: int) -> list[bytes]:
     return lines
 
 
+def sample_texts(count: int) -> list[str]:
+    """:func:`sample_lines` as str (an invalid byte, should a sample hold one, as U+FFFD)."""
+    return [line.decode("utf-8", "replace") for line in sample_lines(count)]
+
+
 def sample_tokenizers() -> dict[str, Tokenizer]:
     """A 2,000-piece model of each kind (unigram, BytePiece, SentencePiece-style and byte-level BPE) trained on
     300 lines of each sample."""

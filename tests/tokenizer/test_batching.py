@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenizer.batching import _ranges
-from tests.tokenizer.sample_models import sample_lines
+from tests.tokenizer.sample_models import sample_texts
 
 
 @settings(max_examples=200, deadline=None)
@@ -32,7 +32,7 @@ def test_a_batch_past_int32_offsets_comes_back_as_a_large_list(tokenizers, monke
     import tokenizer.batching as batching
 
     tok = tokenizers["unigram"]
-    lines = [line.decode("utf-8", "replace") for line in sample_lines(600)]
+    lines = sample_texts(600)
     texts = pa.array([None if i % 7 == 0 else lines[i % len(lines)] for i in range(3000)], pa.string())
     expected = tok.encode_batch(texts, num_threads=1)
     assert expected.type == pa.list_(pa.int32())

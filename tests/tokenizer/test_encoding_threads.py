@@ -10,7 +10,7 @@ import pytest
 import tokenizer.shared_ranges as shared_ranges
 from tokenizer import encoding_threads
 from tokenizer.encoding_threads import check_in, check_out
-from tests.tokenizer.sample_models import sample_lines
+from tests.tokenizer.sample_models import sample_texts
 
 
 def test_a_job_runs_on_another_thread_and_its_error_comes_back():
@@ -48,7 +48,7 @@ def test_a_helper_error_reaches_the_batch_caller(tokenizers, monkeypatch):
     import pyarrow as pa
 
     tok = tokenizers["bytepiece"]
-    lines = [line.decode("utf-8", "replace") for line in sample_lines(600)]
+    lines = sample_texts(600)
     texts = [lines[i % len(lines)] for i in range(3000)]
     expected = tok.encode_batch(texts, num_threads=1)
     encode = shared_ranges.encode_documents

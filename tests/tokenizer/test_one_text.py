@@ -13,14 +13,14 @@ from tokenizer import Model, Tokenizer
 from tokenizer.errors import InputError
 from tokenizer.kernels import _DISABLE_JIT
 from tokenizer.one_text import MAX_KEPT_BUFFER
-from tests.tokenizer.sample_models import REPO, sample_lines
+from tests.tokenizer.sample_models import REPO, sample_lines, sample_texts
 
 
 
 @pytest.mark.parametrize("kind", ["unigram", "bytepiece", "bpe sentencepiece", "bpe byte_level"])
 def test_per_call_ids_equal_the_batch_encoder(tokenizers, kind):
     tok = tokenizers[kind]
-    texts = [line.decode("utf-8", "replace") for line in sample_lines(600)[::3]]
+    texts = sample_texts(600)[::3]
     texts += ["", " ", "  a  b  ", "中" * 5000, "a" * (MAX_KEPT_BUFFER + 10), "x", "ﬁ①\ufdfa" * 40,
               "a\x00b\x00", "\x00"]  # NUL bytes pass by length, not as C string ends
     for bos, eos in ((False, False), (True, True)):
@@ -123,7 +123,7 @@ def test_threads_calling_at_once_get_their_own_ids(tokenizers):
     from concurrent.futures import ThreadPoolExecutor
 
     tok = tokenizers["bpe sentencepiece"]
-    texts = [line.decode("utf-8", "replace") for line in sample_lines(400)]
+    texts = sample_texts(400)
     expected = [tok.encode(text) for text in texts]
     with ThreadPoolExecutor(4) as pool:
         for _ in range(3):

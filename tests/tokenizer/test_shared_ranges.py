@@ -15,8 +15,8 @@ import tokenizer.shared_ranges as shared_ranges
 from tokenizer.compiled import ALL_VALID
 from tokenizer.kernels.claims import CLAIM_BYTES, claims_state, claims_word, next_claim, steal_documents
 from tokenizer.twins.claims import CLAIM_BYTES as REF_CLAIM_BYTES
-from tokenizer.twins.claims import ref_claim_documents, ref_steal_documents
-from tests.tokenizer.sample_models import sample_lines
+from tokenizer.twins.claims import ref_next_claim, ref_steal_documents
+from tests.tokenizer.sample_models import sample_lines, sample_texts
 
 
 @settings(max_examples=300, deadline=None)
@@ -31,7 +31,7 @@ def test_claims_and_steals_agree_with_their_twins(sizes, data):
     claimed = data.draw(st.integers(0, limit))
     first = data.draw(st.integers(0, n))
     claims = np.array([claims_word(claimed, limit)], np.int64)
-    end, word = ref_claim_documents((claimed, limit), offsets.tolist(), first, n)
+    end, word = ref_next_claim((claimed, limit), offsets.tolist(), first)
     assert next_claim(claims, offsets, first) == end and claims_state(claims) == word
     least = data.draw(st.integers(1, 4000))
     claims = np.array([claims_word(claimed, limit)], np.int64)
@@ -77,7 +77,7 @@ def test_a_thread_done_early_takes_parts_of_a_slow_one(tokenizers, monkeypatch):
     import pyarrow as pa
 
     tok = tokenizers["unigram"]
-    lines = [line.decode("utf-8", "replace") for line in sample_lines(600)]
+    lines = sample_texts(600)
     texts = [lines[i % len(lines)] * (1 + i % 3) for i in range(3000)]
     with_nulls = pa.array([None if i % 17 == 0 else t for i, t in enumerate(texts)], pa.string())
     expected_lists = tok.encode_batch(texts, num_threads=1, add_eos=True)
@@ -139,7 +139,7 @@ def test_results_do_not_share_the_kept_buffers(tokenizers):
     import pyarrow as pa
 
     tok = tokenizers["bpe byte_level"]
-    lines = [line.decode("utf-8", "replace") for line in sample_lines(600)]
+    lines = sample_texts(600)
     for threads in (1, 2):
         first = tok.encode_batch(pa.array(lines * 3), num_threads=threads)
         expected = first.to_pylist()
@@ -154,7 +154,7 @@ def test_callers_on_several_threads_get_their_own_ids(tokenizers):
     import pyarrow as pa
 
     tok = tokenizers["unigram"]
-    lines = [line.decode("utf-8", "replace") for line in sample_lines(600)]
+    lines = sample_texts(600)
     arrays = [pa.array(lines * 4), pa.array(lines[::-1] * 3)]
     expected = [tok.encode_batch(array, num_threads=1) for array in arrays]
     wrong = []

@@ -1,7 +1,7 @@
 """Twin of :mod:`tokenizer.kernels.claims`: the claims word as a pair of Python ints, one thread.
 
     >>> offsets = [1024 * k for k in range(11)]
-    >>> ref_claim_documents((0, 10), offsets, 0, 10)
+    >>> ref_next_claim((0, 10), offsets, 0)
     (4, (4, 10))
     >>> ref_steal_documents((4, 10), offsets, 1024)
     ((7, 10), (4, 7))
@@ -12,11 +12,8 @@ from __future__ import annotations
 CLAIM_BYTES = 4096
 
 
-def ref_claim_documents(word: tuple[int, int] | None, offsets, first: int, doc_end: int):
-    """``(end, new word)`` as :func:`tokenizer.kernels.claims.claim_documents` returns and leaves them (``word``
-    None: no claims)."""
-    if word is None:
-        return doc_end, None
+def ref_next_claim(word: tuple[int, int], offsets, first: int):
+    """``(end, new word)`` as :func:`tokenizer.kernels.claims.next_claim` returns and leaves them."""
     claimed, limit = word
     if first < claimed:
         return claimed, word
