@@ -119,6 +119,11 @@ class CollectorPaused:
             gc.enable()
 
 
+#: :meth:`IdLists.fill` counts ids over the shared ints (an array as long as the vocabulary, zeroed and passed over)
+#: when they are at least the shared ints over this, and raises each id's count in turn when fewer
+FEW_IDS_PER_OBJECT = 8
+
+
 class IdLists:
     """One list of lists of ids whose ranges are built in place, by several threads at once if need be: the outer
     list comes first, with NULL items and out of the cyclic collector's sight (no Python code can reach it), each
@@ -151,12 +156,19 @@ class IdLists:
         from tokenizer.kernels import python_lists as kernels
 
         shared = self.shared
-        counts = np.zeros(len(shared.addresses), dtype=np.int64)  # two short steps under the GIL, two without
-        if not kernels.count_ids(ids, offsets[0], offsets[-1], counts):
-            raise IndexError(f"an id is outside the {len(shared.addresses):,} shared ints")
+        start, end, objects = int(offsets[0]), int(offsets[-1]), len(shared.addresses)
+        # two short steps under the GIL, two without; no step costs more than the ids do (a batch of a few ids
+        # beside a large vocabulary raises each id's count in turn, rather than count them over the vocabulary)
+        few = (end - start) * FEW_IDS_PER_OBJECT < objects
+        counts = None if few else np.zeros(objects, dtype=np.int64)
+        if not (kernels.ids_within(ids, start, end, objects) if few else kernels.count_ids(ids, start, end, counts)):
+            raise IndexError(f"an id is outside the {objects:,} shared ints")
         if not kernels.new_id_lists(self.address, first, offsets, shared.api):
             raise MemoryError(f"no memory for {len(offsets) - 1:,} lists of ids")
-        kernels.raise_counts(shared.addresses, counts)
+        if few:
+            kernels.raise_each(shared.addresses, ids, start, end)
+        else:
+            kernels.raise_counts(shared.addresses, counts)
         kernels.fill_id_lists(self.address, first, ids, offsets, shared.addresses)
 
     def result(self) -> list:

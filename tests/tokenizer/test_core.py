@@ -202,6 +202,37 @@ def test_a_long_list_is_built_whole_with_huge_pages_asked_for():
     assert lists == [ids[:5].tolist(), ids[5:].tolist()]
 
 
+def test_a_few_ids_beside_a_large_vocabulary_cost_what_the_ids_do():
+    """split_ids of a few ids with a million shared ints raises each id's count in turn: nothing as long as the
+    vocabulary is allocated (an int64 count per shared int would take 8 MB), the lists are right, and every count
+    is back once they are dropped; an id outside the shared ints is refused before any count is raised."""
+    import sys
+    import tracemalloc
+
+    from tokenizer.shared_ids import FEW_IDS_PER_OBJECT, SharedIds, split_ids
+
+    shared = SharedIds(1_000_000)
+    ids = np.array([999_999, 500_000, 999_999, 300], np.int32)
+    offsets = np.array([0, 3, 3, 4], np.int64)
+    assert len(ids) * FEW_IDS_PER_OBJECT < len(shared.addresses)
+    watched = (300, 500_000, 999_999)
+    before = [sys.getrefcount(shared.objects[i]) for i in watched]
+    split_ids(ids, offsets, shared)  # (compiled before memory is traced)
+    tracemalloc.start()
+    try:
+        lists = split_ids(ids, offsets, shared)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert lists == [[999_999, 500_000, 999_999], [], [300]] and lists[0][0] is shared.objects[999_999]
+    assert peak < 100_000
+    del lists
+    assert [sys.getrefcount(shared.objects[i]) for i in watched] == before
+    with pytest.raises(IndexError):
+        split_ids(np.array([300, 1_000_000], np.int32), np.array([0, 2], np.int64), shared)
+    assert [sys.getrefcount(shared.objects[i]) for i in watched] == before
+
+
 def test_build_id_lists_refuses_ids_without_an_object():
     """An id outside the shared ints gives 0 from the kernel (all it built released) and the Python path's
     IndexError from split_ids, never a read past the array."""

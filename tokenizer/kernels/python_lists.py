@@ -14,10 +14,12 @@ Where items and counts may be written in place (CPython before 3.12), a batch's 
 only the short ones hold the GIL, and threads that encode ranges of a batch build their lists side by side, into
 one outer list: :func:`new_outer_list` (GIL: the outer list, NULL items), then per range :func:`new_id_lists`
 (GIL: the empty lists, one ``PyList_New`` per document), :func:`count_ids` (no GIL: how often each id occurs,
-every id checked), :func:`raise_counts` (GIL: each shared int's count raised once by its number of uses) and
-:func:`fill_id_lists` (no GIL: the items written), and last :func:`track_id_lists` (GIL: the outer list in the
-collector's sight). Until then the lists are untracked and hold NULL items, as ``PyList_New`` leaves them, and no
-Python code can reach them, not even through the collector (``gc.get_objects`` in another thread meanwhile).
+every id checked), :func:`raise_counts` (GIL: each shared int's count raised once by its number of uses; for a
+range of few ids beside the shared ints, :func:`ids_within` and :func:`raise_each` instead, one raise per id, so
+that no step passes over the whole vocabulary) and :func:`fill_id_lists` (no GIL: the items written), and last
+:func:`track_id_lists` (GIL: the outer list in the collector's sight). Until then the lists are untracked and
+hold NULL items, as ``PyList_New`` leaves them, and no Python code can reach them, not even through the collector
+(``gc.get_objects`` in another thread meanwhile).
 
 Both ways leave the lists of ids out of the cyclic collector's sight (untracked) and track the outer list: a list
 of ints takes part in no cycle (CPython leaves tuples and dicts of such values untracked too), while tracked, the
@@ -191,14 +193,22 @@ def new_id_lists(outer, first, offsets, api):
 
 
 @kernel
+def ids_within(ids, start, end, limit):
+    """Whether every id of ``ids[start:end]`` (int32) is in ``0 .. limit - 1``. No GIL needed.
+    Example: ids ``[1, 1, 3]``, limit 4 -> True; limit 3 -> False."""
+    for k in range(start, end):
+        if ids[k] < 0 or ids[k] >= limit:
+            return False
+    return True
+
+
+@kernel
 def count_ids(ids, start, end, counts):
     """Add to ``counts`` (int64, one per shared object) how often each id of ``ids[start:end]`` (int32) occurs;
     False, with ``counts`` unchanged, when an id is outside ``counts``. No GIL needed.
     Example: ids ``[1, 1, 3]``, counts of 4 zeros -> True, counts ``[0, 2, 0, 1]``."""
-    limit = counts.shape[0]
-    for k in range(start, end):
-        if ids[k] < 0 or ids[k] >= limit:
-            return False
+    if not ids_within(ids, start, end, counts.shape[0]):
+        return False
     for k in range(start, end):
         counts[ids[k]] += 1
     return True
@@ -212,6 +222,17 @@ def raise_counts(objects, counts):
     for i in range(counts.shape[0]):
         if counts[i] != 0:
             _store_word(objects[i], word_at(objects[i]) + counts[i])
+
+
+@kernel(nogil=False)
+def raise_each(objects, ids, start, end):
+    """Raise the reference count of ``objects[ids[k]]`` (int64 addresses) by one for each ``k`` in ``start ..
+    end - 1``, in place: the references :func:`fill_id_lists` is about to write, where the ids are few beside the
+    objects (:func:`raise_counts` passes over every object). The ids must be checked already (:func:`ids_within`).
+    Needs the GIL. Example: ids ``[1, 1]`` -> the second object's count is 2 higher."""
+    for k in range(start, end):
+        address = objects[ids[k]]
+        _store_word(address, word_at(address) + 1)
 
 
 @kernel
