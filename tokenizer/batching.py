@@ -19,6 +19,11 @@ from tokenizer.shared_ids import CollectorPaused, IdLists, split_ids
 from tokenizer.shared_ranges import Batch, RangeTasks, encode_documents, normalized
 
 _MIN_BYTES_PER_THREAD = 1 << 16
+#: a list of at most this many texts, of at most :data:`FEW_TEXTS_LENGTH` characters (or bytes) in all, is encoded
+#: text by text as :meth:`tokenizer.core.Tokenizer.encode` does: a batch's fixed cost (packing, cutting, building
+#: lists in steps) is more than such a list's work, which one thread does anyway (``benchmarks/encode_call_cost.py``)
+FEW_TEXTS = 16
+FEW_TEXTS_LENGTH = 1 << 14
 
 
 def encode_arrow(tok, pa, array, num_threads: int | None, bos: int, eos: int):
@@ -74,10 +79,14 @@ def encode_packed(tok, data, offsets, valid, num_threads, bos, eos, as_lists=Fal
 
 
 def encode_list(tok, texts, num_threads, bos, eos) -> list[list[int]]:
-    """Ids of a list or tuple of str/bytes as one Python list per text. Where this interpreter's str and bytes
+    """Ids of a list or tuple of str/bytes as one Python list per text. A few short texts (:data:`FEW_TEXTS`) are
+    encoded one by one, as :meth:`tokenizer.core.Tokenizer.encode` does. Where this interpreter's str and bytes
     objects can be read in place (:func:`tokenizer.python_texts.text_layout`), each thread packs the texts of the
     ranges it encodes, without the GIL; otherwise, or for an item it cannot pack (a bytearray, an unpaired
     surrogate, which :func:`pack_texts` then names), the texts are packed first, through pyarrow."""
+    if len(texts) <= FEW_TEXTS and _total_length(texts) <= FEW_TEXTS_LENGTH:
+        encode_plain = tok._encode_plain or tok._plain_encoder()  # (what Tokenizer.encode calls)
+        return [encode_plain(tok._to_bytes(text), bos, eos) for text in texts]
     layout = text_layout()
     items = texts if type(texts) is tuple else tuple(texts)  # (immutable, and keeps the items alive)
     bounds = byte_bounds(items, 0, len(items), layout) if layout is not None else None
@@ -90,6 +99,13 @@ def encode_list(tok, texts, num_threads, bos, eos) -> list[list[int]]:
     packed = pack_items(items, 0, len(items), layout, bounds) if bounds is not None else None
     data, offsets = packed if packed is not None else pack_texts(items, tok._to_bytes)
     return encode_packed(tok, data, offsets, ALL_VALID, num_threads, bos, eos, as_lists=True)
+
+
+def _total_length(texts) -> int:
+    """The characters of the str and bytes of the bytes of ``texts``, anything else counted as more than
+    :data:`FEW_TEXTS_LENGTH`: ``_total_length(["ab", b"c"])`` -> 3."""
+    return sum(len(text) if text.__class__ is str or text.__class__ is bytes else FEW_TEXTS_LENGTH + 1
+               for text in texts)
 
 
 class _Unpackable(Exception):

@@ -286,7 +286,8 @@ class Tokenizer:
         ChunkedArray a ChunkedArray. Nulls stay null. ``num_threads=None`` uses every core, 1 the calling thread
         only; each thread takes a contiguous document range, and one done early part of another's. The lists of
         ids hold no cycles and are built untracked by the cyclic garbage collector, so collections after a batch
-        skip them (:mod:`tokenizer.kernels.python_lists`)."""
+        skip them (:mod:`tokenizer.kernels.python_lists`); a list of a few short texts is encoded text by text, as
+        :meth:`encode` does (:data:`tokenizer.batching.FEW_TEXTS`)."""
         bos, eos = self._special(add_bos, "bos"), self._special(add_eos, "eos")
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
             raise InputError(f"num_threads={num_threads!r} must be a positive int or None (all cores)")

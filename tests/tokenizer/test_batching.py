@@ -41,3 +41,30 @@ def test_a_batch_past_int32_offsets_comes_back_as_a_large_list(tokenizers, monke
         got = tok.encode_batch(texts, num_threads=threads)
         assert got.type == pa.large_list(pa.int32()) and got.null_count == expected.null_count == 429
         assert got.to_pylist() == expected.to_pylist()
+
+
+def test_a_few_short_texts_are_encoded_text_by_text_as_in_a_longer_list(tokenizers):
+    """A list of at most FEW_TEXTS texts and FEW_TEXTS_LENGTH characters in all is encoded text by text (as
+    encode() does): the same ids, with bos/eos too, as the same texts at the head of a list long enough for the
+    batch path, for every kind of model, str and bytes; a bad text is named as the batch path names it."""
+    import pytest
+
+    from tokenizer import InputError
+    from tokenizer.batching import FEW_TEXTS, FEW_TEXTS_LENGTH
+
+    texts = [text[:200] for text in sample_texts(3)][:FEW_TEXTS - 2] + ["", "bytes: é".encode()]
+    assert len(texts) <= FEW_TEXTS and sum(map(len, texts)) <= FEW_TEXTS_LENGTH
+    longer = texts + ["filler"] * FEW_TEXTS
+    for name, tok in tokenizers.items():
+        ends = {"add_bos": tok.model.bos_id >= 0, "add_eos": tok.model.eos_id >= 0}
+        for options in ({}, ends):
+            few = tok.encode_batch(texts, num_threads=1, **options)
+            assert few == tok.encode_batch(longer, num_threads=1, **options)[:len(texts)], name
+            assert few == [tok.encode(text, **options) for text in texts] and any(few), name
+    tok = tokenizers["unigram"]
+    for batch in (["fine", "a\ud800"], ["fine", "a\ud800"] + ["filler"] * FEW_TEXTS):
+        with pytest.raises(InputError, match="surrogate"):
+            tok.encode_batch(batch)
+    for batch in (["fine", 3], ["fine", 3] + ["filler"] * FEW_TEXTS):
+        with pytest.raises(TypeError, match="str or bytes"):
+            tok.encode_batch(batch)
