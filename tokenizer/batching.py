@@ -102,8 +102,8 @@ def encode_list(tok, texts, num_threads, bos, eos) -> list[list[int]]:
 
 
 def _total_length(texts) -> int:
-    """The characters of the str and bytes of the bytes of ``texts``, anything else counted as more than
-    :data:`FEW_TEXTS_LENGTH`: ``_total_length(["ab", b"c"])`` -> 3."""
+    """The length of ``texts`` in all: a str's characters, a bytes' bytes, anything else more than
+    :data:`FEW_TEXTS_LENGTH`. Example: ``_total_length(["ab", b"c"])`` -> 3."""
     return sum(len(text) if text.__class__ is str or text.__class__ is bytes else FEW_TEXTS_LENGTH + 1
                for text in texts)
 

@@ -119,8 +119,8 @@ class CollectorPaused:
             gc.enable()
 
 
-#: :meth:`IdLists.fill` counts ids over the shared ints (an array as long as the vocabulary, zeroed and passed over)
-#: when they are at least the shared ints over this, and raises each id's count in turn when fewer
+#: :meth:`IdLists.fill` raises each id's count in turn when the ids are fewer than the shared ints divided by this;
+#: else it counts them first, in an array as long as the vocabulary (zeroed, then passed over once)
 FEW_IDS_PER_OBJECT = 8
 
 
