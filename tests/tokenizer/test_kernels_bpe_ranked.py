@@ -1,6 +1,6 @@
-"""Merge replay (byte-level BPE) kernel vs its twin, and its work on long repetitive pre-tokens: linear in the
-number of heap entries (counted by the kernel itself, no timing), for runs of one character, of a two-character
-pattern, of one CJK character, of whitespace, and random or invalid-UTF-8 bytes."""
+"""Merge replay (byte-level BPE) kernel vs its twin, its bucket per rank vs its heap, and its work on long
+repetitive pre-tokens: linear in the number of entries (counted by the kernel itself, no timing), for runs of one
+character, of a two-character pattern, of one CJK character, of whitespace, and random or invalid-UTF-8 bytes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenizer.kernels.bpe_ranked import build_pair_table, merge_ranks, ranked_bpe_into
+from tokenizer.kernels.bpe_ranked import (BUCKETS_ABOVE, bucket_merges, build_pair_table, heap_merges, merge_ranks,
+                                          pair_merge, ranked_bpe_into)
 from tokenizer.twins.bpe import ref_ranked_bpe
 
 IDENTITY = np.arange(256, dtype=np.int32)
@@ -97,3 +98,58 @@ def test_work_is_linear_on_long_repetitive_pretokens():
         if name == "one character":
             assert len(small_ids) < 20 and len(large_ids) < 120  # long runs became long pieces
         assert ref_ranked_bpe(twin, IDENTITY, small[:3000]) == encode(tables, small[:3000])[0], name
+        assert len(large) > BUCKETS_ABOVE and large_ids == merged_symbols(heap_merges, tables, large)[0], name
+
+
+def merged_symbols(merge, tables, data: bytes):
+    """``(symbols, entries taken)`` after ``merge`` (heap_merges or bucket_merges) over the bytes of ``data``, or
+    None where it gave way (-1)."""
+    pair_table, bits = tables
+    n = len(data)
+    sym = np.frombuffer(data, np.uint8).astype(np.int32)
+    nxt, prv, pool = np.empty(n, np.int32), np.empty(n, np.int32), np.empty(2 * n, np.int64)
+    cand = np.array([pair_merge(pair_table, bits, sym[i], sym[i + 1]) for i in range(n - 1)] + [-1], np.int64)
+    if merge is heap_merges:
+        taken = heap_merges(pair_table, bits, sym, nxt, prv, cand, pool, n, 0.0, np.zeros(1, np.uint64))
+    else:
+        taken = bucket_merges(pair_table, bits, sym, nxt, prv, cand, pool, n)
+    if taken < 0:
+        return None
+    symbols, node = [], 0
+    while node < n:
+        symbols.append(int(sym[node]))
+        node = nxt[node]
+    return symbols, taken
+
+
+@settings(max_examples=400, deadline=None)
+@given(merges_and_text(most_merges=16, longest_text=120), st.booleans(), st.data())
+def test_bucket_merges_equal_the_heap_and_the_twin(case, later_parts, data):
+    """A bucket per rank gives the heap's symbols, taking as many entries, whenever every merge's parts exist
+    before it (it never gives way then, unless the merges list repeats a pair); with merges whose parts may be
+    made later (pairs of lower rank can then appear) it gives the heap's symbols or gives way."""
+    pairs, text = case
+    if later_parts:  # some parts renamed to ids of later merges
+        made = 256 + len(pairs)
+        pairs = [(a if data.draw(st.booleans()) else data.draw(st.integers(256, max(256, made - 1))), b)
+                 for a, b in pairs]
+    tables, twin = merge_table(pairs)
+    if not text:
+        return
+    heap = merged_symbols(heap_merges, tables, text)
+    assert heap[0] == ref_ranked_bpe(twin, IDENTITY, text)
+    buckets = merged_symbols(bucket_merges, tables, text)
+    if not later_parts and len(set(pairs)) == len(pairs):
+        assert buckets is not None
+    assert buckets is None or buckets == heap
+
+
+def test_a_long_pretoken_of_merges_that_do_not_rank_upwards_goes_to_the_heap():
+    """Above BUCKETS_ABOVE bytes, merges whose parts come later (``aa`` made at rank 1, ``(aa, a)`` at rank 0):
+    the buckets give way and the pre-token's ids are the heap's."""
+    pairs = [(257, 97), (97, 97)]  # rank 0 joins "aa" (made by rank 1) and "a"
+    tables, twin = merge_table(pairs)
+    text = b"a" * (BUCKETS_ABOVE + 1001)
+    assert merged_symbols(bucket_merges, tables, text) is None
+    assert encode(tables, text)[0] == merged_symbols(heap_merges, tables, text)[0]
+    assert encode(tables, text[:40])[0] == ref_ranked_bpe(twin, IDENTITY, text[:40])

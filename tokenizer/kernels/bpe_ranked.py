@@ -9,15 +9,17 @@ The pair table (``pair_table``, int64, ``2**bits`` slots of two words) is open a
 ``left << 32 | right`` at ``2 * h`` (-1 = empty) and the pair's merge ``rank << 32 | merged`` at ``2 * h + 1``, so
 a probe that hits reads one cache line and nothing else.
 
-Inside a pre-token of n bytes the symbols are a linked list over the byte positions and the candidate merges a
-binary min-heap of ``rank << 32 | position`` (lowest rank first, then leftmost); an entry whose pair has changed
-since it was pushed is skipped when it comes up. Each merge pushes at most two entries, so the heap holds at most
-2n and the work is O(n log n) whatever the text: one long pre-token (100,000 x ``a``, a run of one CJK character)
-costs what its length costs, never n^2. A pre-token of at most :data:`SHORT_SYMBOLS` bytes (most words) is merged
-in an array instead, by scanning its pairs' ranks (:func:`scan_merges`: the same ids, no heap). The batch entry
-encodes a pre-token of more than :data:`tokenizer.kernels.bpe_match.MATCH_ABOVE` bytes by matching pieces where the
-model's merges allow it, and comes back here where matching gives way (:mod:`tokenizer.kernels.bpe_match`: the same
-ids). :func:`tokenizer.twins.bpe.ref_ranked_bpe` is the slow twin.
+Inside a pre-token of n bytes the symbols are a linked list over the byte positions and the candidate merges a binary
+min-heap of ``rank << 32 | position`` (lowest rank first, then leftmost); an entry whose pair has changed since it was
+pushed is skipped when it comes up. Each merge pushes at most two entries, so the heap holds at most 2n and the work is
+O(n log n) whatever the text: one long pre-token (100,000 x ``a``, a run of one CJK character) costs what its length
+costs, never n^2. A pre-token of at most :data:`SHORT_SYMBOLS` bytes (most words) is merged in an array instead, by
+scanning its pairs' ranks (:func:`scan_merges`: the same ids, no heap); one of more than :data:`BUCKETS_ABOVE` (a run of
+spaces) with a bucket per rank in place of the heap (:func:`bucket_merges`: the same ids; a node enters its bucket in
+constant time, where every merge makes only pairs of higher rank). The batch entry encodes a pre-token of more than
+:data:`tokenizer.kernels.bpe_match.MATCH_ABOVE` bytes by matching pieces where the model's merges allow it, and comes
+back here where matching gives way (:mod:`tokenizer.kernels.bpe_match`: the same ids).
+:func:`tokenizer.twins.bpe.ref_ranked_bpe` is the slow twin.
 
 Example (hand-checkable): bytes ``a``=0, ``b``=1, ``c``=2; merges ``(b, c) -> 3`` rank 0, ``(a, b) -> 4`` rank 1,
 ``(4, 2) -> 5`` rank 2: ``"abc"`` -> a|b|c -> a|bc (rank 0) -> no merge ``(a, bc)`` -> ``[0, 3]``, whereas the
@@ -36,6 +38,7 @@ from tokenizer.kernels.random import next_float64
 NO_RANK = np.int32(2**31 - 1)
 JOINABLE = -2  # the pair table's value for a pair that is no merge but appears inside a piece (see bpe.py)
 SHORT_SYMBOLS = 16  # up to this many symbols a text merges by scanning an array (scan_merges), not with a heap
+BUCKETS_ABOVE = 1 << 14  # past this many symbols a text merges with a bucket per rank (bucket_merges), not a heap
 
 
 def build_pair_table(left: np.ndarray, right: np.ndarray, merged: np.ndarray, rank_of: np.ndarray,
@@ -225,6 +228,105 @@ def heap_merges(pair_table, bits, sym, nxt, prv, cand, heap, n, dropout, rng_sta
     return merge_pending(pair_table, bits, sym, nxt, prv, cand, heap, size, n, dropout, rng_state)
 
 
+@kernel(inline="always")
+def _bucket_push(pool, head, tail, free, unused, rank, node):
+    """Append ``node`` to the bucket of ``rank`` (an entry of ``pool``: ``next entry << 32 | node``, -1 ending a
+    list; a freed entry first, else the next unused one); returns the new ``(free, unused)``."""
+    if free >= 0:
+        entry = free
+        free = pool[entry] >> 32
+    else:
+        entry = unused
+        unused += 1
+    pool[entry] = (np.int64(-1) << 32) | np.int64(node)
+    last = tail[rank]
+    if last >= 0:
+        pool[last] = (np.int64(entry) << 32) | (pool[last] & 0xFFFFFFFF)
+    else:
+        head[rank] = entry
+    tail[rank] = entry
+    return free, unused
+
+
+@kernel
+def bucket_merges(pair_table, bits, sym, nxt, prv, cand, pool, n):
+    """:func:`heap_merges`' merges (the same arguments and result, ``pool`` sized as its heap) with a bucket per
+    rank instead of a heap, for a long pre-token: the ranks come up in increasing order and each bucket's nodes
+    left to right, the order the heap pops them in, but a node enters its bucket in constant time and the buckets
+    are read in order, not sifted at random. That order holds when every merge makes only pairs of higher rank
+    than its own (its parts exist before it, as training makes them); a model that breaks this gets -1 as soon as
+    a merge makes such a pair (its caller starts over with the heap). Returns how many entries were taken, else.
+    Example: symbols ``a a a`` with the merge ``(a, a)`` -> ``aa`` rank 0: ``[aa, a]``, 2 entries taken."""
+    # a bucket per rank below the table's slots over two: above the merges it holds, at most half full (a merge
+    # ranked higher, possible only in a merges list that repeats pairs, sends the pre-token to the heap)
+    ranks = pair_table.shape[0] // 4
+    head = np.full(ranks, -1, np.int64)
+    tail = np.full(ranks, -1, np.int64)
+    order = np.empty(min(pool.shape[0], 1 << 12), np.int32)  # one bucket's nodes (grown as a bucket needs)
+    free, unused = np.int64(-1), np.int64(0)
+    cand[n - 1] = -1
+    for i in range(n):
+        nxt[i] = i + 1
+        prv[i] = i - 1
+        if cand[i] >= 0:
+            if (cand[i] >> 32) >= ranks:
+                return -1
+            free, unused = _bucket_push(pool, head, tail, free, unused, cand[i] >> 32, i)
+    taken = 0
+    for rank in range(ranks):
+        count = 0
+        in_order = True
+        entry = head[rank]
+        while entry >= 0:  # the bucket's nodes (no merge of this rank adds any), its entries freed
+            if count == order.shape[0]:
+                grown = np.empty(2 * count, np.int32)
+                grown[:count] = order
+                order = grown
+            order[count] = pool[entry] & 0xFFFFFFFF
+            in_order = in_order and (count == 0 or order[count] > order[count - 1])
+            count += 1
+            following = pool[entry] >> 32
+            pool[entry] = free << 32
+            free = entry
+            entry = following
+        if count == 0:
+            continue
+        head[rank] = -1
+        tail[rank] = -1
+        if not in_order:
+            order[:count].sort()
+        taken += count
+        for k in range(count):
+            left = order[k]
+            pending = cand[left]
+            if pending < 0 or (pending >> 32) != rank:
+                continue  # the pair at this node changed since it entered the bucket (or the node is gone)
+            right = nxt[left]
+            sym[left] = np.int32(pending & 0xFFFFFFFF)
+            cand[right] = -1
+            after = nxt[right]
+            nxt[left] = after
+            cand[left] = -1
+            if after < n:
+                prv[after] = left
+                merge = pair_merge(pair_table, bits, sym[left], sym[after])
+                if merge >= 0:
+                    if (merge >> 32) <= rank or (merge >> 32) >= ranks:
+                        return -1
+                    cand[left] = merge
+                    free, unused = _bucket_push(pool, head, tail, free, unused, merge >> 32, left)
+            before = prv[left]
+            if before >= 0:
+                merge = pair_merge(pair_table, bits, sym[before], sym[left])
+                cand[before] = -1
+                if merge >= 0:
+                    if (merge >> 32) <= rank or (merge >> 32) >= ranks:
+                        return -1
+                    cand[before] = merge
+                    free, unused = _bucket_push(pool, head, tail, free, unused, merge >> 32, before)
+    return taken
+
+
 @kernel
 def scan_merges(pair_table, bits, sym, starts, count, cand):
     """:func:`merge_pending`'s merges for a few symbols (at most :data:`SHORT_SYMBOLS`), in an array: the symbols
@@ -268,7 +370,7 @@ def ranked_bpe_into(pair_table, bits, byte_to_id, data, start, end, sym, nxt, pr
     the length). ``steps[0]`` (int64) grows by the heap entries popped (merges done, for a short pre-token), a
     measure of the work done (tests bound it). ``rng_state`` (uint64[1]) is :func:`merge_pending`'s, never drawn
     from (merge replay has no dropout here). Pre-tokens of at most :data:`SHORT_SYMBOLS` bytes go through
-    :func:`scan_merges` (the same ids).
+    :func:`scan_merges`, of more than :data:`BUCKETS_ABOVE` through :func:`bucket_merges` (the same ids).
     """
     n = end - start
     if n == 0:
@@ -285,7 +387,17 @@ def ranked_bpe_into(pair_table, bits, byte_to_id, data, start, end, sym, nxt, pr
         for i in range(count):
             out[pos + i] = sym[i]
         return pos + count
-    steps[0] += heap_merges(pair_table, bits, sym, nxt, prv, cand, heap, n, 0.0, rng_state)
+    # buckets for a long pre-token, where their fixed cost (a pass over a bucket per rank) is small beside it
+    buckets = n > BUCKETS_ABOVE and 8 * n >= pair_table.shape[0] // 4
+    taken = bucket_merges(pair_table, bits, sym, nxt, prv, cand, heap, n) if buckets else -1
+    if taken < 0:  # a shorter pre-token, or merges that do not rank upwards: the heap (from the start)
+        if buckets:
+            for i in range(n):
+                sym[i] = byte_to_id[data[start + i]]
+            for i in range(n - 1):
+                cand[i] = pair_merge(pair_table, bits, sym[i], sym[i + 1])
+        taken = heap_merges(pair_table, bits, sym, nxt, prv, cand, heap, n, 0.0, rng_state)
+    steps[0] += taken
     node = 0
     while node < n:
         out[pos] = sym[node]
