@@ -262,7 +262,7 @@ def bucket_merges(pair_table, bits, sym, nxt, prv, cand, pool, n):
     ranks = pair_table.shape[0] // 4
     head = np.full(ranks, -1, np.int64)
     tail = np.full(ranks, -1, np.int64)
-    order = np.empty(min(pool.shape[0], 1 << 12), np.int32)  # one bucket's nodes (grown as a bucket needs)
+    order = np.empty(n, np.int32)  # one bucket's nodes (no more than n but for stale entries: then grown)
     free, unused = np.int64(-1), np.int64(0)
     cand[n - 1] = -1
     for i in range(n):
