@@ -9,10 +9,12 @@ SentencePiece-style unigram, BytePiece, SentencePiece-style BPE and byte-level B
 UTF-8 pattern, and ordinary text (the sample corpus's lines joined by spaces). For each model and line it prints
 ms per MB at 1 MB and at 10 MB (best of ``--repeats`` each), the ratio ``time(10 MB) / (10 x time(1 MB))``
 (1.0 = linear; the target is at most 1.5) and the memory one more 10 MB call adds to the process's peak, per input
-byte (its list of ids, the id buffer and the work arrays it takes anew: a thread keeps arrays up to 64 MB). With ``--peers``, the same lines through sentencepiece (the unigram and SentencePiece-style BPE
-models exported with ``shardpiece export --to sentencepiece``) and Hugging Face tokenizers (the byte-level BPE
-model exported ``--to huggingface``), each in its own child process killed after ``--peer-timeout`` seconds (a peer
-that takes longer is marked so). Writes ``benchmarks/results/encode-worst-case.json``.
+byte (its list of ids, the id buffer and the work arrays it takes anew: a thread keeps arrays up to 64 MB). Each
+model's lines run in a child process of their own. With ``--peers``, the same lines through sentencepiece (the
+unigram and SentencePiece-style BPE models exported with ``shardpiece export --to sentencepiece``) and Hugging Face
+tokenizers (the byte-level BPE model exported ``--to huggingface``), each in its own child process killed after
+``--peer-timeout`` seconds (a peer that takes longer is marked so). Writes
+``benchmarks/results/encode-worst-case.json``.
 """
 
 from __future__ import annotations
@@ -129,6 +131,64 @@ def peak_growth(call) -> float:
     return float("nan") if before is None or after is None else float(after - before)
 
 
+def table_rows(results: list[dict], lines: list[str], peer_timeout: float) -> list[list[str]]:
+    """Per model, a row per measure (ms/MB at 1 and 10 MB, their ratio, memory per byte, and the peer's ms/MB when
+    it ran), a column per line; a refused line's cells say so."""
+    rows = []
+    for model in dict.fromkeys(entry["model"] for entry in results):
+        by_line = {entry["line"]: entry for entry in results if entry["model"] == model}
+        peer = next((entry["peer"] for entry in by_line.values() if "peer" in entry), None)
+
+        def cells(measure):
+            return [measure(by_line[line]) if by_line[line]["error"] is None else "refused" for line in lines]
+
+        rows.append([model, "ms/MB at 1 / 10 MB", *cells(lambda e: f"{1000 * e['seconds'][1]:.1f} / "
+                                                                  f"{1000 * e['seconds'][10] / 10:.1f}")])
+        rows.append(["", "10 MB / (10 x 1 MB)", *cells(lambda e: f"{e['ratio']:.2f}")])
+        rows.append(["", "memory / byte at 10 MB", *cells(lambda e: f"{e['peak_bytes_per_byte']:.1f}")])
+        if peer is not None:
+            rows.append(["", f"{peer} ms/MB at 1 / 10 MB", *cells(lambda e: " / ".join(
+                f"{1000 * s / size:.0f}" if s else f">{peer_timeout:.0f}s"
+                for s, size in ((e["peer_seconds"][1], 1), (e["peer_seconds"][10], 10))))])
+    return rows
+
+
+def measure_model(path: str, repeats: int) -> list[dict]:
+    """Every line through the model at ``path`` (in this process): per line the best seconds at 1 and 10 MB, their
+    ratio and the memory per byte of one more 10 MB call, or the error that refused it."""
+    from tokenizer import Tokenizer
+
+    tok = Tokenizer.load(path)
+    tok.encode("warm up the kernels")
+    entries = []
+    for line, make in {**LINES, "ordinary text": ordinary(sample_lines())}.items():
+        texts = {size: make(size * MB) for size in (1, 10)}
+        seconds, error = {}, None
+        for size, text in texts.items():
+            try:
+                seconds[size], _ = common.best_time(lambda: tok.encode(text), repeats)
+            except Exception as exc:  # noqa: BLE001 - a refused line is a result too
+                error = f"{type(exc).__name__}: {exc}"[:120]
+                break
+        entry = {"line": line, "seconds": seconds, "error": error}
+        if error is None:
+            entry["ratio"] = seconds[10] / (10 * seconds[1])
+            entry["peak_bytes_per_byte"] = peak_growth(lambda: tok.encode(texts[10])) / (10 * MB)
+        entries.append(entry)
+    return entries
+
+
+def measured_in_child(path: str, repeats: int) -> list[dict]:
+    """:func:`measure_model` in a child process of its own (as each peer runs), so that no model's runs leave the
+    process in a state (its heap, its kept arrays) that the next model's runs pay for."""
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--measure-model", path, "--repeats",
+                           str(repeats)], capture_output=True, text=True, check=True)
+    entries = json.loads(done.stdout.strip().splitlines()[-1])
+    for entry in entries:
+        entry["seconds"] = {int(size): value for size, value in entry["seconds"].items()}
+    return entries
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vocab-size", type=int, default=8000)
@@ -136,52 +196,29 @@ def main() -> None:
     parser.add_argument("--work", default=common.DEFAULT_WORK)
     parser.add_argument("--peers", action="store_true", help="also time sentencepiece and tokenizers")
     parser.add_argument("--peer-timeout", type=float, default=120.0)
+    parser.add_argument("--measure-model", help=argparse.SUPPRESS)  # (the child of measured_in_child)
     args = parser.parse_args()
-
-    from tokenizer import Tokenizer
+    if args.measure_model:
+        print(json.dumps(measure_model(args.measure_model, args.repeats)))
+        return
 
     lines = sample_lines()
     makers = {**LINES, "ordinary text": ordinary(lines)}
     paths = train_models(args.work, args.vocab_size, lines)
     peers = export_peers(paths, args.work) if args.peers else {}
-    rows, results = [], []
+    results = []
     for name, path in paths.items():
-        tok = Tokenizer.load(path)
-        tok.encode("warm up the kernels")
-        for line, make in makers.items():
-            texts = {size: make(size * MB) for size in (1, 10)}
-            seconds, error = {}, None
-            for size, text in texts.items():
-                try:
-                    seconds[size], _ = common.best_time(lambda: tok.encode(text), args.repeats)
-                except Exception as exc:  # noqa: BLE001 - a refused line is a result too
-                    error = f"{type(exc).__name__}: {exc}"[:120]
-                    break
-            entry = {"model": name, "line": line, "seconds": seconds, "error": error}
-            if error is None:
-                entry["ratio"] = seconds[10] / (10 * seconds[1])
-                entry["peak_bytes_per_byte"] = peak_growth(lambda: tok.encode(texts[10])) / (10 * MB)
+        for entry in measured_in_child(path, args.repeats):
+            entry = {"model": name, **entry}
             peer = peers.get(name)
-            if peer is not None and error is None:
+            if peer is not None and entry["error"] is None:
                 entry["peer"] = peer[0]
                 entry["peer_seconds"] = {
-                    size: peer_seconds(peer[0], peer[1], line, size * MB, args.repeats, args.peer_timeout)
+                    size: peer_seconds(peer[0], peer[1], entry["line"], size * MB, args.repeats, args.peer_timeout)
                     for size in (1, 10)}
             results.append(entry)
-            if error is not None:
-                rows.append([name, line, "refused", "", "", "", error, ""])
-                continue
-            peer_cells = ["", ""]
-            if "peer_seconds" in entry:
-                p1, p10 = entry["peer_seconds"][1], entry["peer_seconds"][10]
-                peer_cells = [entry["peer"], " / ".join(f"{1000 * s / size:.0f}" if s else f">{args.peer_timeout:.0f}s"
-                                                        for s, size in ((p1, 1), (p10, 10)))]
-            rows.append([name, line, f"{1000 * seconds[1]:.1f}", f"{1000 * seconds[10] / 10:.1f}",
-                         f"{entry['ratio']:.2f}", f"{entry['peak_bytes_per_byte']:.1f}", *peer_cells])
-            print(rows[-1], flush=True)
-    headers = ["model", "line", "ms/MB at 1 MB", "ms/MB at 10 MB", "10 MB / (10 x 1 MB)", "memory / byte at 10 MB",
-               "peer", "peer ms/MB at 1 / 10 MB"]
-    print(common.markdown_table(headers, rows))
+            print(entry, flush=True)
+    print(common.markdown_table(["model", "measure", *makers], table_rows(results, list(makers), args.peer_timeout)))
     path = common.write_results("encode-worst-case", {
         "command": " ".join([os.path.relpath(sys.argv[0], common.REPO)] + sys.argv[1:]),
         "vocab_size": args.vocab_size, "repeats": args.repeats, "load_average": common.load_average(),
