@@ -240,7 +240,9 @@ class CompiledModel:
         keep = rounded[0] * itemsize + 4 * rounded[1] <= KEEP_WORK_BYTES
         if keep:
             wide, narrow = rounded
-        check_work_memory(wide * itemsize + 4 * narrow, longest)
+        # (a ranked BPE pre-token past BUCKETS_ABOVE also takes a bucket's nodes, 4 bytes per byte, in the kernel)
+        in_kernel = 4 * (longest + 1) if self.rule == RANKED_BPE else 0
+        check_work_memory(wide * itemsize + 4 * narrow + in_kernel, longest)
         wide_array = np.empty(wide, wide_dtype)
         if self.rule != VITERBI:
             wide_array[wide - ZEROED_WORDS:] = 0  # an empty pre-token cache and pair memo
