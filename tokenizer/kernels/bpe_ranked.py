@@ -360,6 +360,16 @@ def scan_merges(pair_table, bits, sym, starts, count, cand):
     return count, merges
 
 
+@kernel(inline="always")
+def _start_symbols(pair_table, bits, byte_to_id, data, start, n, sym, cand):
+    """The single bytes of ``data[start:start + n]`` as symbols in ``sym[:n]`` and the merge of each adjacent pair
+    in ``cand[:n - 1]`` (:func:`pair_merge`'s), as merge replay starts."""
+    for i in range(n):
+        sym[i] = byte_to_id[data[start + i]]
+    for i in range(n - 1):
+        cand[i] = pair_merge(pair_table, bits, sym[i], sym[i + 1])
+
+
 @kernel
 def ranked_bpe_into(pair_table, bits, byte_to_id, data, start, end, sym, nxt, prv, cand, heap,
                     steps, rng_state, out, pos):
@@ -375,10 +385,7 @@ def ranked_bpe_into(pair_table, bits, byte_to_id, data, start, end, sym, nxt, pr
     n = end - start
     if n == 0:
         return pos
-    for i in range(n):
-        sym[i] = byte_to_id[data[start + i]]
-    for i in range(n - 1):
-        cand[i] = pair_merge(pair_table, bits, sym[i], sym[i + 1])
+    _start_symbols(pair_table, bits, byte_to_id, data, start, n, sym, cand)
     if n <= SHORT_SYMBOLS:
         for i in range(n):
             nxt[i] = i
@@ -392,10 +399,7 @@ def ranked_bpe_into(pair_table, bits, byte_to_id, data, start, end, sym, nxt, pr
     taken = bucket_merges(pair_table, bits, sym, nxt, prv, cand, heap, n) if buckets else -1
     if taken < 0:  # a shorter pre-token, or merges that do not rank upwards: the heap (from the start)
         if buckets:
-            for i in range(n):
-                sym[i] = byte_to_id[data[start + i]]
-            for i in range(n - 1):
-                cand[i] = pair_merge(pair_table, bits, sym[i], sym[i + 1])
+            _start_symbols(pair_table, bits, byte_to_id, data, start, n, sym, cand)
         taken = heap_merges(pair_table, bits, sym, nxt, prv, cand, heap, n, 0.0, rng_state)
     steps[0] += taken
     node = 0
