@@ -24,21 +24,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from encode_worst_case import sample_lines  # noqa: E402
+from encode_worst_case import language_lines, sample_lines  # noqa: E402
 
 SIZES = (8000, 32000, 256000)
 CALLS = ("encode", "list 1", "list 16", "list 64", "arrow 64")
-
-
-def language_lines(count: int) -> list[list[bytes]]:
-    """The first ``count`` non-empty lines of each of the en, zh and ja samples."""
-    import gzip
-
-    found = []
-    for name in ("en", "zh", "ja"):
-        with gzip.open(os.path.join(common.REPO, "data", "sample", f"{name}.txt.gz"), "rb") as handle:
-            found.append([line for line in handle.read().split(b"\n") if line][:count])
-    return found
 
 
 def grown(model, size: int, seed: int = 7):

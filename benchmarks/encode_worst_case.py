@@ -41,12 +41,18 @@ LINES = {
 }
 
 
-def sample_lines() -> list[bytes]:
-    lines = []
+def language_lines(count: int | None = None) -> list[list[bytes]]:
+    """The first ``count`` (all: ``None``) non-empty lines of each of the en, zh and ja samples."""
+    found = []
     for name in ("en", "zh", "ja"):
         with gzip.open(os.path.join(common.REPO, "data", "sample", f"{name}.txt.gz"), "rb") as handle:
-            lines.extend(line for line in handle.read().split(b"\n") if line)
-    return lines
+            found.append([line for line in handle.read().split(b"\n") if line][:count])
+    return found
+
+
+def sample_lines() -> list[bytes]:
+    """Every non-empty line of the en, zh and ja samples, in that order."""
+    return [line for lines in language_lines() for line in lines]
 
 
 def ordinary(lines: list[bytes]):
@@ -224,7 +230,6 @@ def main() -> None:
         "vocab_size": args.vocab_size, "repeats": args.repeats, "load_average": common.load_average(),
         "results": results})
     print(f"wrote {path}")
-    json.dumps(results)
 
 
 if __name__ == "__main__":
