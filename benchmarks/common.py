@@ -124,18 +124,20 @@ def interleaved_best(systems: dict[str, Callable[[], Any]], repeats: int, warm_u
     that builds its lists with the collector running pays it during the call; one that pauses it would otherwise
     leave it unpaid when its result is dropped at once.
 
-    ``warm_up``: each timed call follows an untimed call of the same system, so every system is timed in its
-    steady state, its tables in the caches. Without, a system's caches hold what the system before it left: a
-    system that follows one of its own kind (the same model) runs warm, the first of a group runs cold, and the
-    order of the systems decides which."""
+    ``warm_up``: each timed call follows an untimed call of the same system, made after the full collection (a
+    collection between them would walk every object of the process and evict what that call left in the caches),
+    so every system is timed in its steady state, its tables in the caches; the untimed call's result is freed at
+    once, so each repeat's timed call starts from the same collector state. Without, a system's caches hold what the
+    system before it (and the collection) left: a system that follows one of its own kind (the same model) runs
+    warmer, the first of a group runs cold, and the order of the systems decides which."""
     import gc
 
     best = {name: float("inf") for name in systems}
     for _ in range(repeats):
         for name, function in systems.items():
+            gc.collect()
             if warm_up:
                 function()
-            gc.collect()
             started = time.perf_counter()
             result = function()
             gc.collect(0)
