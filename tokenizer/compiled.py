@@ -228,7 +228,7 @@ class CompiledModel:
         (:func:`tokenizer.kernels.batch.work_sizes`; they may hold more); refused when the system lacks the memory
         (:func:`tokenizer.memory.check_work_memory`). Each thread keeps its arrays of up to :data:`KEEP_WORK_BYTES`
         for its next calls: fresh pages cost a fault each, and BPE's pre-token cache stays warm."""
-        from tokenizer.memory import check_work_memory
+        from tokenizer.memory import check_work_memory, fresh_array
 
         kept = getattr(self._kept, "arrays", None)
         wide, narrow = work_sizes(self.rule, longest)
@@ -243,10 +243,10 @@ class CompiledModel:
         # (a ranked BPE pre-token past BUCKETS_ABOVE also takes a bucket's nodes, 4 bytes per byte, in the kernel)
         in_kernel = 4 * (longest + 1) if self.rule == RANKED_BPE else 0
         check_work_memory(wide * itemsize + 4 * narrow + in_kernel, longest)
-        wide_array = np.empty(wide, wide_dtype)
+        wide_array = fresh_array(wide, wide_dtype)
         if self.rule != VITERBI:
             wide_array[wide - ZEROED_WORDS:] = 0  # an empty pre-token cache and pair memo
-        arrays = wide_array, np.empty(narrow, np.int32)
+        arrays = wide_array, fresh_array(narrow, np.int32)
         if keep:
             self._kept.arrays = arrays
         return arrays
@@ -260,18 +260,19 @@ class CompiledModel:
         The work arrays hold the longest document, or where the model cuts documents into segments it encodes
         on their own (pre-tokens, words, lines: ``segments``), at most :data:`WORK_START` bytes at first: a longer
         segment stops the kernel, which goes on from that segment with arrays that hold it. So a long document of
-        ordinary text needs small arrays, and no text is encoded twice."""
+        ordinary text needs small arrays, and no text is encoded (nor its long segment looked for) twice."""
         data = read_only(data)  # one compilation of the entry: texts from Arrow buffers are read-only
         lengths = offsets[doc_begin + 1:doc_end + 1] - offsets[doc_begin:doc_end]
         longest = int(lengths.max()) if len(lengths) else 0
         size = min(longest, WORK_START) if self.cuts != WHOLE else longest
-        start, resume, base = doc_begin, -1, 0
+        start, resume, resume_end, base = doc_begin, -1, -1, 0
         while True:
             written = out_offsets[start - doc_begin:]
             document_start = int(written[0])  # where a resumed document's ids began
             total, failed, stopped, stopped_end = self.kernel(*self.record, data, offsets, valid, start, doc_end,
-                                                              claims, resume, bos_id, eos_id, *self.work_arrays(size),
-                                                              out_ids[base:], written, self.cuts)
+                                                              claims, resume, resume_end, bos_id, eos_id,
+                                                              *self.work_arrays(size), out_ids[base:], written,
+                                                              self.cuts)
             if base:
                 written += base  # the kernel counted from this call's first id
             if resume >= 0:
@@ -279,8 +280,8 @@ class CompiledModel:
             if stopped < 0:
                 break
             base += int(total)
-            start, resume = int(failed), int(stopped)
-            size = max(size, int(stopped_end) - resume)
+            start, resume, resume_end = int(failed), int(stopped), int(stopped_end)
+            size = max(size, resume_end - resume)
         if total < 0:
             raise unrepresentable_error(failed)
         return base + int(total)

@@ -9,12 +9,15 @@ model type: :func:`tokenizer.kernels.batch.work_sizes`, allocated by
 :meth:`tokenizer.compiled.CompiledModel.work_arrays`).
 Before allocating more than :data:`CHECK_ABOVE` bytes they ask :func:`check_work_memory`, which compares the size
 with the memory the system has available (``MemAvailable`` of ``/proc/meminfo``; no check where it cannot be
-read).
+read). A buffer too large to keep from call to call comes fresh from the system each time: :func:`fresh_array`
+asks for it in huge pages.
 
     >>> check_work_memory(1 << 20, 50_000)      # small buffers are never checked
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from tokenizer.errors import InputError
 from tokenizer.files import proc_field
@@ -48,6 +51,36 @@ def check_work_memory(nbytes: int, longest: int) -> None:
             f"a document of {longest:,} bytes needs about {nbytes / (1 << 30):.1f} GiB of work memory with this "
             f"model, but only {available / (1 << 30):.1f} GiB is available: split it into smaller documents "
             "(shardpiece tokenize: --max-document-bytes), or encode it where more memory is free")
+
+
+_MADVISE: list = []  # the C library's madvise as a ctypes function, or None where there is none (found once)
+
+
+def fresh_array(count: int, dtype) -> np.ndarray:
+    """``np.empty(count, dtype)``, whose whole 2 MB pages are advised to be huge pages when it takes
+    :data:`~tokenizer.kernels.python_lists.ADVISE_ABOVE` bytes or more (Linux; a hint the system may ignore), before
+    anything writes to it: an array that large comes fresh from the system, whose first touch of each 4 KB page
+    otherwise faults, at a cost of the order of the work on it (a long pre-token's work arrays:
+    ``benchmarks/encode_worst_case.py``). Example: ``fresh_array(3, np.int32)`` -> an int32 array of 3 (contents
+    undefined)."""
+    from tokenizer.kernels.python_lists import ADVISE_ABOVE, HUGE_PAGE, MADV_HUGEPAGE
+
+    array = np.empty(count, dtype)
+    if array.nbytes >= ADVISE_ABOVE:
+        if not _MADVISE:
+            import ctypes
+
+            from tokenizer.shared_ids import huge_page_advice
+
+            address = huge_page_advice()
+            _MADVISE.append(ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)(address)
+                            if address else None)
+        if _MADVISE[0] is not None:
+            start = (array.ctypes.data + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1)
+            stop = (array.ctypes.data + array.nbytes) & ~(HUGE_PAGE - 1)
+            if stop > start:
+                _MADVISE[0](start, stop - start, MADV_HUGEPAGE)  # (its result is moot: a hint)
+    return array
 
 
 def release_freed_memory() -> None:

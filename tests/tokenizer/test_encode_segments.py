@@ -112,17 +112,23 @@ def test_an_entry_stops_before_a_segment_its_arrays_cannot_hold_and_goes_on_from
         expected = [[bos] + compiled.encode_one(text, -1, -1) for text in texts]
         out_ids, out_offsets = np.full(len(data) + 4, -7, np.int32), np.zeros(3, np.int64)
         written, document, stopped, end = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 0, 2,
-                                                          NO_CLAIMS, -1, bos, -1,
+                                                          NO_CLAIMS, -1, -1, bos, -1,
                                                           *compiled.work_arrays(len(texts[0])), out_ids,
                                                           out_offsets, compiled.cuts)
         assert document == 1 and offsets[1] <= stopped < stopped + len(texts[0]) < end <= offsets[2]
         assert out_ids[:out_offsets[1]].tolist() == expected[0] and out_ids[out_offsets[1]] == bos
         assert (out_ids[written:] == -7).all()
-        total, *failed = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 1, 2, NO_CLAIMS, stopped, bos, -1,
-                                         *compiled.work_arrays(len(texts[1])), out_ids[written:], out_offsets[1:],
-                                         compiled.cuts)
+        total, *failed = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 1, 2, NO_CLAIMS, stopped, end,
+                                         bos, -1, *compiled.work_arrays(len(texts[1])), out_ids[written:],
+                                         out_offsets[1:], compiled.cuts)
         assert failed == [-1, -1, -1]
         assert out_ids[:written + total].tolist() == expected[0] + expected[1]
+        # without the segment's end (-1), the resumed call looks for it again: the same ids
+        again = np.full(len(data) + 4, -7, np.int32)
+        total_again, *_ = compiled.kernel(*compiled.record, data, offsets, ALL_VALID, 1, 2, NO_CLAIMS, stopped, -1,
+                                          bos, -1, *compiled.work_arrays(len(texts[1])), again, np.zeros(2, np.int64),
+                                          compiled.cuts)
+        assert total_again == total and again[:total].tolist() == out_ids[written:written + total].tolist()
 
 
 def test_a_thread_keeps_its_work_arrays_up_to_a_size(cutting_tokenizers, monkeypatch):

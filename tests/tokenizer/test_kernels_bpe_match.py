@@ -159,3 +159,17 @@ def test_matching_gives_way_where_replay_is_cheaper():
     cjk = match_tables(doubling_merges("中".encode()))
     ids, steps = matched(cjk, "中".encode() * 10_000, GIVE_WAY_AFTER)
     assert ids == encode(merge_table(doubling_merges("中".encode()))[0], "中".encode() * 10_000)[0]
+
+
+def test_matching_that_gives_way_early_leaves_the_rest_of_its_marks_untouched():
+    # the dead-end marks are cleared only as far as the candidates reach: matching that gives way after a few
+    # bytes of a long pre-token (pieces of one byte: replay costs less) has done work of the order of those bytes
+    units, pair_table, bits, tables = match_tables([(97, 98)])
+    data = b"\xff\xfe" * 50_000
+    n = len(data) + 1
+    stack, ends, dead = np.empty(n, np.int32), np.empty(n, np.int32), np.full(n, 7, np.int32)
+    memo, steps, out = np.zeros(MEMO_WORDS, np.int64), np.zeros(1, np.int64), np.empty(n, np.int32)
+    end = matched_bpe_into(units, pair_table, bits, *tables, np.frombuffer(data, np.uint8), 0, len(data), stack,
+                           ends, dead, memo, 64, steps, out, 0)
+    assert end == -1 and steps[0] < 100
+    assert (dead[1000:] == 7).all()

@@ -153,3 +153,20 @@ def test_a_long_pretoken_of_merges_that_do_not_rank_upwards_goes_to_the_heap():
     assert merged_symbols(bucket_merges, tables, text) is None
     assert encode(tables, text)[0] == merged_symbols(heap_merges, tables, text)[0]
     assert encode(tables, text[:40])[0] == ref_ranked_bpe(twin, IDENTITY, text[:40])
+
+
+def test_a_pretoken_without_any_merge_is_its_bytes_with_no_work_arrays_touched():
+    # bytes that no merge joins (invalid UTF-8 beside merges of letters): the ids are the bytes, no heap entry is
+    # taken and the linked-list arrays stay as they were (a long run of them costs one pass, not the merge loop)
+    tables, twin = merge_table([(97, 98), (256, 97)])
+    data = b"\xff\xfe\xc3" * 10_000
+    pair_table, bits = tables
+    n = len(data)
+    sym, nxt, prv = np.empty(n, np.int32), np.full(n, -7, np.int32), np.full(n, -7, np.int32)
+    cand, heap, steps = np.empty(n, np.int64), np.full(2 * n, -7, np.int64), np.zeros(1, np.int64)
+    out = np.empty(n, np.int32)
+    end = ranked_bpe_into(pair_table, bits, IDENTITY, np.frombuffer(data, np.uint8), 0, n, sym, nxt, prv, cand,
+                          heap, steps, np.zeros(1, np.uint64), out, 0)
+    assert out[:end].tolist() == list(data) and steps[0] == 0
+    assert (nxt == -7).all() and (prv == -7).all() and (heap == -7).all()
+    assert encode(tables, b"\xffabab\xfe")[0] == ref_ranked_bpe(twin, IDENTITY, b"\xffabab\xfe") == [255, 256, 256, 254]

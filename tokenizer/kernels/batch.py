@@ -1,8 +1,9 @@
 """The encoder's entry points: many texts packed Arrow-style (one uint8 data buffer plus offsets) -> flat ids plus
 offsets, one entry per segmentation rule, all with one signature::
 
-    entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, claims, resume_at, bos_id,
-          eos_id, wide, narrow, out_ids, out_offsets, cuts) -> (total_ids, failed_document, stopped_at, stopped_end)
+    entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, claims, resume_at,
+          resume_end, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts)
+        -> (total_ids, failed_document, stopped_at, stopped_end)
 
 ``units .. longs`` is the model's record (:func:`tokenizer.kernels.tables.pack_record`; each entry lists its
 tables), ``wide`` and ``narrow`` the work arrays (:func:`work_sizes`: ``wide`` of the score dtype for Viterbi,
@@ -21,9 +22,11 @@ claim and stops at its final limit (nothing is written for the documents past it
 ``(-1, failing_document, -1, -1)`` when a document holds unknown text that the model can represent neither by an
 unk piece nor by byte fallback; or ``(ids_written, document, start, end)`` when the segment ``data[start:end]`` of
 ``document`` is longer than the work arrays hold: nothing is written past them, and a call with ``doc_begin =
-document``, ``resume_at = start`` and arrays for ``end - start`` bytes goes on from there (``resume_at`` -1:
-documents from their start). Each entry is its rule's ``*_documents`` kernel run by :func:`by_claims`: the same
-arguments less ``claims``, plus ``base``, the index in ``out_ids`` of its first id (``out_offsets`` count from it).
+document``, ``resume_at = start``, ``resume_end = end`` and arrays for ``end - start`` bytes goes on from there,
+that segment taken as it was found, not looked for again (a pre-token of a long run costs a pass over its bytes
+to find its end; ``resume_at`` and ``resume_end`` -1: documents from their start). Each entry is its rule's
+``*_documents`` kernel run by :func:`by_claims`: the same arguments less ``claims``, plus ``base``, the index in
+``out_ids`` of its first id (``out_offsets`` count from it).
 
 Example (hand-checkable): data ``b"abab"``, offsets ``[0, 2, 4]``, pieces ``a``=0, ``b``=1, ``ab``=2 (higher
 score) -> out_ids ``[2, 2]``, out_offsets ``[0, 1, 2]``.
@@ -138,7 +141,7 @@ def _segment_end_compiled(cuts, char_class, pattern, data, p, end):
 
 @kernel(borrows=True)
 def viterbi_documents(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at,
-                      base, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
+                      resume_end, base, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """Best unigram segmentation (:func:`tokenizer.kernels.unigram.viterbi_bytes_into` in byte mode, else
     :func:`~tokenizer.kernels.unigram.viterbi_chars_into`) of each segment
     (:func:`segment_end`: ``cuts`` :data:`PRETOKENS` a regex pre-token of ``pattern``, :data:`LINES` a line and its
@@ -169,14 +172,17 @@ def viterbi_documents(units, scores, ints, small, longs, data, offsets, valid, d
             out_offsets[i - doc_begin + 1] = pos
             continue
         p = offsets[i]
+        known_end = -1
         if i == doc_begin and resume_at >= 0:
             p = resume_at  # the rest of a document an earlier call stopped in: its bos is written
+            known_end = resume_end  # (where its first segment ends: found by that call)
         elif bos_id >= 0:
             out_ids[pos] = bos_id
             pos += 1
         stop = offsets[i + 1]
         while p < stop:
-            q = segment_end(cuts, char_class, pattern, data, p, stop)
+            q = known_end if known_end > p else segment_end(cuts, char_class, pattern, data, p, stop)
+            known_end = -1
             if q - p >= n:
                 return pos, i, p, q
             if byte_mode:
@@ -227,7 +233,7 @@ def piece_bpe_model(units, scores, ints, small, longs):
 
 @kernel(borrows=True)
 def piece_bpe_documents(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at,
-                        base, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
+                        resume_end, base, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """SentencePiece-style BPE (:func:`tokenizer.kernels.bpe.piece_bpe_into`, no dropout); the tables as
     :func:`piece_bpe_model` reads them.
 
@@ -247,14 +253,18 @@ def piece_bpe_documents(units, scores, ints, small, longs, data, offsets, valid,
             out_offsets[i - doc_begin + 1] = pos
             continue
         p = offsets[i]
+        known_end = -1
         if i == doc_begin and resume_at >= 0:
             p = resume_at  # the rest of a document an earlier call stopped in: its bos is written
+            known_end = resume_end  # (where its first segment ends: found by that call)
         elif bos_id >= 0:
             out_ids[pos] = bos_id
             pos += 1
         stop = offsets[i + 1]
         while p < stop:
-            q = segment_end(cuts, small, 0, data, p, stop)  # (no char classes are read: cuts is never PRETOKENS)
+            # (no char classes are read: cuts is never PRETOKENS)
+            q = known_end if known_end > p else segment_end(cuts, small, 0, data, p, stop)
+            known_end = -1
             if q - p >= capacity:
                 return pos, i, p, q
             hit = cached_ids(cache, data, p, q, out_ids, pos) if words else -1
@@ -278,7 +288,7 @@ def piece_bpe_documents(units, scores, ints, small, longs, data, offsets, valid,
 
 @kernel(borrows=True)
 def ranked_bpe_documents(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, resume_at,
-                         base, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
+                         resume_end, base, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """Regex pre-split (pattern 0: none) plus merge replay (:func:`tokenizer.kernels.bpe_ranked.ranked_bpe_into`;
     with ``matching``, a pre-token of more than :data:`~tokenizer.kernels.bpe_match.MATCH_ABOVE` bytes by
     :func:`tokenizer.kernels.bpe_match.matched_bpe_into`: the same ids); with ``ignore_merges`` a pre-token that
@@ -305,8 +315,10 @@ def ranked_bpe_documents(units, scores, ints, small, longs, data, offsets, valid
             out_offsets[i - doc_begin + 1] = pos
             continue
         p = offsets[i]
+        known_end = -1
         if i == doc_begin and resume_at >= 0:
             p = resume_at  # the rest of a document an earlier call stopped in: its bos is written
+            known_end = resume_end  # (where its first segment ends: found by that call)
         elif bos_id >= 0:
             out_ids[pos] = bos_id
             pos += 1
@@ -314,7 +326,9 @@ def ranked_bpe_documents(units, scores, ints, small, longs, data, offsets, valid
         while p < stop:
             # (inlined, not segment_end's call: this rule cuts at pre-tokens, pattern 0 aside, so every ranked
             # model compiles the pre-tokenizer anyway, and a call per pre-token would cost)
-            q = next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0 else stop
+            q = known_end if known_end > p else (next_pretoken_end(char_class, pattern, data, p, stop) if pattern > 0
+                                                 else stop)
+            known_end = -1
             if q - p >= capacity:
                 return pos, i, p, q
             hit = cached_ids(cache, data, p, q, out_ids, pos)
@@ -348,7 +362,7 @@ def ranked_bpe_documents(units, scores, ints, small, longs, data, offsets, valid
 
 @kernel(inline="always")
 def by_claims(documents, units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, claims,
-              resume_at, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
+              resume_at, resume_end, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """An entry run by ``documents`` (one of the ``*_documents`` kernels, given the first id's index ``base``):
     in one call without claims, else claim by claim (each a call, so the documents' loop stays as it compiles
     alone), up to the range's final limit. (One call site: the kernel is compiled into the entry once.)"""
@@ -360,36 +374,39 @@ def by_claims(documents, units, scores, ints, small, longs, data, offsets, valid
         if end <= first:
             return pos, -1, -1, -1
         pos, failed, stopped, stopped_end = documents(units, scores, ints, small, longs, data, offsets, valid, first,
-                                                      end, resume_at, pos, bos_id, eos_id, wide, narrow, out_ids,
-                                                      out_offsets[first - doc_begin:], cuts)
+                                                      end, resume_at, resume_end, pos, bos_id, eos_id, wide, narrow,
+                                                      out_ids, out_offsets[first - doc_begin:], cuts)
         if failed >= 0 or claims.shape[0] == 0:
             return pos, failed, stopped, stopped_end
-        resume_at = -1
+        resume_at = resume_end = -1
         first = end
 
 
 @kernel(borrows=True)
 def viterbi_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, claims, resume_at,
-                  bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
+                  resume_end, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """The unigram entry: :func:`viterbi_documents` :func:`by_claims`."""
     return by_claims(viterbi_documents, units, scores, ints, small, longs, data, offsets, valid, doc_begin,
-                     doc_end, claims, resume_at, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts)
+                     doc_end, claims, resume_at, resume_end, bos_id, eos_id, wide, narrow, out_ids, out_offsets,
+                     cuts)
 
 
 @kernel(borrows=True)
 def piece_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, claims,
-                    resume_at, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
+                    resume_at, resume_end, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """The SentencePiece-style BPE entry: :func:`piece_bpe_documents` :func:`by_claims`."""
     return by_claims(piece_bpe_documents, units, scores, ints, small, longs, data, offsets, valid, doc_begin,
-                     doc_end, claims, resume_at, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts)
+                     doc_end, claims, resume_at, resume_end, bos_id, eos_id, wide, narrow, out_ids, out_offsets,
+                     cuts)
 
 
 @kernel(borrows=True)
 def ranked_bpe_entry(units, scores, ints, small, longs, data, offsets, valid, doc_begin, doc_end, claims,
-                     resume_at, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
+                     resume_at, resume_end, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts):
     """The ranked-merges BPE entry: :func:`ranked_bpe_documents` :func:`by_claims`."""
     return by_claims(ranked_bpe_documents, units, scores, ints, small, longs, data, offsets, valid, doc_begin,
-                     doc_end, claims, resume_at, bos_id, eos_id, wide, narrow, out_ids, out_offsets, cuts)
+                     doc_end, claims, resume_at, resume_end, bos_id, eos_id, wide, narrow, out_ids, out_offsets,
+                     cuts)
 
 
 ENTRIES = {VITERBI: viterbi_entry, PIECE_BPE: piece_bpe_entry, RANKED_BPE: ranked_bpe_entry}

@@ -140,8 +140,7 @@ def match_pieces(units, pair_table, bits, created, split_left, split_right, pref
     n = end - start
     if n == 0:
         return 0
-    for k in range(n + 1):
-        dead[k] = 0
+    cleared = 0  # dead[:cleared] zeroed, as far as the candidates have reached (matching may give way early)
     top = 0
     p = start
     tried = 0
@@ -153,6 +152,9 @@ def match_pieces(units, pair_table, bits, created, split_left, split_right, pref
             return -1
         if piece >= 0:
             q = p + piece_length[piece]
+            while cleared <= q - start:
+                dead[cleared] = 0
+                cleared += 1
             if (q == end or dead[q - start] == 0) and (
                     top == 0 or remembered_compatible(memo, pair_table, bits, created, split_left, split_right,
                                                       stack[top - 1], piece)):

@@ -363,11 +363,14 @@ def scan_merges(pair_table, bits, sym, starts, count, cand):
 @kernel(inline="always")
 def _start_symbols(pair_table, bits, byte_to_id, data, start, n, sym, cand):
     """The single bytes of ``data[start:start + n]`` as symbols in ``sym[:n]`` and the merge of each adjacent pair
-    in ``cand[:n - 1]`` (:func:`pair_merge`'s), as merge replay starts."""
+    in ``cand[:n - 1]`` (:func:`pair_merge`'s), as merge replay starts; returns whether any pair is a merge."""
     for i in range(n):
         sym[i] = byte_to_id[data[start + i]]
+    merges = False
     for i in range(n - 1):
         cand[i] = pair_merge(pair_table, bits, sym[i], sym[i + 1])
+        merges |= cand[i] >= 0
+    return merges
 
 
 @kernel
@@ -379,13 +382,18 @@ def ranked_bpe_into(pair_table, bits, byte_to_id, data, start, end, sym, nxt, pr
     previous node), ``cand`` (int64: each node's pending merge, see :func:`pair_at`) and ``heap`` (int64, twice
     the length). ``steps[0]`` (int64) grows by the heap entries popped (merges done, for a short pre-token), a
     measure of the work done (tests bound it). ``rng_state`` (uint64[1]) is :func:`merge_pending`'s, never drawn
-    from (merge replay has no dropout here). Pre-tokens of at most :data:`SHORT_SYMBOLS` bytes go through
-    :func:`scan_merges`, of more than :data:`BUCKETS_ABOVE` through :func:`bucket_merges` (the same ids).
+    from (merge replay has no dropout here). A pre-token in which no two neighbouring bytes merge is its bytes'
+    ids at once (a long run of invalid UTF-8, say: one pass, no linked list); else pre-tokens of at most
+    :data:`SHORT_SYMBOLS` bytes go through :func:`scan_merges`, of more than :data:`BUCKETS_ABOVE` through
+    :func:`bucket_merges` (the same ids).
     """
     n = end - start
     if n == 0:
         return pos
-    _start_symbols(pair_table, bits, byte_to_id, data, start, n, sym, cand)
+    if not _start_symbols(pair_table, bits, byte_to_id, data, start, n, sym, cand):
+        for i in range(n):  # no pair merges: the bytes as they are
+            out[pos + i] = sym[i]
+        return pos + n
     if n <= SHORT_SYMBOLS:
         for i in range(n):
             nxt[i] = i

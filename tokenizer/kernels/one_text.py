@@ -138,15 +138,15 @@ def _build_entry(rule, units_type, score_type, wide_type, normalize, cuts, cut_t
         # the work arrays hold the whole text, so no entry stops on a segment (resume_at -1: from the start)
         if rule == VITERBI:
             total, failed, _, _ = viterbi_entry(units, scores, ints, small, longs, text, offsets, all_valid, zero, one,
-                                                no_claims, none, bos_id, eos_id, wide, narrow, out_ids, out_offsets,
-                                                cut)
+                                                no_claims, none, none, bos_id, eos_id, wide, narrow, out_ids,
+                                                out_offsets, cut)
         elif rule == PIECE_BPE:
             total, failed, _, _ = piece_bpe_entry(units, scores, ints, small, longs, text, offsets, all_valid, zero,
-                                                  one, no_claims, none, bos_id, eos_id, wide, narrow, out_ids,
+                                                  one, no_claims, none, none, bos_id, eos_id, wide, narrow, out_ids,
                                                   out_offsets, cut)
         else:
             total, failed, _, _ = ranked_bpe_entry(units, scores, ints, small, longs, text, offsets, all_valid, zero,
-                                                   one, no_claims, none, bos_id, eos_id, wide, narrow, out_ids,
+                                                   one, no_claims, none, none, bos_id, eos_id, wide, narrow, out_ids,
                                                    out_offsets, cut)
         return total if failed < 0 else UNREPRESENTABLE
 
