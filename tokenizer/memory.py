@@ -53,9 +53,6 @@ def check_work_memory(nbytes: int, longest: int) -> None:
             "(shardpiece tokenize: --max-document-bytes), or encode it where more memory is free")
 
 
-_MADVISE: list = []  # the C library's madvise as a ctypes function, or None where there is none (found once)
-
-
 def fresh_array(count: int, dtype) -> np.ndarray:
     """``np.empty(count, dtype)``, whose whole 2 MB pages are advised to be huge pages when it takes
     :data:`~tokenizer.kernels.python_lists.ADVISE_ABOVE` bytes or more (Linux; a hint the system may ignore), before
@@ -63,23 +60,12 @@ def fresh_array(count: int, dtype) -> np.ndarray:
     otherwise faults, at a cost of the order of the work on it (a long pre-token's work arrays:
     ``benchmarks/encode_worst_case.py``). Example: ``fresh_array(3, np.int32)`` -> an int32 array of 3 (contents
     undefined)."""
-    from tokenizer.kernels.python_lists import ADVISE_ABOVE, HUGE_PAGE, MADV_HUGEPAGE
+    from tokenizer.kernels.python_lists import ADVISE_ABOVE, advise_huge_pages
+    from tokenizer.shared_ids import huge_page_advice
 
     array = np.empty(count, dtype)
     if array.nbytes >= ADVISE_ABOVE:
-        if not _MADVISE:
-            import ctypes
-
-            from tokenizer.shared_ids import huge_page_advice
-
-            address = huge_page_advice()
-            _MADVISE.append(ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)(address)
-                            if address else None)
-        if _MADVISE[0] is not None:
-            start = (array.ctypes.data + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1)
-            stop = (array.ctypes.data + array.nbytes) & ~(HUGE_PAGE - 1)
-            if stop > start:
-                _MADVISE[0](start, stop - start, MADV_HUGEPAGE)  # (its result is moot: a hint)
+        advise_huge_pages(huge_page_advice(), array.ctypes.data, array.nbytes)
     return array
 
 

@@ -183,13 +183,20 @@ def new_id_lists(outer, first, offsets, api):
             return False
         call_void(api[GC_UNTRACK], inner)
         _store_word(outer_items + 8 * i, inner)  # what PyList_SetItem does on a new list
-        if api[MADVISE] != 0 and 8 * length >= ADVISE_ABOVE:
-            items = word_at(inner + LIST_ITEMS_OFFSET)
-            start = (items + HUGE_PAGE - 1) & ~np.int64(HUGE_PAGE - 1)  # whole huge pages inside the items
-            stop = (items + 8 * length) & ~np.int64(HUGE_PAGE - 1)
-            if stop > start:
-                call_c(api[MADVISE], (start, stop - start, np.int64(MADV_HUGEPAGE)))  # a hint: its result is moot
+        if 8 * length >= ADVISE_ABOVE:
+            advise_huge_pages(api[MADVISE], word_at(inner + LIST_ITEMS_OFFSET), 8 * length)
     return True
+
+
+@kernel
+def advise_huge_pages(madvise, address, nbytes):
+    """Advise the whole huge pages inside the ``nbytes`` at ``address`` to be huge pages, by the C library's
+    ``madvise`` at address ``madvise`` (0: none, nothing done); a hint, whose result is moot. Call it before the
+    memory is first written. Example: 5 MB from 3 MB -> the pages of 4 MB .. 8 MB are advised."""
+    start = (address + HUGE_PAGE - 1) & ~np.int64(HUGE_PAGE - 1)
+    stop = (address + nbytes) & ~np.int64(HUGE_PAGE - 1)
+    if madvise != 0 and stop > start:
+        call_c(madvise, (start, stop - start, np.int64(MADV_HUGEPAGE)))
 
 
 @kernel
