@@ -10,8 +10,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenizer.kernels.bpe_ranked import (BUCKETS_ABOVE, bucket_merges, build_pair_table, heap_merges, merge_ranks,
-                                          pair_merge, ranked_bpe_into)
+from tokenizer.kernels.bpe_ranked import (BUCKETS_ABOVE, FILTER_EXTRA_BITS, JOINABLE, bucket_merges, build_pair_table,
+                                          filtered_pair_merge, heap_merges, merge_ranks, pair_merge, ranked_bpe_into)
+from tokenizer.kernels.hash_table import hash_slot
 from tokenizer.twins.bpe import ref_ranked_bpe
 
 IDENTITY = np.arange(256, dtype=np.int32)
@@ -170,3 +171,29 @@ def test_a_pretoken_without_any_merge_is_its_bytes_with_no_work_arrays_touched()
     assert out[:end].tolist() == list(data) and steps[0] == 0
     assert (nxt == -7).all() and (prv == -7).all() and (heap == -7).all()
     assert encode(tables, b"\xffabab\xfe")[0] == ref_ranked_bpe(twin, IDENTITY, b"\xffabab\xfe") == [255, 256, 256, 254]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 600), st.integers(0, 600)), max_size=300), st.randoms(use_true_random=False))
+def test_the_merge_filter_answers_every_pair_as_the_slots_do(pairs, rng):
+    # the filter rules out only pairs that are no merge: a merge is always found, a pair that is none (or only
+    # joinable) is negative either way; and most pairs that are none are answered by the filter alone
+    merged = np.arange(1000, 1000 + len(pairs), dtype=np.int64)
+    left, right = np.array([a for a, _ in pairs], np.int64), np.array([b for _, b in pairs], np.int64)
+    joinable = ([7, 8], [9, 10])
+    pair_table, bits = build_pair_table(left, right, merged, merge_ranks(merged, np.arange(len(pairs)), 2000),
+                                        joinable)
+    assert len(pair_table) == (2 << bits) + (1 << (bits + FILTER_EXTRA_BITS - 6))
+    asked = pairs + [(rng.randrange(600), rng.randrange(600)) for _ in range(500)] + list(zip(*joinable))
+    passed = 0  # pairs that are no merge but whose bit is set (the slots probed)
+    for a, b in asked:
+        merge = pair_merge(pair_table, bits, a, b)
+        filtered = filtered_pair_merge(pair_table, bits, a, b)
+        assert filtered == merge if merge >= 0 else filtered < 0
+        bit = int(hash_slot((a << 32) | b, bits + FILTER_EXTRA_BITS))
+        passed += merge < 0 and (int(pair_table[(2 << bits) + (bit >> 6)]) >> (bit & 63)) & 1
+    assert passed < len(asked) // 8
+    assert filtered_pair_merge(pair_table, bits, 7, 9) in (-1, JOINABLE)
+    filter_words = pair_table[2 << bits:]
+    set_bits = sum(bin(int(word) & (2**64 - 1)).count("1") for word in filter_words)
+    assert set_bits <= len(set(pairs))

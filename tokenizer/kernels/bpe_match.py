@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.bpe_ranked import pair_merge, ranked_bpe_into
+from tokenizer.kernels.bpe_ranked import filtered_pair_merge, ranked_bpe_into
 from tokenizer.kernels.double_array import (HAS_VALUE, IS_LEAF, PAYLOAD_SHIFT, TAG_MASK, common_prefix_search,
                                             unit_value)
 from tokenizer.kernels.hash_table import hash_slot
@@ -60,7 +60,7 @@ def compatible(pair_table, bits, created, split_left, split_right, a, b):
     x = a
     y = b
     while True:
-        merge = pair_merge(pair_table, bits, x, y)
+        merge = filtered_pair_merge(pair_table, bits, x, y)
         if merge >= 0:
             rank = merge >> 32
             if rank < until_left and rank <= until_right:

@@ -7,7 +7,10 @@ whose *concatenation* is the best piece), only listed pairs merge, which is what
 
 The pair table (``pair_table``, int64, ``2**bits`` slots of two words) is open addressing: slot ``h`` holds the key
 ``left << 32 | right`` at ``2 * h`` (-1 = empty) and the pair's merge ``rank << 32 | merged`` at ``2 * h + 1``, so
-a probe that hits reads one cache line and nothing else.
+a probe that hits reads one cache line and nothing else. After the slots (at ``2 << bits``) comes the merge filter:
+``2**(bits + FILTER_EXTRA_BITS)`` bits, one set for each merge (the top bits of its key's hash), so that
+:func:`filtered_pair_merge` answers most pairs that are no merge from one word of an array an eighth of the slots'
+size, without probing them (the walks of :func:`tokenizer.kernels.bpe_match.compatible` ask mostly of such pairs).
 
 Inside a pre-token of n bytes the symbols are a linked list over the byte positions and the candidate merges a binary
 min-heap of ``rank << 32 | position`` (lowest rank first, then leftmost); an entry whose pair has changed since it was
@@ -39,6 +42,7 @@ NO_RANK = np.int32(2**31 - 1)
 JOINABLE = -2  # the pair table's value for a pair that is no merge but appears inside a piece (see bpe.py)
 SHORT_SYMBOLS = 16  # up to this many symbols a text merges by scanning an array (scan_merges), not with a heap
 BUCKETS_ABOVE = 1 << 14  # past this many symbols a text merges with a bucket per rank (bucket_merges), not a heap
+FILTER_EXTRA_BITS = 4  # the merge filter has 16 bits per slot of the pair table, so at least 32 per merge
 
 
 def build_pair_table(left: np.ndarray, right: np.ndarray, merged: np.ndarray, rank_of: np.ndarray,
@@ -47,16 +51,17 @@ def build_pair_table(left: np.ndarray, right: np.ndarray, merged: np.ndarray, ra
     (Python, load time); see the module docstring for the layout. A repeated pair keeps its first entry, as a merges
     list lookup does. The pairs ``joinable`` (two sequences of ids) that are no merge get the value
     :data:`JOINABLE`. ``build_pair_table([97], [98], [256], rank_of)`` with ``rank_of[256] == 0``: one slot holds
-    ``97 << 32 | 98`` and ``0 << 32 | 256``, the rest ``-1``."""
+    ``97 << 32 | 98`` and ``0 << 32 | 256``, the rest ``-1``, and the filter has one bit set."""
     left, right = np.asarray(left, np.int64), np.asarray(right, np.int64)
     joinable_left, joinable_right = (np.asarray(ids, np.int64) for ids in joinable)
     distinct = len(np.unique(np.concatenate([(left << 32) | right, (joinable_left << 32) | joinable_right])))
     bits = int(table_bits(2 * distinct + 16))  # at most half full: a miss (most probes) ends within a line or two
-    table = np.full(2 << bits, EMPTY, np.int64)
+    table = np.full((2 << bits) + (1 << (bits + FILTER_EXTRA_BITS - 6)), EMPTY, np.int64)
     merged = np.asarray(merged, np.int64)
     merges = (np.asarray(rank_of, np.int64)[merged] << 32) | merged if len(merged) else merged
     _fill_pair_table(left, right, merges, table, bits)
     _fill_pair_table(joinable_left, joinable_right, np.full(len(joinable_left), JOINABLE, np.int64), table, bits)
+    _fill_merge_filter(table, bits)
     return table, bits
 
 
@@ -70,7 +75,7 @@ def merge_ranks(merged: np.ndarray, ranks: np.ndarray, size: int) -> np.ndarray:
 
 @kernel
 def _fill_pair_table(left, right, merges, table, bits):
-    keys = table[0::2]
+    keys = table[:2 << bits:2]
     for m in range(left.shape[0]):
         key = (left[m] << 32) | right[m]
         h = find_slot(keys, bits, key)
@@ -95,6 +100,30 @@ def pair_merge(pair_table, bits, a, b):
         if found == EMPTY:
             return np.int64(-1)
         h = (h + 1) & mask
+
+
+@kernel
+def _fill_merge_filter(table, bits):
+    """Set the merge filter's bit of every merge in the slots (a value >= 0), the filter zeroed first."""
+    filter_at = np.int64(2) << bits
+    table[filter_at:] = 0
+    for h in range(np.int64(1) << bits):
+        if table[2 * h] != EMPTY and table[2 * h + 1] >= 0:
+            bit = hash_slot(table[2 * h], bits + FILTER_EXTRA_BITS)
+            table[filter_at + (bit >> 6)] |= np.int64(1) << (bit & 63)
+
+
+@kernel(inline="always")
+def filtered_pair_merge(pair_table, bits, a, b):
+    """:func:`pair_merge`'s merge of ``a`` and ``b`` where it is one; else negative (-1 or :data:`JOINABLE`): a
+    pair whose bit in the merge filter is clear is no merge, and the slots are not probed. For lookups that
+    mostly miss (a pair of pieces' ends)."""
+    if a < 0 or b < 0:
+        return np.int64(-1)
+    bit = hash_slot((np.int64(a) << 32) | np.int64(b), bits + FILTER_EXTRA_BITS)
+    if (pair_table[(np.int64(2) << bits) + (bit >> 6)] >> (bit & 63)) & 1 == 0:
+        return np.int64(-1)
+    return pair_merge(pair_table, bits, a, b)
 
 
 # A per-thread cache of pre-token -> ids in front of merge replay (most pre-tokens of ordinary text are words that
@@ -259,7 +288,7 @@ def bucket_merges(pair_table, bits, sym, nxt, prv, cand, pool, n):
     Example: symbols ``a a a`` with the merge ``(a, a)`` -> ``aa`` rank 0: ``[aa, a]``, 2 entries taken."""
     # a bucket per rank below the table's slots over two: above the merges it holds, at most half full (a merge
     # ranked higher, possible only in a merges list that repeats pairs, sends the pre-token to the heap)
-    ranks = pair_table.shape[0] // 4
+    ranks = np.int64(1) << (bits - 1)
     head = np.full(ranks, -1, np.int64)
     tail = np.full(ranks, -1, np.int64)
     order = np.empty(n, np.int32)  # one bucket's nodes (no more than n but for stale entries: then grown)
@@ -403,7 +432,7 @@ def ranked_bpe_into(pair_table, bits, byte_to_id, data, start, end, sym, nxt, pr
             out[pos + i] = sym[i]
         return pos + count
     # buckets for a long pre-token, where their fixed cost (a pass over a bucket per rank) is small beside it
-    buckets = n > BUCKETS_ABOVE and 8 * n >= pair_table.shape[0] // 4
+    buckets = n > BUCKETS_ABOVE and 8 * n >= np.int64(1) << (bits - 1)
     taken = bucket_merges(pair_table, bits, sym, nxt, prv, cand, heap, n) if buckets else -1
     if taken < 0:  # a shorter pre-token, or merges that do not rank upwards: the heap (from the start)
         if buckets:
