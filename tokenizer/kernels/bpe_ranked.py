@@ -113,7 +113,7 @@ def _fill_merge_filter(table, bits):
             table[filter_at + (bit >> 6)] |= np.int64(1) << (bit & 63)
 
 
-@kernel(inline="always")
+@kernel
 def filtered_pair_merge(pair_table, bits, a, b):
     """:func:`pair_merge`'s merge of ``a`` and ``b`` where it is one; else negative (-1 or :data:`JOINABLE`): a
     pair whose bit in the merge filter is clear is no merge, and the slots are not probed. For lookups that
