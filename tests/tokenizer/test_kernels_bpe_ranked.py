@@ -193,7 +193,8 @@ def test_the_merge_filter_answers_every_pair_as_the_slots_do(pairs, rng):
         bit = int(hash_slot((a << 32) | b, bits + FILTER_EXTRA_BITS))
         passed += merge < 0 and (int(pair_table[(2 << bits) + (bit >> 6)]) >> (bit & 63)) & 1
     assert passed < len(asked) // 8
-    assert filtered_pair_merge(pair_table, bits, 7, 9) in (-1, JOINABLE)
+    if (7, 9) not in pairs:  # (a merge too, it keeps its merge)
+        assert filtered_pair_merge(pair_table, bits, 7, 9) in (-1, JOINABLE)
     filter_words = pair_table[2 << bits:]
     set_bits = sum(bin(int(word) & (2**64 - 1)).count("1") for word in filter_words)
     assert set_bits <= len(set(pairs))
