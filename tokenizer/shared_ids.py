@@ -10,6 +10,8 @@ the lists of ids built from them (:func:`split_ids`, the list output of ``encode
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 
@@ -37,9 +39,11 @@ def c_api_addresses(names) -> np.ndarray:
                     dtype=np.int64)
 
 
+@functools.lru_cache(maxsize=1)
 def huge_page_advice() -> int:
-    """The address of the C library's ``madvise`` on Linux, where :func:`tokenizer.kernels.python_lists.build_id_lists`
-    asks for huge pages for a long list's items; 0 elsewhere (or where it cannot be found)."""
+    """The address of the C library's ``madvise`` on Linux, where :func:`tokenizer.kernels.python_lists.new_id_lists`
+    asks for huge pages for a long list's items and :func:`tokenizer.memory.fresh_array` for a large work array; 0
+    elsewhere (or where it cannot be found). Looked up once per process."""
     import ctypes
     import sys
 
