@@ -4,7 +4,6 @@ tasks around it (tokenizer.shared_ranges)."""
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -72,8 +71,10 @@ def test_a_range_taken_in_parts_gives_the_ids_of_one_thread(tokenizers, kind):
 
 
 def test_a_thread_done_early_takes_parts_of_a_slow_one(tokenizers, monkeypatch):
-    """Two threads, the helper held up before it starts its range: the calling thread, done with its own,
-    takes parts of the helper's (more than once); list and Arrow results equal one thread's, nulls kept."""
+    """Two threads, the helper held at the start of its range until the calling thread, done with its own, has
+    taken parts of it twice (or found nothing more to take); list and Arrow results equal one thread's, nulls
+    kept. The order is forced with events, whatever else the machine runs: the calling thread starts its range
+    only once the helper holds one."""
     import pyarrow as pa
 
     tok = tokenizers["unigram"]
@@ -84,25 +85,30 @@ def test_a_thread_done_early_takes_parts_of_a_slow_one(tokenizers, monkeypatch):
     expected_arrow = tok.encode_batch(with_nulls, num_threads=1)
     steals = []
     steal, encode = shared_ranges.steal_documents, shared_ranges.encode_documents
+    deadlock_guard = 600  # seconds; reached only if the batch stopped taking work (a bug), never by a slow run
 
     def counted_steal(*args):
         taken = steal(*args)
         steals.append(taken[1] > taken[0])
+        if sum(steals) >= 2 or not steals[-1]:
+            released.set()
         return taken
 
-    def slow_helper(*args):
-        if threading.current_thread() is not threading.main_thread() and not held.is_set():
+    def ordered_encode(*args):
+        if threading.current_thread() is threading.main_thread():
+            assert held.wait(deadlock_guard), "the helper thread never started its range"
+        elif not held.is_set():
             held.set()
-            time.sleep(0.3)
+            assert released.wait(deadlock_guard), "the calling thread never took parts of the helper's range"
         return encode(*args)
 
     monkeypatch.setattr(shared_ranges, "steal_documents", counted_steal)
-    monkeypatch.setattr(shared_ranges, "encode_documents", slow_helper)
+    monkeypatch.setattr(shared_ranges, "encode_documents", ordered_encode)
     for call in (lambda: tok.encode_batch(texts, num_threads=2, add_eos=True) == expected_lists,
                  lambda: tok.encode_batch(with_nulls, num_threads=2).equals(expected_arrow)):
-        held, steals[:] = threading.Event(), []
+        held, released, steals[:] = threading.Event(), threading.Event(), []
         assert call()
-        assert held.is_set() and sum(steals) >= 2
+        assert held.is_set() and sum(steals) >= 2, steals
 
 
 def test_output_buffers_are_kept_per_thread_and_batch(monkeypatch):

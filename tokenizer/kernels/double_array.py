@@ -105,7 +105,8 @@ def _place(label, first_child, next_sibling, node_value, n_nodes, alphabet):
     """Choose a base for every node with children (breadth first, first fit, each base used once).
 
     Labels are ``0 .. alphabet - 1`` (256 for bytes). Returns ``(slot_of_node int64[n_nodes], base_of_node
-    int64[n_nodes] (-1 for leaves), size)``: node 0 sits in slot 0; the children of a node with base ``b`` sit at
+    int64[n_nodes] (-1 for leaves), size, probes)``, ``probes`` the first slots tried in all (what the build's
+    time follows; tests bound it by the node count): node 0 sits in slot 0; the children of a node with base ``b`` sit at
     ``b + 1 + label``, its value (if it has children and a value) at ``b``. Free slots form a doubly linked list
     (``next_free``/``prev_free``, slot 0 is its head), so the first-fit search visits free slots only; every slot
     past the last used one is free. A free slot that has failed as the first slot of ``GIVE_UP_AFTER`` placements
@@ -130,6 +131,7 @@ def _place(label, first_child, next_sibling, node_value, n_nodes, alphabet):
     head = 0
     tail = 1
     size = 1
+    probes = 0
     need = np.empty(alphabet + 1, np.int64)  # slot offsets from the base: 0 for the value slot, 1 + label per child
     while head < tail:
         node = queue[head]
@@ -148,6 +150,7 @@ def _place(label, first_child, next_sibling, node_value, n_nodes, alphabet):
         p = next_free[0]
         b = 0
         while True:
+            probes += 1
             if p + alphabet + 2 > capacity:
                 grown = max(2 * capacity, p + 2 * alphabet + 2)
                 new_used = np.zeros(grown, np.uint8)
@@ -209,7 +212,7 @@ def _place(label, first_child, next_sibling, node_value, n_nodes, alphabet):
             child = next_sibling[child]
     if n_nodes == 1:
         size = alphabet + 2  # the root's base 0 (+ 1 + label) must stay in bounds
-    return slot_of, base_of, size
+    return slot_of, base_of, size, probes
 
 
 @kernel
@@ -356,7 +359,7 @@ def placed_units(keys: list, blob: np.ndarray, offsets: np.ndarray, values: np.n
     except ValueError as exc:
         bad = [k for k in keys if not k] if "empty" in str(exc) else _duplicates(keys)
         raise ValueError(f"cannot build the trie: {exc} ({bad[:3]!r}); keys must be non-empty and distinct") from None
-    slot_of, base_of, size = _place(label, first_child, next_sibling, node_value, n_nodes, alphabet)
+    slot_of, base_of, size, _ = _place(label, first_child, next_sibling, node_value, n_nodes, alphabet)
     largest = max(int(size), int(values.max()) if n else 0)
     not_a_target, has_value, is_leaf, payload_shift = layout
     dtype = np.int64 if wide or largest >= 1 << (31 - payload_shift) else np.int32
