@@ -119,12 +119,6 @@ class BytePiece(Algorithm):
             refine_em_rounds=options["refine_em_rounds"], refine_em_mode=options["refine_em_mode"]).validate()
 
     @staticmethod
-    def session_options(master: str | None) -> dict:
-        from pipelines.train.reduce import CACHED_PLAN_OPTIONS
-
-        return dict(CACHED_PLAN_OPTIONS)
-
-    @staticmethod
     def check_read(read_stats, settings) -> None:
         if settings.normalization == "nfc" and read_stats.invalid_utf8_rows:
             raise InputError(

@@ -3,9 +3,11 @@
 The math lives in :mod:`tokenizer.trainers.bytepiece`; this module only moves arrays::
 
     documents (text: binary)
-      -> the reduce of :mod:`pipelines.train.reduce` (packed int64 keys): chunk_texts + count_ngrams per ~2 MB shard,
-         merge_counts over a partition's shards, the table cut into hash buckets and shuffled as a few binary
-         rows, each bucket merged exactly; only single bytes and n-grams with count >= min_count are kept
+      -> the reduce of :mod:`pipelines.train.reduce` (packed int64 keys): chunk_texts + count_maximal_ngrams (the
+         longest n-gram at each position) per ~2 MB shard, summed over a partition's shards, single bytes counted
+         exactly (prefix_form), the table cut into hash buckets by each key's first two bytes and shuffled as a
+         few binary rows, each bucket merged exactly and expanded to every n-gram (expand_prefix_form); only
+         single bytes and n-grams with count >= min_count are kept
       -> collect them                                                      (the driver's memory bound)
       -> build_ngram_model on the driver, broadcast it
     documents
@@ -45,6 +47,7 @@ import numpy as np
 from pipelines.train import reduce
 from pipelines.read.shards import SHARD_BYTES, iter_shards, map_shards
 from pipelines.train.workdir import StageLog, StageReport
+from tokenizer.balanced_sum import BalancedSum
 from tokenizer.errors import InputError
 from tokenizer.trainers import bytepiece as bp
 from tokenizer.trainers import table_bound
@@ -79,17 +82,19 @@ def multiset_fingerprint(texts) -> str:
 
 # ---------------------------------------------------------------------------------------------- step 1: n-grams
 def count_ngram_shards(settings: bp.TrainSettings, batches: Iterator, threads: int, shard_bytes: int = SHARD_BYTES):
-    """The n-gram pass's counter (:data:`pipelines.train.reduce.Counter` once ``settings`` is bound): the byte n-grams
-    of a partition's documents, ``threads`` shards chunked and counted at once (:func:`map_shards`), summed, and
-    the side statistics ``documents``, ``chunks``, ``chunk_bytes`` and ``fingerprint_limb_0..7`` (the 32-bit limb
+    """The n-gram pass's counter (:data:`pipelines.train.reduce.Counter` once ``settings`` is bound): the longest
+    byte n-gram at every position of a partition's documents, ``threads`` shards chunked and counted at once
+    (:func:`map_shards`), summed as a balanced tree, in the form the reduce expands
+    (:func:`~tokenizer.trainers.bytepiece.prefix_form`: single bytes exact, longer n-grams the longest at their
+    positions; :data:`NGRAM_GROUPS`), and the side statistics ``documents``, ``chunks``, ``chunk_bytes`` and ``fingerprint_limb_0..7`` (the 32-bit limb
     sums of the documents' SHA-256 digests, for :func:`format_fingerprint`)."""
 
     def count_shard(shard: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], int, int]:
         chunk_data, chunk_offsets = bp.chunk_texts(shard[0], shard[1], settings)
-        return (bp.count_ngrams(chunk_data, chunk_offsets, settings.order), len(chunk_offsets) - 1,
+        return (bp.count_maximal_ngrams(chunk_data, chunk_offsets, settings.order), len(chunk_offsets) - 1,
                 int(chunk_offsets[-1] - chunk_offsets[0]))
 
-    counts = bp.empty_counts()
+    counts = BalancedSum(bp.merge_counts)
     documents = chunks = total_bytes = 0
     limbs = [0] * _LIMBS
 
@@ -108,11 +113,16 @@ def count_ngram_shards(settings: bp.TrainSettings, batches: Iterator, threads: i
     for shard_counts, shard_chunks, shard_bytes_counted in map_shards(count_shard, digested_shards(), threads):
         chunks += shard_chunks
         total_bytes += shard_bytes_counted
-        counts = bp.merge_counts(counts, shard_counts)
+        counts.add(shard_counts)
         del shard_counts
     stats = {"documents": documents, "chunks": chunks, "chunk_bytes": total_bytes}
     stats.update({f"fingerprint_limb_{i}": limbs[i] for i in range(_LIMBS)})
-    return counts, stats
+    return bp.prefix_form(counts.result(bp.empty_counts())), stats
+
+
+#: the n-gram reduce's key groups: a key's bucket follows its first two bytes, and each reduce task expands the
+#: longest n-grams it holds to every n-gram of two or more bytes (their leading pairs all meet there)
+NGRAM_GROUPS = reduce.KeyGroups(group=bp.leading_pair, expand=bp.expand_prefix_form)
 
 
 def kept_ngram_mask(min_count: int, table: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -130,7 +140,7 @@ def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHAR
     of those at most ``limit`` (the most frequent)."""
     reduced = reduce.reduce_counts(
         documents, partial(count_ngram_shards, settings, shard_bytes=shard_bytes), "int64",
-        keep=partial(kept_ngram_mask, settings.min_count), threads=threads, limit=limit)
+        keep=partial(kept_ngram_mask, settings.min_count), threads=threads, limit=limit, groups=NGRAM_GROUPS)
     (keys, counts), stats = reduced.table, reduced.stats
     digest_sum = sum(int(stats.get(f"fingerprint_limb_{i}", 0)) << (32 * i) for i in range(_LIMBS))
     ngram_documents = int(stats.get("documents", 0))

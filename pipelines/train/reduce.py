@@ -62,6 +62,17 @@ MAX_ROW_BYTES = 8 << 20
 Counter = Callable[[Iterator, int], tuple[tuple, dict]]
 
 
+@dataclass(frozen=True)
+class KeyGroups:
+    """How an int64 table whose keys are not yet final is reduced (BytePiece's n-grams: the longest n-gram at each
+    position, expanded to every n-gram in the reduce): ``group(keys)`` gives the int64 values whose hash decides
+    each key's bucket, so a whole group meets in one reduce task, and ``expand(table)`` turns a merged table of
+    whole groups into the final counts (before ``keep``). Both module-level functions (they are pickled)."""
+
+    group: Callable[[np.ndarray], np.ndarray]
+    expand: Callable[[tuple], tuple]
+
+
 # ---------------------------------------------------------------------------------------------- tables
 def empty(kind: str) -> tuple:
     return (np.zeros(0, np.int64), np.zeros(0, np.int64)) if kind == "int64" else T.empty()[0]
@@ -85,11 +96,13 @@ def merge(kind: str, tables: list[tuple]) -> tuple:
     return tables[0]
 
 
-def buckets_of(kind: str, table: tuple, buckets: int) -> np.ndarray:
+def buckets_of(kind: str, table: tuple, buckets: int, groups: KeyGroups | None = None) -> np.ndarray:
     """Bucket (0..buckets-1, int64) of every key: a multiplicative hash of int64 keys (packed n-grams keep their
-    length in the low bits), Spark's xxhash64 of byte keys. Every occurrence of a key gets the same bucket."""
+    length in the low bits; with ``groups``, of their group), Spark's xxhash64 of byte keys. Every occurrence of a
+    key gets the same bucket."""
     if kind == "int64":
-        mixed = np.asarray(table[0], np.int64).view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        keys = np.asarray(table[0], np.int64) if groups is None else groups.group(table[0])
+        mixed = keys.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
         return ((mixed >> np.uint64(32)) % np.uint64(buckets)).astype(np.int64)
     from tokenizer.kernels.xxhash import span_buckets
 
@@ -222,12 +235,13 @@ def _in_order(parts: list[tuple]) -> list[bytes]:
 
 
 # ---------------------------------------------------------------------------------------------- the Spark steps
-def by_bucket(kind: str, table: tuple, buckets: int) -> Iterator[tuple[int, tuple]]:
+def by_bucket(kind: str, table: tuple, buckets: int, groups: KeyGroups | None = None
+              ) -> Iterator[tuple[int, tuple]]:
     """``(bucket, part)`` of every hash bucket that has keys: the table reordered by bucket once (a stable sort,
     so each part keeps the table's order), then cut into contiguous parts."""
     if not size(kind, table):
         return
-    bucket_of = buckets_of(kind, table, buckets)
+    bucket_of = buckets_of(kind, table, buckets, groups)
     order = np.argsort(bucket_of, kind="stable")
     present = np.flatnonzero(np.bincount(bucket_of, minlength=buckets)).tolist()
     bounds = np.searchsorted(bucket_of[order], np.arange(buckets + 1), side="left")
@@ -236,29 +250,31 @@ def by_bucket(kind: str, table: tuple, buckets: int) -> Iterator[tuple[int, tupl
         yield bucket, slice_rows(kind, ordered, int(bounds[bucket]), int(bounds[bucket + 1]))
 
 
-def counted_rows(kind: str, table: tuple, stats: dict, buckets: int) -> Iterator[tuple[int, bytes]]:
+def counted_rows(kind: str, table: tuple, stats: dict, buckets: int, groups: KeyGroups | None = None
+                 ) -> Iterator[tuple[int, bytes]]:
     """The map side's ``(bucket, blob)`` rows of a counted table: one per hash bucket that has keys, then the
     statistics."""
-    for bucket, part in by_bucket(kind, table, buckets):
+    for bucket, part in by_bucket(kind, table, buckets, groups):
         yield from _rows(kind, part, bucket)
     yield _stats_row(stats)
 
 
-def count_partition(counter: Counter, kind: str, buckets: int, threads: int) -> Callable:
+def count_partition(counter: Counter, kind: str, buckets: int, threads: int, groups: KeyGroups | None = None
+                    ) -> Callable:
     """The map side (``mapInArrow``): the partition's table cut into ``buckets`` hash buckets, and its statistics."""
 
     def run(batches: Iterator) -> Iterator:
         table, stats = counter(batches, threads)
-        for row in counted_rows(kind, table, stats, buckets):
+        for row in counted_rows(kind, table, stats, buckets, groups):
             yield _batch([row])
 
     return run
 
 
 def reduce_partition(kind: str, keep: Callable[[tuple], np.ndarray] | None = None,
-                     set_aside: bool = False) -> Callable:
-    """The reduce side (``mapInArrow`` after the shuffle): the tables of the buckets that meet here merged and
-    cut down to the entries ``keep`` (a bool mask of a table) marks, the others discarded or, with
+                     set_aside: bool = False, groups: KeyGroups | None = None) -> Callable:
+    """The reduce side (``mapInArrow`` after the shuffle): the tables of the buckets that meet here merged (and,
+    with ``groups``, expanded to their final counts), cut down to the entries ``keep`` (a bool mask of a table) marks, the others discarded or, with
     ``set_aside``, emitted as :data:`SET_ASIDE_BUCKET` rows; the statistics summed, plus ``distinct_keys``
     (before ``keep``); the count histogram of the kept table (a :data:`HISTOGRAM_BUCKET` row); document rows
     passed through."""
@@ -270,6 +286,8 @@ def reduce_partition(kind: str, keep: Callable[[tuple], np.ndarray] | None = Non
         _read_rows(kind, batches, tables, stats, documents)
         merged = merge(kind, tables)
         del tables
+        if groups is not None:
+            merged = groups.expand(merged)
         stats.append({"distinct_keys": size(kind, merged)})
         if keep is not None:
             mask = keep(merged)
@@ -296,26 +314,27 @@ def shuffle_buckets(spark) -> int:
     return max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
 
 
-def merged_frame(counted, kind: str, keep: Callable | None = None, set_aside: bool = False):
+def merged_frame(counted, kind: str, keep: Callable | None = None, set_aside: bool = False,
+                 groups: KeyGroups | None = None):
     """The shuffle and the reduce side over counted rows of :data:`SCHEMA` (:func:`count_partition`'s, or a
     direct count's)."""
     from pyspark.sql import functions as F
 
-    return counted.repartition(F.col("bucket")).mapInArrow(reduce_partition(kind, keep, set_aside), SCHEMA)
+    return counted.repartition(F.col("bucket")).mapInArrow(reduce_partition(kind, keep, set_aside, groups), SCHEMA)
 
 
 def reduced_frame(documents, counter: Counter, kind: str, keep: Callable | None = None,
-                  threads: int | None = None, set_aside: bool = False):
+                  threads: int | None = None, set_aside: bool = False, groups: KeyGroups | None = None):
     """The reduced tables of ``documents`` (``text: binary``) as a DataFrame of :data:`SCHEMA` rows, not collected
     (``threads``: counting threads per task, default the session's :func:`~pipelines.spark.session.task_threads`;
-    ``keep``, ``set_aside``: see :func:`reduce_partition`)."""
+    ``keep``, ``set_aside``, ``groups``: see :func:`reduce_partition` and :class:`KeyGroups`)."""
     from pipelines.spark.session import task_threads
 
     spark = documents.sparkSession
     threads = task_threads(spark) if threads is None else max(1, int(threads))
-    counted = documents.select("text").mapInArrow(count_partition(counter, kind, shuffle_buckets(spark), threads),
-                                                   SCHEMA)
-    return merged_frame(counted, kind, keep, set_aside)
+    counted = documents.select("text").mapInArrow(
+        count_partition(counter, kind, shuffle_buckets(spark), threads, groups), SCHEMA)
+    return merged_frame(counted, kind, keep, set_aside, groups)
 
 
 def collect(frame, kind: str) -> Reduced:
@@ -340,10 +359,10 @@ def collect(frame, kind: str) -> Reduced:
 
 
 def reduce_counts(documents, counter: Counter, kind: str, keep: Callable | None = None,
-                  threads: int | None = None, limit: int | None = None) -> Reduced:
+                  threads: int | None = None, limit: int | None = None, groups: KeyGroups | None = None) -> Reduced:
     """Count ``documents`` with ``counter``, reduce, and collect at most ``limit`` entries (see the module
     docstring and :func:`bounded_collect`)."""
-    return bounded_collect(reduced_frame(documents, counter, kind, keep, threads), kind, limit)
+    return bounded_collect(reduced_frame(documents, counter, kind, keep, threads, groups=groups), kind, limit)
 
 
 def chunk_table_of(reduced: Reduced) -> T.ChunkTable:

@@ -36,20 +36,21 @@ DRIVER_ESTEP_MAX_BYTES = 512 << 20
 ESTEP_MODES = ("auto", "driver", "spark")
 
 
-COUNT_SPLIT_BYTES = 32 << 20  # input split of a local single-worker session (its default, 4 MB, suits BytePiece)
+COUNT_SPLIT_BYTES = 32 << 20  # input split of a local single-worker session (its default is 4 MB)
 
 
 def counting_session_options(master: str | None) -> dict[str, str]:
-    """Spark options (``build_session(extra=...)``) of the unigram and BPE jobs' sessions.
+    """Spark options (``build_session(extra=...)``) of every training job's session.
 
     Every master: adaptive execution may coalesce the reduce partitions of a persisted (cached) query
     (``spark.sql.optimizer.canChangeCachedPlanOutputPartitioning``; Spark's default keeps the 200 shuffle
     partitions of the cached chunk table, 200 tiny tasks that took seconds more on en here). A local master (the
     lean ``small_driver`` + ``single_worker`` session) also keeps one Python worker for every task
     (``spark.python.worker.reuse``: a new worker per task pays the imports and kernel loading again, serially) and
-    reads input splits of up to 32 MB (counting chunks holds a few bytes per text byte, not BytePiece's ~30, so
-    fewer, larger tasks are safe). Example: ``counting_session_options("local[2]")["spark.python.worker.reuse"]``
-    -> ``"true"``."""
+    reads input splits of up to 32 MB: a partition's table is summed over more text before the shuffle (fewer
+    keys shuffled per input byte), while counting holds a bounded amount per ~2 MB shard (BytePiece's n-grams
+    about 30 bytes per text byte, chunks a few). Example:
+    ``counting_session_options("local[2]")["spark.python.worker.reuse"]`` -> ``"true"``."""
     from pipelines.spark.session import is_local_master, session_config
 
     options = dict(reduce.CACHED_PLAN_OPTIONS)

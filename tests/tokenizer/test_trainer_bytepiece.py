@@ -10,9 +10,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tokenizer.errors import ConfigError, InputError
+from tokenizer.kernels.ngram_count import pack_ngram, unpack_ngram
 from tokenizer.model import Model, PieceType
 from tokenizer.trainers.bytepiece import (
-    EStepStatistics, PieceModel, TrainSettings, build_model, build_ngram_model, chunk_texts, count_ngrams,
+    EStepStatistics, PieceModel, TrainSettings, build_model, build_ngram_model, chunk_texts, count_maximal_ngrams,
+    count_ngrams, expand_prefix_form, leading_pair, prefix_form,
     candidate_mask, complete_bytes, em_e_step, em_m_step, empty_counts, prune_candidates, resegment_counts,
     empty_piece_counts, join_counts, merge_counts, merge_piece_counts, pack_texts, piece_list, prune_pieces,
     segment_and_count_pieces, train_bytepiece_local,
@@ -63,6 +65,35 @@ def test_join_counts_is_the_sum_of_the_tables_and_empties_the_list(shards, order
     assert tables == []  # emptied, so the caller's buffers can go
     keys, counts = join_counts([(np.array([1, 5]), np.array([2, 1])), (np.array([3, 5]), np.array([4, 4]))])
     assert keys.tolist() == [1, 3, 5] and counts.tolist() == [2, 4, 5] and keys.dtype == counts.dtype == np.int64
+
+
+@given(st.lists(st.lists(st.text(alphabet=ALPHABET + "\x00\x7f", max_size=30), max_size=6), max_size=6),
+       st.integers(1, 7), st.integers(1, 5))
+@settings(**SETTINGS)
+def test_prefix_forms_summed_and_split_by_leading_pair_expand_to_the_ngram_counts(shards, order, buckets):
+    """What the n-gram reduce does: each shard's longest n-grams in prefix form, summed, cut into buckets by their
+    first two bytes, each bucket expanded on its own: together, exactly the n-gram counts of all the text."""
+    s = TrainSettings()
+    forms = [prefix_form(count_maximal_ngrams(*chunk_texts(*pack_texts(texts), s), order)) for texts in shards]
+    summed = empty_counts()
+    for form in forms:
+        summed = merge_counts(summed, form)
+    bucket = leading_pair(summed[0]) % buckets
+    parts = [expand_prefix_form((summed[0][bucket == b], summed[1][bucket == b])) for b in range(buckets)]
+    assert _equal(join_counts(parts), _counts_of([t for texts in shards for t in texts], order))
+    assert np.array_equal(np.sort(summed[0]), summed[0])  # prefix forms stay sorted and distinct under merges
+
+
+def test_prefix_form_by_hand():
+    """``aab`` at order 2: longest n-grams aa, ab, b; single bytes a: 2, b: 1 exact; the reduce adds the rest."""
+    longest = count_maximal_ngrams(*pack_texts(["aab"]), 2)
+    grams = lambda table: {unpack_ngram(k): int(c) for k, c in zip(*table)}  # noqa: E731
+    assert grams(longest) == {b"aa": 1, b"ab": 1, b"b": 1}
+    assert grams(prefix_form(longest)) == {b"a": 2, b"aa": 1, b"ab": 1, b"b": 1}
+    assert grams(expand_prefix_form((np.array([pack_ngram(b"a"), pack_ngram(b"ab"), pack_ngram(b"abc")]),
+                                     np.array([5, 2, 1])))) == {b"a": 5, b"ab": 3, b"abc": 1}
+    assert leading_pair(np.array([pack_ngram(b"abc")])).tolist() == leading_pair(
+        np.array([pack_ngram(b"ab")])).tolist()
 
 
 @given(st.lists(st.text(alphabet=ALPHABET, max_size=30), max_size=10), st.data())

@@ -52,8 +52,9 @@ re-exports their public names.
 
 from tokenizer.trainers.bytepiece.chunks import chunk_texts, pack_texts
 from tokenizer.trainers.bytepiece.fit import build_model, corpus_fingerprint, train_bytepiece_local
-from tokenizer.trainers.bytepiece.ngrams import (NgramModel, NgramTable, build_ngram_model, count_ngrams, empty_counts,
-                                                 join_counts, kept_ngrams, merge_counts)
+from tokenizer.trainers.bytepiece.ngrams import (NgramModel, NgramTable, build_ngram_model, count_maximal_ngrams,
+                                                 count_ngrams, empty_counts, expand_maximal, expand_prefix_form,
+                                                 join_counts, kept_ngrams, leading_pair, merge_counts, prefix_form)
 from tokenizer.trainers.bytepiece.pieces import (empty_piece_counts, merge_piece_counts, pack_pieces, piece_list,
                                                  segment_and_count_pieces, segment_chunks)
 from tokenizer.trainers.bytepiece.pruning import (PieceModel, candidate_mask, complete_bytes, prune_candidates,
@@ -64,8 +65,9 @@ from tokenizer.trainers.bytepiece.settings import EM_MODES, NORMALIZATIONS, Trai
 __all__ = [
     "EM_MODES", "NORMALIZATIONS", "EStepStatistics", "NgramModel", "NgramTable", "PieceModel", "TrainSettings",
     "build_model", "build_ngram_model", "candidate_mask", "chunk_texts", "complete_bytes",
-    "corpus_fingerprint", "count_ngrams", "em_e_step", "em_m_step", "empty_counts", "empty_piece_counts",
-    "join_counts", "kept_ngrams", "merge_counts", "merge_piece_counts", "pack_pieces", "pack_texts", "piece_list",
+    "corpus_fingerprint", "count_maximal_ngrams", "count_ngrams", "em_e_step", "em_m_step", "empty_counts",
+    "empty_piece_counts", "expand_maximal", "expand_prefix_form", "join_counts", "kept_ngrams", "leading_pair",
+    "merge_counts", "prefix_form", "merge_piece_counts", "pack_pieces", "pack_texts", "piece_list",
     "prune_candidates", "prune_pieces", "refine_em", "resegment_counts", "segment_and_count_pieces", "segment_chunks",
     "train_bytepiece_local",
 ]

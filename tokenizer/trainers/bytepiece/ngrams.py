@@ -16,9 +16,45 @@ from tokenizer.trainers.bytepiece.chunks import _as_packed
 from tokenizer.trainers.bytepiece.settings import TrainSettings
 
 
+_BYTE_SHIFT_FIRST = 3 + 8 * 6  # a packed key's first byte sits at this bit
+
+
 def empty_counts() -> tuple[np.ndarray, np.ndarray]:
     """The empty n-gram count (the monoid's identity): ``(int64[0], int64[0])``."""
     return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+
+
+def count_maximal_ngrams(data, offsets, order: int, block_positions: int = 1 << 24
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """Count the longest n-gram at every position of each chunk (length ``min(order, bytes left in the chunk)``).
+
+    Args: as :func:`count_ngrams`. Returns ``(keys, counts)``: int64, sorted by key, distinct; each count is the
+    number of positions whose longest n-gram the key is. Blocks of at most ``block_positions`` keys are sorted and
+    run-length counted, blocks merged. Every n-gram's count is the sum over the longest ones it begins
+    (:func:`expand_maximal`). Example: ``count_maximal_ngrams(b"aab", [0, 3], 2)`` -> ``{aa: 1, ab: 1, b: 1}``.
+    """
+    if not 1 <= int(order) <= MAX_ORDER:
+        raise ConfigError(f"order={order} is invalid: use 1..{MAX_ORDER}")
+    data, offsets = _as_packed(data, offsets)
+    maximal = empty_counts()
+    if len(offsets) < 2 or offsets[-1] == offsets[0]:
+        return maximal
+    first = 0
+    while first < len(offsets) - 1:
+        last = int(np.searchsorted(offsets, offsets[first] + block_positions, side="right")) - 1
+        last = min(max(last, first + 1), len(offsets) - 1)
+        keys = maximal_ngram_keys_kernel(data, offsets[first:last + 1], int(order))
+        keys.sort()
+        maximal = merge_counts(maximal, run_length_counts_kernel(keys))
+        first = last
+    return maximal
+
+
+def expand_maximal(maximal: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Every n-gram's count from the counts of the longest ones (:func:`count_maximal_ngrams`): an n-gram's count is
+    the sum over the longest n-grams it begins, found in one pass over them in sorted order. Example:
+    ``{aa: 1, ab: 1, b: 1}`` -> ``{a: 2, aa: 1, ab: 1, b: 1}``."""
+    return expand_prefixes_kernel(np.asarray(maximal[0], np.int64), np.asarray(maximal[1], np.int64))
 
 
 def count_ngrams(data, offsets, order: int, block_positions: int = 1 << 24) -> tuple[np.ndarray, np.ndarray]:
@@ -28,27 +64,52 @@ def count_ngrams(data, offsets, order: int, block_positions: int = 1 << 24) -> t
     Returns ``(keys, counts)``: int64, sorted by key (= by bytes), distinct; keys packed as
     :mod:`tokenizer.kernels.ngram_count` documents (bytes at the top, length in the low 3 bits).
 
-    Only one n-gram per position, the longest (``min(order, bytes left)``), is materialized: blocks of at most
-    ``block_positions`` such keys are sorted and run-length counted, blocks merged; every shorter n-gram's count is
-    then the sum over the longest ones it begins, found in one pass over them in sorted order. (Sorting beat an
-    open-addressing hash count here several times over: sequential memory traffic instead of a cache miss per byte.)
-    Example: ``count_ngrams(b"aab", [0, 3], 2)`` -> ``{a: 2, aa: 1, ab: 1, b: 1}``.
+    Only one n-gram per position, the longest, is materialized and counted (:func:`count_maximal_ngrams`); every
+    shorter n-gram's count is then the sum over the longest ones it begins (:func:`expand_maximal`). (Sorting beat
+    an open-addressing hash count here several times over: sequential memory traffic instead of a cache miss per
+    byte.) Example: ``count_ngrams(b"aab", [0, 3], 2)`` -> ``{a: 2, aa: 1, ab: 1, b: 1}``.
     """
-    if not 1 <= int(order) <= MAX_ORDER:
-        raise ConfigError(f"order={order} is invalid: use 1..{MAX_ORDER}")
-    data, offsets = _as_packed(data, offsets)
-    if len(offsets) < 2 or offsets[-1] == offsets[0]:
+    return expand_maximal(count_maximal_ngrams(data, offsets, order, block_positions))
+
+
+#: bits of a packed key below its second byte: keys equal above them begin with the same two bytes
+_BELOW_SECOND_BYTE = 3 + 8 * (6 - 1)
+
+
+def leading_pair(keys: np.ndarray) -> np.ndarray:
+    """The packed keys cut to their first two bytes (int64; a single byte keeps one): every n-gram of two or more
+    bytes has the leading pair of the longest n-grams it begins, so a table split by it can be expanded part by
+    part (:func:`expand_prefix_form`). Example: the keys of ``abc`` and ``ab`` -> both the key of ``ab`` without
+    its length bits."""
+    return (np.asarray(keys, np.int64) >> _BELOW_SECOND_BYTE) << _BELOW_SECOND_BYTE
+
+
+def prefix_form(maximal: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """A maximal count (:func:`count_maximal_ngrams`) as what the n-gram reduce shuffles: the exact count of every
+    single byte (the longest n-grams it begins), plus the longest n-grams of two or more bytes. Sums of such
+    tables (:func:`merge_counts`) stay in this form, and any part of one holding every key of some leading pairs
+    (:func:`leading_pair`) expands to the exact counts of the n-grams of those pairs (:func:`expand_prefix_form`).
+    Example: ``{aa: 1, ab: 1, b: 1}`` -> ``{a: 2, aa: 1, ab: 1, b: 1}`` (here already every n-gram)."""
+    keys, counts = np.asarray(maximal[0], np.int64), np.asarray(maximal[1], np.int64)
+    if not len(keys):
         return empty_counts()
-    maximal = empty_counts()
-    first = 0
-    while first < len(offsets) - 1:
-        last = int(np.searchsorted(offsets, offsets[first] + block_positions, side="right")) - 1
-        last = min(max(last, first + 1), len(offsets) - 1)
-        keys = maximal_ngram_keys_kernel(data, offsets[first:last + 1], int(order))
-        keys.sort()
-        maximal = merge_counts(maximal, run_length_counts_kernel(keys))
-        first = last
-    return expand_prefixes_kernel(*maximal)
+    first_byte = keys >> _BYTE_SHIFT_FIRST
+    starts = np.flatnonzero(np.concatenate(([True], first_byte[1:] != first_byte[:-1])))
+    byte_counts = (first_byte[starts] << _BYTE_SHIFT_FIRST | 1, np.add.reduceat(counts, starts))
+    longer = (keys & 7) != 1
+    return merge_counts(byte_counts, (keys[longer], counts[longer]))
+
+
+def expand_prefix_form(table: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Exact n-gram counts from a :func:`prefix_form` table (or a sum of them, or a part holding whole leading
+    pairs): single bytes as they are, every n-gram of two or more bytes summed over the longest ones it begins.
+    ``expand_prefix_form(prefix_form(m)) == expand_maximal(m)``. Example: ``{a: 5, ab: 2, abc: 1}`` ->
+    ``{a: 5, ab: 3, abc: 1}``."""
+    keys, counts = np.asarray(table[0], np.int64), np.asarray(table[1], np.int64)
+    single = (keys & 7) == 1
+    expanded_keys, expanded_counts = expand_maximal((keys[~single], counts[~single]))
+    longer = (expanded_keys & 7) != 1
+    return merge_counts((keys[single], counts[single]), (expanded_keys[longer], expanded_counts[longer]))
 
 
 def merge_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
