@@ -131,22 +131,45 @@ def slice_rows(kind: str, table: tuple, start: int, stop: int) -> tuple:
 
 
 def encode(kind: str, table: tuple) -> bytes:
-    """A table as bytes: its arrays, each as an 8-byte length then its raw bytes (dtypes fixed by ``kind``)."""
-    parts = []
-    for array in table:
-        raw = np.ascontiguousarray(array).tobytes()
-        parts += [len(raw).to_bytes(8, "little"), raw]
-    return b"".join(parts)
+    """A table as bytes, compact (what the shuffle carries): its number of entries (8 bytes), the int64 keys as
+    varints of their differences (:mod:`tokenizer.kernels.varint`: sorted keys take a byte or two each) or the byte
+    keys' lengths as varints, the counts as varints, then the byte keys' bytes. Example: an int64 table
+    ``([5, 7], [1, 300])`` -> ``02 00 .. 00 | 0a 04 | 01 ac 02``."""
+    from tokenizer.kernels.varint import MAX_VARINT_BYTES, encode_varints
+
+    n = size(kind, table)
+    columns = ([(table[0], True)] if kind == "int64" else [(np.diff(table[1]), False)]) + [(table[-1], False)]
+    out = np.empty(8 + MAX_VARINT_BYTES * n * len(columns), np.uint8)
+    out[:8] = np.frombuffer(n.to_bytes(8, "little"), np.uint8)
+    end = 8
+    for values, delta in columns:
+        end = encode_varints(np.ascontiguousarray(values, np.int64), delta, out, end)
+    head = out[:end].tobytes()
+    if kind == "int64" or not n:
+        return head
+    data, offsets = table[0], table[1]
+    return head + np.ascontiguousarray(data[offsets[0]:offsets[-1]], np.uint8).tobytes()
 
 
-def decode(kind: str, blob: bytes) -> tuple:
-    dtypes = (np.int64, np.int64) if kind == "int64" else (np.uint8, np.int64, np.int64)
-    arrays, position = [], 0
-    for dtype in dtypes:
-        length = int.from_bytes(blob[position:position + 8], "little")
-        arrays.append(np.frombuffer(blob, dtype, length // np.dtype(dtype).itemsize, position + 8))
-        position += 8 + length
-    return tuple(arrays)
+def decode(kind: str, blob) -> tuple:
+    """The table :func:`encode` wrote (``blob``: bytes or a buffer; the byte keys' bytes stay a view of it)."""
+    from tokenizer.kernels.varint import decode_varints
+
+    data = np.frombuffer(blob, np.uint8)
+    n = int.from_bytes(data[:8].tobytes(), "little") if len(data) >= 8 else -1
+    columns = [np.empty(max(n, 0), np.int64) for _ in range(2)]
+    end = 8
+    for column, delta in zip(columns, (kind == "int64", False)):
+        end = decode_varints(data, end, column, delta) if end >= 0 and n >= 0 else -1
+    if end < 0 or (kind == "int64" and end != len(data)):
+        raise ValueError(f"a shuffled {kind} table of {len(data)} bytes is cut short or corrupt: rerun the job")
+    if kind == "int64":
+        return columns[0], columns[1]
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(columns[0], out=offsets[1:])
+    if int(offsets[-1]) != len(data) - end:
+        raise ValueError(f"a shuffled bytes table of {len(data)} bytes is cut short or corrupt: rerun the job")
+    return data[end:], offsets, columns[1]
 
 
 def _rows(kind: str, table: tuple, bucket: int, row_bytes: int | None = None) -> Iterator[tuple[int, bytes]]:
