@@ -4,8 +4,10 @@
     .venv/bin/python benchmarks/scaling.py --slices 16 32 --systems shardpiece-bytepiece bytepiece
     .venv/bin/python benchmarks/scaling.py --report                                  # tables and plot only
 
-Corpus: ``kernel-{16,32,64,128,256,512}m.txt`` (nested slices: each larger one holds the smaller) and
-``kernel.test.txt`` (held out of every slice), as the shared ``corpora/build-large.sh`` builds them into ``--corpora``.
+Corpus: ``kernel-{64,128,256,512}m.txt`` (nested slices: each larger one holds the smaller) and ``kernel.test.txt``
+(held out of every slice), as the shared ``corpora/build-large.sh`` builds them into ``--corpora``; a slice it does
+not build (1024 MiB) is cut here from its ``kernel.txt`` the same way (the first N MiB, up to the end of the line
+that reaches N MiB) into ``--work``/slices. Every shardpiece run pins ``--master 'local[2]'``.
 
 Systems (32k pieces, 2 cores each), side by side with the peer that trains the same kind of model:
 
@@ -50,7 +52,7 @@ sys.path.insert(0, os.path.dirname(_HERE))
 
 from benchmarks import common, processes  # noqa: E402
 
-SLICES = (16, 32, 64, 128, 256, 512)
+SLICES = (64, 128, 256, 512, 1024)
 #: system -> (algorithm it trains, whose it is)
 SYSTEMS = {
     "shardpiece-bytepiece": "bytepiece", "bytepiece": "bytepiece",
@@ -192,11 +194,32 @@ def summarize(system: str, measured: processes.Measured, run_dir: str) -> dict:
     return row
 
 
+def slice_path(args, slice_mib: int) -> str:
+    """``kernel-{slice_mib}m.txt``: build-large.sh's, or else cut here from its ``kernel.txt`` (the first
+    ``slice_mib`` MiB up to the end of the line that reaches them, as build-large.sh cuts its slices) into
+    ``--work``/slices, once. Raises SystemExit naming the fix when ``kernel.txt`` is too short or missing."""
+    built = os.path.join(args.corpora, f"kernel-{slice_mib}m.txt")
+    if os.path.isfile(built):
+        return built
+    cut = os.path.join(args.work, "slices", f"kernel-{slice_mib}m.txt")
+    if os.path.isfile(cut):
+        return cut
+    source, size = os.path.join(args.corpora, "kernel.txt"), slice_mib << 20
+    if not os.path.isfile(source) or os.path.getsize(source) < size:
+        raise SystemExit(f"{source} is missing or shorter than {slice_mib} MiB: run build-large.sh into --corpora")
+    os.makedirs(os.path.dirname(cut), exist_ok=True)
+    with open(source, "rb") as handle:
+        head = handle.read(size)
+        rest = b"" if head.endswith(b"\n") else handle.readline()  # up to the end of the line reaching the size
+    common.write_atomic(cut, head + rest)
+    return cut
+
+
 def run_one(system: str, slice_mib: int, args, lines: list[str]) -> dict:
     run_dir = os.path.join(args.work, "runs", f"{system}-{slice_mib}m")
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(run_dir)
-    train = os.path.join(args.corpora, f"kernel-{slice_mib}m.txt")
+    train = slice_path(args, slice_mib)
     command, env = train_command(system, train, run_dir, args)
     print(f"[{system} {slice_mib} MiB] training ({common.load_text()})", flush=True)
     measured = processes.run_measured(command, env=env, cwd=common.REPO, log_path=os.path.join(run_dir, "log.txt"),
