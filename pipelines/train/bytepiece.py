@@ -49,10 +49,10 @@ from pipelines.read.shards import SHARD_BYTES, iter_shards, map_shards
 from pipelines.train.workdir import StageLog, StageReport
 from tokenizer.balanced_sum import BalancedSum
 from tokenizer.errors import InputError
+from tokenizer.kernels.sha256 import LIMBS as _LIMBS, document_limb_sums
 from tokenizer.trainers import bytepiece as bp
 from tokenizer.trainers import table_bound
 
-_LIMBS = 8  # a 256-bit fingerprint as eight 32-bit limbs
 RESEGMENT_PIECES = 1 << 16  # set-aside pieces a thread re-segments at once
 
 
@@ -86,33 +86,27 @@ def count_ngram_shards(settings: bp.TrainSettings, batches: Iterator, threads: i
     byte n-gram at every position of a partition's documents, ``threads`` shards chunked and counted at once
     (:func:`map_shards`), summed as a balanced tree, in the form the reduce expands
     (:func:`~tokenizer.trainers.bytepiece.prefix_form`: single bytes exact, longer n-grams the longest at their
-    positions; :data:`NGRAM_GROUPS`), and the side statistics ``documents``, ``chunks``, ``chunk_bytes`` and ``fingerprint_limb_0..7`` (the 32-bit limb
-    sums of the documents' SHA-256 digests, for :func:`format_fingerprint`)."""
+    positions; :data:`NGRAM_GROUPS`), and the side statistics ``documents``, ``chunks``, ``chunk_bytes`` and
+    ``fingerprint_limb_0..7`` (the 32-bit limb sums of the documents' SHA-256 digests, for
+    :func:`format_fingerprint`; each shard's are summed by :func:`~tokenizer.kernels.sha256.document_limb_sums` on
+    the counting threads, as :func:`document_digest` hashes a document)."""
 
-    def count_shard(shard: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], int, int]:
+    def count_shard(shard: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], int, int, int,
+                                                                    np.ndarray]:
         chunk_data, chunk_offsets = bp.chunk_texts(shard[0], shard[1], settings)
         return (bp.count_maximal_ngrams(chunk_data, chunk_offsets, settings.order), len(chunk_offsets) - 1,
-                int(chunk_offsets[-1] - chunk_offsets[0]))
+                int(chunk_offsets[-1] - chunk_offsets[0]), len(shard[1]) - 1, document_limb_sums(*shard))
 
     counts = BalancedSum(bp.merge_counts)
     documents = chunks = total_bytes = 0
     limbs = [0] * _LIMBS
-
-    def digested_shards() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        nonlocal documents
-        for data, offsets in iter_shards(batches, shard_bytes):
-            blob = data.tobytes()
-            for i in range(len(offsets) - 1):
-                digest = document_digest(blob[offsets[i]:offsets[i + 1]])
-                for limb in range(_LIMBS):
-                    limbs[limb] += (digest >> (32 * limb)) & 0xFFFFFFFF
-            del blob
-            documents += len(offsets) - 1
-            yield data, offsets
-
-    for shard_counts, shard_chunks, shard_bytes_counted in map_shards(count_shard, digested_shards(), threads):
+    for shard_counts, shard_chunks, shard_bytes_counted, shard_documents, shard_limbs in map_shards(
+            count_shard, iter_shards(batches, shard_bytes), threads):
         chunks += shard_chunks
         total_bytes += shard_bytes_counted
+        documents += shard_documents
+        for limb in range(_LIMBS):
+            limbs[limb] += int(shard_limbs[limb])
         counts.add(shard_counts)
         del shard_counts
     stats = {"documents": documents, "chunks": chunks, "chunk_bytes": total_bytes}
