@@ -11,12 +11,15 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tokenizer.kernels.byte_string_count import count_byte_strings_kernel, merge_byte_string_counts_kernel
+from tokenizer.kernels.double_array import DoubleArray
 from tokenizer.kernels.ngram_count import merge_sorted_counts_kernel, pack_ngram, unpack_ngram
+from tokenizer.kernels.piece_lattice import next_unit, piece_at
 from tokenizer.trainers.bytepiece import (
     TrainSettings, build_ngram_model, chunk_texts, count_ngrams, pack_texts, piece_list, segment_chunks,
     PieceModel,
 )
 from tokenizer.twins.bytepiece_chunk import ref_chunk_text
+from tokenizer.twins.double_array import ref_common_prefix_search
 from tokenizer.twins.ngram_count import ref_count_ngrams
 from tokenizer.twins.ngram_segment import ref_ngram_log_probs, ref_ngram_viterbi
 from tokenizer.twins.piece_lattice import ref_piece_expected_counts, ref_piece_viterbi
@@ -199,6 +202,33 @@ def test_piece_viterbi_matches_reference(extra, texts):
 def test_piece_viterbi_example():
     model = PieceModel([b"a", b"ab", b"b"], np.array([2, 1, 1]))
     assert model.segment(b"ab") == [b"ab"]  # log .25 > log .5 + log .25
+
+
+@given(st.lists(st.binary(min_size=1, max_size=5), max_size=30), st.binary(max_size=12), st.booleans())
+@settings(**SETTINGS)
+def test_piece_walk_finds_the_pieces_starting_at_each_byte(pieces, text, wide):
+    """next_unit / piece_at (the walk of every piece_lattice kernel) visit the pieces starting at a position
+    shortest first: ref_common_prefix_search over a dict."""
+    pieces = sorted(set(pieces))
+    units = DoubleArray.build(pieces, wide=wide).units
+    index = {p: i for i, p in enumerate(pieces)}
+    for start in range(len(text)):
+        found, node = [], units[0]
+        for end in range(start + 1, len(text) + 1):
+            node = next_unit(units, node, text[end - 1])
+            if node < 0:
+                break
+            if piece_at(units, node) >= 0:
+                found.append((int(piece_at(units, node)), end - start))
+        assert found == ref_common_prefix_search(index, text, start)
+
+
+def test_piece_model_skips_empty_pieces_and_matches_the_last_of_repeated_ones():
+    """As the hash trie it replaced: an empty piece matches nothing, a repeated piece is matched at its last index."""
+    model = PieceModel([b"a", b"", b"b", b"b"], np.array([2, 1, 1, 3]))
+    counts, n_tokens = model.viterbi_counts(*pack_texts([b"abab", b""]))
+    assert counts.tolist() == [2, 0, 0, 2] and n_tokens == 4
+    assert model.segment(b"ab") == [b"a", b"b"]
 
 
 @given(pieces_strategy, st.lists(st.binary(min_size=1, max_size=6), max_size=4))

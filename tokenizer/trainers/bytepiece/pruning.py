@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from tokenizer.errors import InputError
-from tokenizer.kernels.hash_table import build_byte_trie, trie_child
+from tokenizer.kernels.double_array import DoubleArray, step, unit_value
 from tokenizer.kernels.ngram_count import run_length_counts_kernel
 from tokenizer.kernels.piece_lattice import piece_forward_backward_kernel, piece_viterbi_counts_kernel
 from tokenizer.trainers.bytepiece.chunks import _as_packed, pack_texts
@@ -18,9 +18,11 @@ from tokenizer.trainers.bytepiece.settings import TrainSettings
 
 
 class PieceModel:
-    """A unigram model over a fixed piece list: the pieces' trie and log probabilities (``log(c / total)``).
+    """A unigram model over a fixed piece list: the pieces' double array (built on first use, see :meth:`trie`) and
+    log probabilities (``log(c / total)``).
 
-    Plain arrays; picklable. ``pieces`` sorted by bytes; ``counts`` int64 (or float64 for EM's expected counts).
+    Plain arrays; picklable (the double array is rebuilt where it is used). ``pieces`` sorted by bytes; ``counts``
+    int64 (or float64 for EM's expected counts).
     """
 
     def __init__(self, pieces: Sequence[bytes], counts):
@@ -37,10 +39,16 @@ class PieceModel:
         state["_trie"] = None
         return state
 
-    def trie(self) -> tuple:
+    def trie(self) -> np.ndarray:
+        """The units of a :class:`~tokenizer.kernels.double_array.DoubleArray` of the pieces, valued by their index
+        (an empty piece matches nothing; of repeated pieces the last index is matched). Call it once before
+        threads share the model: it is built on first use."""
         if self._trie is None:
-            self._trie = build_byte_trie(self.piece_data, self.piece_offsets,
-                                         np.arange(len(self.pieces), dtype=np.int32))
+            try:
+                self._trie = DoubleArray.build(self.pieces).units
+            except ValueError:  # an empty or repeated piece
+                index = {bytes(piece): i for i, piece in enumerate(self.pieces) if len(piece)}
+                self._trie = DoubleArray.build(list(index), np.fromiter(index.values(), np.int32, len(index))).units
         return self._trie
 
     def viterbi_counts(self, data, offsets, weights=None) -> tuple[np.ndarray, int]:
@@ -48,10 +56,9 @@ class PieceModel:
         data, offsets = _as_packed(data, offsets)
         n_texts = len(offsets) - 1
         weights = np.ones(n_texts, np.int64) if weights is None else np.asarray(weights, np.int64)
-        edge_keys, edge_child, bits, node_piece = self.trie()
-        counts, n_tokens, n_bad, _ = piece_viterbi_counts_kernel(
-            data, offsets, weights, edge_keys, edge_child, int(bits), node_piece, self.scores, len(self.pieces),
-            False)
+        counts = np.zeros(len(self.pieces), np.int64)
+        n_tokens, n_bad, _ = piece_viterbi_counts_kernel(data, offsets, weights, self.trie(), self.scores, counts,
+                                                         False)
         if n_bad:
             raise InputError(f"{n_bad} texts cannot be segmented with these pieces: the 256 single bytes are missing")
         return counts, int(n_tokens)
@@ -60,10 +67,9 @@ class PieceModel:
         """Piece counts of the best segmentations plus the counts of adjacent piece pairs, keyed
         ``left_index << 32 | right_index`` (sorted, distinct: a count table :func:`merge_counts` sums)."""
         data, offsets = _as_packed(data, offsets)
-        edge_keys, edge_child, bits, node_piece = self.trie()
-        counts, _, n_bad, pairs = piece_viterbi_counts_kernel(
-            data, offsets, np.ones(len(offsets) - 1, np.int64), edge_keys, edge_child, int(bits), node_piece,
-            self.scores, len(self.pieces), True)
+        counts = np.zeros(len(self.pieces), np.int64)
+        _, n_bad, pairs = piece_viterbi_counts_kernel(data, offsets, np.ones(len(offsets) - 1, np.int64), self.trie(),
+                                                      self.scores, counts, True)
         if n_bad:
             raise InputError(f"{n_bad} texts cannot be segmented with these pieces: the 256 single bytes are missing")
         pairs.sort()
@@ -71,30 +77,29 @@ class PieceModel:
 
     def expected_counts(self, data, offsets) -> tuple[np.ndarray, float]:
         data, offsets = _as_packed(data, offsets)
-        edge_keys, edge_child, bits, node_piece = self.trie()
-        return piece_forward_backward_kernel(data, offsets, np.ones(len(offsets) - 1), edge_keys, edge_child,
-                                               int(bits), node_piece, self.scores, len(self.pieces))
+        return piece_forward_backward_kernel(data, offsets, np.ones(len(offsets) - 1), self.trie(), self.scores,
+                                             len(self.pieces))
 
     def segment(self, text: bytes) -> list[bytes]:
-        """The best segmentation of one text (for inspection): ``model.segment(b"abc")``."""
-        data, offsets = pack_texts([text])
-        edge_keys, edge_child, bits, node_piece = self.trie()
-        out = []
-        # segment by counting one text at a time, then reading the back-pointers is not exposed; do it here
-        n = len(text)
+        """The best segmentation of one text (for inspection): ``model.segment(b"abc")``. The Viterbi of
+        :func:`~tokenizer.kernels.piece_lattice.piece_viterbi_counts_kernel`, with back-pointers, in Python."""
+        units = self.trie()
+        data = pack_texts([text])[0]
+        n = len(data)
         best = [0.0] + [-math.inf] * n
         back = [(0, -1)] * (n + 1)
         for s in range(n):
             if best[s] == -math.inf:
                 continue
-            node = 0
+            node = units[0]
             for e in range(s + 1, n + 1):
-                node = trie_child(edge_keys, edge_child, bits, node, data[e - 1])
+                node = step(units, node, data[e - 1])
                 if node < 0:
                     break
-                p = node_piece[node]
+                p = unit_value(units, node)
                 if p >= 0 and best[s] + self.scores[p] > best[e]:
                     best[e], back[e] = best[s] + self.scores[p], (s, p)
+        out = []
         e = n
         while e > 0:
             s, p = back[e]
