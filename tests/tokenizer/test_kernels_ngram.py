@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from tokenizer.kernels.byte_string_count import count_byte_strings_kernel, merge_byte_string_counts_kernel
 from tokenizer.kernels.double_array import DoubleArray
-from tokenizer.kernels.ngram_count import merge_sorted_counts_kernel, pack_ngram, unpack_ngram
+from tokenizer.kernels.ngram_count import merge_sorted_counts_kernel, pack_ngram, sort_keys_kernel, unpack_ngram
 from tokenizer.kernels.piece_lattice import next_unit, piece_at
 from tokenizer.trainers.bytepiece import (
     TrainSettings, build_ngram_model, chunk_texts, count_ngrams, pack_texts, piece_list, segment_chunks,
@@ -20,7 +20,7 @@ from tokenizer.trainers.bytepiece import (
 )
 from tokenizer.twins.bytepiece_chunk import ref_chunk_text
 from tokenizer.twins.double_array import ref_common_prefix_search
-from tokenizer.twins.ngram_count import ref_count_ngrams
+from tokenizer.twins.ngram_count import ref_count_ngrams, ref_sort_keys
 from tokenizer.twins.ngram_segment import ref_ngram_log_probs, ref_ngram_viterbi
 from tokenizer.twins.piece_lattice import ref_piece_expected_counts, ref_piece_viterbi
 
@@ -104,6 +104,22 @@ def test_count_ngrams_blocks_do_not_change_counts(texts, order, block):
 def test_count_ngrams_example():
     keys, counts = count_ngrams(np.frombuffer(b"aab", np.uint8), np.array([0, 3]), 2)
     assert {unpack_ngram(k): int(c) for k, c in zip(keys, counts)} == {b"a": 2, b"aa": 1, b"ab": 1, b"b": 1}
+
+
+@given(st.one_of(st.lists(st.integers(0, (1 << 63) - 1), max_size=300),
+                 st.lists(st.sampled_from([0, 1, 7, 1 << 11, (1 << 58) | 5, (1 << 62) + 3]), max_size=300),
+                 st.lists(st.binary(min_size=1, max_size=7), max_size=300).map(lambda grams: [pack_ngram(g) for g in grams])))
+@settings(max_examples=200, deadline=None)
+def test_radix_sort_matches_sorted(keys):
+    array = np.array(keys, np.int64)
+    sort_keys_kernel(array, np.empty(len(keys) + 3, np.int64))
+    assert array.tolist() == ref_sort_keys(keys)
+
+
+def test_radix_sort_example():
+    keys = np.array([5, 3, 5, 0], np.int64)
+    sort_keys_kernel(keys, np.empty(4, np.int64))
+    assert keys.tolist() == [0, 3, 5, 5]
 
 
 @given(st.dictionaries(st.integers(0, 1000), st.integers(1, 9)), st.dictionaries(st.integers(0, 1000),

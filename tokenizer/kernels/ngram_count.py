@@ -70,6 +70,50 @@ def maximal_ngram_keys_kernel(data, offsets, order):
     return out
 
 
+RADIX_BITS = 11  # bits per pass of sort_keys_kernel: a histogram of 2,048 counts stays in the cache
+
+
+@kernel
+def sort_keys_kernel(keys, scratch):
+    """Sort non-negative int64 ``keys`` in place (``scratch``: int64, at least as long), a least-significant-digit
+    radix sort of :data:`RADIX_BITS` bits per pass that skips the digits every key shares (packed n-gram keys
+    leave the top bits and, below order 7, the last byte's bits zero). Example: ``[5, 3, 5, 0]`` ->
+    ``[0, 3, 5, 5]``."""
+    n = len(keys)
+    if n < 2:
+        return
+    all_ones = np.int64(-1)
+    any_one = np.int64(0)
+    for i in range(n):
+        all_ones &= keys[i]
+        any_one |= keys[i]
+    varying = all_ones ^ any_one
+    radix = 1 << RADIX_BITS
+    mask = np.int64(radix - 1)
+    counts = np.empty(radix, np.int64)
+    source, target = keys, scratch
+    in_scratch = False
+    for shift in range(0, 63, RADIX_BITS):
+        if (varying >> shift) & mask == 0:
+            continue
+        counts[:] = 0
+        for i in range(n):
+            counts[(source[i] >> shift) & mask] += 1
+        start = np.int64(0)
+        for digit in range(radix):
+            count = counts[digit]
+            counts[digit] = start
+            start += count
+        for i in range(n):
+            digit = (source[i] >> shift) & mask
+            target[counts[digit]] = source[i]
+            counts[digit] += 1
+        source, target = target, source
+        in_scratch = not in_scratch
+    if in_scratch:
+        keys[:] = scratch[:n]
+
+
 @kernel
 def run_length_counts_kernel(sorted_keys):
     """``(distinct keys, counts)`` of a sorted int64 array: ``[3, 3, 5] -> ([3, 5], [2, 1])``."""

@@ -19,3 +19,8 @@ def ref_count_ngrams(chunks: list[bytes], order: int) -> dict[bytes, int]:
                     counts[gram] = counts.get(gram, 0) + 1
     return counts
 
+
+
+def ref_sort_keys(keys: list[int]) -> list[int]:
+    """Non-negative int64 keys in increasing order."""
+    return sorted(keys)

@@ -10,7 +10,8 @@ import numpy as np
 
 from tokenizer.errors import ConfigError
 from tokenizer.kernels.ngram_count import (MAX_ORDER, expand_prefixes_kernel, maximal_ngram_keys_kernel,
-                                           merge_sorted_counts_kernel, pack_ngram, run_length_counts_kernel)
+                                           merge_sorted_counts_kernel, pack_ngram, run_length_counts_kernel,
+                                           sort_keys_kernel)
 from tokenizer.kernels.ngram_segment import build_lookup_table_kernel
 from tokenizer.trainers.bytepiece.chunks import _as_packed
 from tokenizer.trainers.bytepiece.settings import TrainSettings
@@ -40,11 +41,14 @@ def count_maximal_ngrams(data, offsets, order: int, block_positions: int = 1 << 
     if len(offsets) < 2 or offsets[-1] == offsets[0]:
         return maximal
     first = 0
+    scratch = np.zeros(0, np.int64)
     while first < len(offsets) - 1:
         last = int(np.searchsorted(offsets, offsets[first] + block_positions, side="right")) - 1
         last = min(max(last, first + 1), len(offsets) - 1)
         keys = maximal_ngram_keys_kernel(data, offsets[first:last + 1], int(order))
-        keys.sort()
+        if len(scratch) < len(keys):
+            scratch = np.empty(len(keys), np.int64)
+        sort_keys_kernel(keys, scratch)
         maximal = merge_counts(maximal, run_length_counts_kernel(keys))
         first = last
     return maximal
