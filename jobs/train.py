@@ -88,6 +88,9 @@ def _read(source: TrainInput, options: dict, algorithm, settings, log) -> tuple[
     from jobs.training import split_holdout
     from pipelines.read.readers import read_corpus
 
+    from pipelines.spark.session import describe_jobs
+
+    describe_jobs(source.spark, "read")
     corpus = read_corpus(source.spark, options["input"], input_format=options.get("input_format"),
                          text_column=options["text_column"], partitions=options.get("partitions"))
     counts = log.run("read", lambda: corpus.compute_stats().to_dict(), "json",
@@ -157,6 +160,9 @@ def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> 
     if trained.evaluation_documents is not None:
         texts, sample_kind = evaluation_texts(*trained.evaluation_documents, limit)
     elif source.documents is not None:
+        from pipelines.spark.session import describe_jobs
+
+        describe_jobs(source.spark, "evaluate")
         texts, sample_kind = evaluation_sample(source.documents, source.held_out, limit)
     else:
         texts, sample_kind = [], "none"

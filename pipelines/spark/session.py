@@ -264,6 +264,13 @@ def task_error_message(exc: BaseException) -> str | None:
     return lines[0] if lines else type(exc).__name__
 
 
+def describe_jobs(spark, stage: str) -> None:
+    """Name the Spark jobs this thread starts from now on after the training ``stage`` (``[ngrams]``), as the
+    progress lines name it: Spark's UI and event log (``spark.job.description``) then say which stage a job
+    belongs to (``benchmarks/bytepiece_stages.py`` groups task metrics by it)."""
+    spark.sparkContext.setJobDescription(f"[{stage}]")
+
+
 def task_threads(spark) -> int:
     """Cores each task may use: the session's ``spark.task.cpus`` (``single_worker`` on a local master sets it to
     the local core count, e.g. 2 for ``local[2]``; Spark's default and cluster masters give 1)."""

@@ -322,9 +322,10 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
     ``limit``: at most this many n-grams and pieces reach the driver (the most frequent; None: no bound); what it
     dropped is in the result's ``bounds`` and, when it dropped anything, in the models' provenance.
     """
-    from pipelines.spark.session import task_threads
+    from pipelines.spark.session import describe_jobs, task_threads
 
-    threads = task_threads(documents.sparkSession) if threads is None else max(1, int(threads))
+    spark = documents.sparkSession
+    threads = task_threads(spark) if threads is None else max(1, int(threads))
 
     settings.validate()
     log = StageLog(workdir, progress)
@@ -332,6 +333,7 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
 
     started = time.perf_counter()
     progress("[ngrams] counting byte n-grams (order %d) per partition, then reducing" % settings.order)
+    describe_jobs(spark, "ngrams")
     ngrams, resumed = work.run("ngrams", lambda: reduce_ngrams(documents, settings, shard_bytes, threads, limit),
                                "ngram_table")
     if ngrams.chunk_bytes == 0:
@@ -349,6 +351,7 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
     started = time.perf_counter()
     progress("[candidates] segmenting every chunk with the broadcast n-gram model; rare pieces re-segmented onto "
              "the candidates in place")
+    describe_jobs(spark, "candidates")
     (pieces, counts, pieces_bound, set_aside), resumed = work.run(
         "candidates", lambda: reduce_pieces(documents, lm, settings, shard_bytes, threads, limit), "candidates")
     stage("candidates", started, resumed, candidate_pieces=len(pieces),
@@ -364,6 +367,8 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
     for vocab_size, (kept, kept_counts) in sorted(pruned.items()):
         if settings.refine_em_rounds:
             started = time.perf_counter()
+
+            describe_jobs(spark, f"refine_em_{vocab_size}")
 
             def refine(kept=kept, kept_counts=kept_counts):
                 return refine_em_spark(documents, kept, kept_counts, settings,
