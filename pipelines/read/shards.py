@@ -60,15 +60,16 @@ def map_shards(function: Callable[[_Shard], _Result], shards: Iterable[_Shard], 
     """``function(shard)`` for every shard, in input order, computed by up to ``threads`` threads at once.
 
     The kernels ``function`` calls are compiled ``nogil`` (and numpy's sort releases the GIL), so one Python worker
-    uses ``threads`` cores. At most ``threads`` shards are in flight: the next shard is taken from ``shards`` only
-    after the oldest result has been handed to the caller (who merges it in the calling thread). ``threads=1``
+    uses ``threads`` cores. At most ``threads + 1`` shards are in flight: the next shard is taken from ``shards``
+    only after the oldest result has been handed to the caller, who merges it in the calling thread while the
+    ``threads`` threads go on with the others. ``threads=1``
     runs everything in the calling thread. Example: ``list(map_shards(len, [b"ab", b"c"], threads=2))`` -> ``[2, 1]``.
 
     In a Spark task, the worker's heap is frozen after the first result (:mod:`pipelines.spark.worker_heap`).
     """
     from pipelines.spark.worker_heap import freeze_worker_heap
 
-    for index, result in enumerate(map_in_order(function, shards, threads)):
+    for index, result in enumerate(map_in_order(function, shards, threads, ahead=1 if threads > 1 else 0)):
         yield result
         if index == 0:
             freeze_worker_heap()

@@ -96,7 +96,7 @@ def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float,
     counted = spark.range(len(groups), numPartitions=len(groups)).mapInArrow(
         direct_count_task(groups, counter, threads, holdout_fraction, keep_documents, text_column,
                           reduce.shuffle_buckets(spark)), reduce.SCHEMA)
-    reduced = reduce.bounded_collect(reduce.merged_frame(counted, "bytes"), "bytes", limit)
+    reduced = reduce.bounded_collect(reduce.merged_frame(counted, "bytes", threads=threads), "bytes", limit)
     reduced.held_out, reduced.training = reduced.held_out[:keep_documents], reduced.training[:keep_documents]
     return reduce.chunk_table_of(reduced)
 

@@ -294,36 +294,57 @@ def count_partition(counter: Counter, kind: str, buckets: int, threads: int, gro
     return run
 
 
+def reduce_bucket(kind: str, tables: list, keep: Callable[[tuple], np.ndarray] | None = None,
+                  set_aside: bool = False, groups: KeyGroups | None = None) -> tuple[list, list, int, dict]:
+    """One bucket's tables merged (with ``groups``, expanded to their final counts) and cut down by ``keep``:
+    ``(kept rows, set-aside rows, distinct keys before keep, count histogram of the kept entries)``; ``tables`` is
+    emptied. Buckets hold disjoint keys, so a reduce task's buckets can be reduced on their own, on its threads."""
+    merged = merge(kind, tables)
+    tables.clear()
+    if groups is not None:
+        merged = groups.expand(merged)
+    distinct = size(kind, merged)
+    aside: list = []
+    if keep is not None:
+        mask = keep(merged)
+        if set_aside:
+            aside = [(SET_ASIDE_BUCKET, blob) for _, blob in _rows(kind, select(kind, merged, ~mask), 0)]
+        merged = select(kind, merged, mask)
+    return list(_rows(kind, merged, 0)), aside, distinct, B.histogram(merged[-1])
+
+
 def reduce_partition(kind: str, keep: Callable[[tuple], np.ndarray] | None = None,
-                     set_aside: bool = False, groups: KeyGroups | None = None) -> Callable:
-    """The reduce side (``mapInArrow`` after the shuffle): the tables of the buckets that meet here merged (and,
-    with ``groups``, expanded to their final counts), cut down to the entries ``keep`` (a bool mask of a table) marks, the others discarded or, with
-    ``set_aside``, emitted as :data:`SET_ASIDE_BUCKET` rows; the statistics summed, plus ``distinct_keys``
-    (before ``keep``); the count histogram of the kept table (a :data:`HISTOGRAM_BUCKET` row); document rows
-    passed through."""
+                     set_aside: bool = False, groups: KeyGroups | None = None, threads: int = 1) -> Callable:
+    """The reduce side (``mapInArrow`` after the shuffle): the tables of each bucket that meets here merged (and,
+    with ``groups``, expanded to their final counts), cut down to the entries ``keep`` (a bool mask of a table)
+    marks, the others discarded or, with ``set_aside``, emitted as :data:`SET_ASIDE_BUCKET` rows
+    (:func:`reduce_bucket`, ``threads`` buckets at once); the statistics summed, plus ``distinct_keys`` (before
+    ``keep``); the count histogram of the kept entries (a :data:`HISTOGRAM_BUCKET` row); document rows passed
+    through."""
+    from tokenizer.ordered_threads import map_in_order
 
     def run(batches: Iterator) -> Iterator:
-        tables: list = []
+        by_bucket: dict[int, list] = {}
         stats: list = []
         documents: dict = {}
-        _read_rows(kind, batches, tables, stats, documents)
-        merged = merge(kind, tables)
-        del tables
-        if groups is not None:
-            merged = groups.expand(merged)
-        stats.append({"distinct_keys": size(kind, merged)})
-        if keep is not None:
-            mask = keep(merged)
-            if set_aside:
-                for _, blob in _rows(kind, select(kind, merged, ~mask), 0):
-                    yield _batch([(SET_ASIDE_BUCKET, blob)])
-            merged = select(kind, merged, mask)
-        histogram = B.histogram(merged[-1])
-        for row in _rows(kind, merged, 0):
-            yield _batch([row])
-        del merged
+        for bucket, table, blob in _tables(kind, batches):
+            if table is not None:
+                by_bucket.setdefault(bucket, []).append(table)
+            elif bucket == STATS_BUCKET:
+                stats.append(json.loads(blob))
+            elif bucket in (HELD_OUT_BUCKET, TRAINING_BUCKET):
+                documents.setdefault(bucket, []).append(decode("bytes", blob))
+        distinct, histograms = 0, []
+        buckets = [by_bucket.pop(bucket) for bucket in sorted(by_bucket)]
+        for kept, aside, bucket_distinct, histogram in map_in_order(
+                lambda tables: reduce_bucket(kind, tables, keep, set_aside, groups), iter(buckets), threads):
+            for row in aside + kept:
+                yield _batch([row])
+            distinct += bucket_distinct
+            histograms.append(histogram)
+        stats.append({"distinct_keys": distinct})
         yield _batch([_stats_row(T.add_stats(*stats))])
-        yield _batch([(HISTOGRAM_BUCKET, json.dumps(list(histogram.items())).encode())])
+        yield _batch([(HISTOGRAM_BUCKET, json.dumps(list(B.add_histograms(*histograms).items())).encode())])
         for bucket, parts in documents.items():  # passed through
             for part in parts:
                 yield _batch([(bucket, encode("bytes", part))])
@@ -338,12 +359,13 @@ def shuffle_buckets(spark) -> int:
 
 
 def merged_frame(counted, kind: str, keep: Callable | None = None, set_aside: bool = False,
-                 groups: KeyGroups | None = None):
+                 groups: KeyGroups | None = None, threads: int = 1):
     """The shuffle and the reduce side over counted rows of :data:`SCHEMA` (:func:`count_partition`'s, or a
-    direct count's)."""
+    direct count's); ``threads`` buckets reduced at once per task."""
     from pyspark.sql import functions as F
 
-    return counted.repartition(F.col("bucket")).mapInArrow(reduce_partition(kind, keep, set_aside, groups), SCHEMA)
+    return counted.repartition(F.col("bucket")).mapInArrow(
+        reduce_partition(kind, keep, set_aside, groups, threads), SCHEMA)
 
 
 def reduced_frame(documents, counter: Counter, kind: str, keep: Callable | None = None,
@@ -357,7 +379,7 @@ def reduced_frame(documents, counter: Counter, kind: str, keep: Callable | None 
     threads = task_threads(spark) if threads is None else max(1, int(threads))
     counted = documents.select("text").mapInArrow(
         count_partition(counter, kind, shuffle_buckets(spark), threads, groups), SCHEMA)
-    return merged_frame(counted, kind, keep, set_aside, groups)
+    return merged_frame(counted, kind, keep, set_aside, groups, threads)
 
 
 def collect(frame, kind: str) -> Reduced:

@@ -42,8 +42,8 @@ def frequent(table: tuple) -> np.ndarray:
 
 @hypothesis_settings(max_examples=60, deadline=None)
 @given(data=st.data(), buckets=st.integers(1, 7), kind=st.sampled_from(reduce.KINDS),
-       keep=st.sampled_from(["all", "frequent", "frequent, rest set aside"]))
-def test_bucketed_reduce_equals_a_plain_dict_sum(data, buckets, kind, keep):
+       keep=st.sampled_from(["all", "frequent", "frequent, rest set aside"]), threads=st.integers(1, 3))
+def test_bucketed_reduce_equals_a_plain_dict_sum(data, buckets, kind, keep, threads):
     tables = data.draw(st.lists(int_keys if kind == "int64" else byte_keys, max_size=5))
     expected: dict = {}
     for table in tables:
@@ -62,7 +62,8 @@ def test_bucketed_reduce_equals_a_plain_dict_sum(data, buckets, kind, keep):
         batch = pa.RecordBatch.from_arrays([pa.array([b for b, _ in shuffled[bucket]], pa.int32()),
                                             pa.array([blob for _, blob in shuffled[bucket]], pa.binary())],
                                            names=["bucket", "blob"])
-        step = reduce.reduce_partition(kind, None if keep == "all" else frequent, set_aside="aside" in keep)
+        step = reduce.reduce_partition(kind, None if keep == "all" else frequent, set_aside="aside" in keep,
+                                       threads=threads)
         for out in step(iter([batch])):
             rows += zip(out.column(0).to_pylist(), out.column(1).to_pylist())
     tables_out = [reduce.decode(kind, blob) for bucket, blob in rows if bucket >= 0]
