@@ -150,7 +150,7 @@ def test_ngram_model_and_viterbi_match_bytepiece(texts, order, min_count, ensure
     assert got == expected
 
 
-@given(st.lists(st.binary(min_size=1, max_size=12), min_size=1, max_size=6), st.integers(1, 5), st.booleans())
+@given(st.lists(st.binary(min_size=1, max_size=12), min_size=1, max_size=6), st.integers(1, 7), st.booleans())
 @settings(**SETTINGS)
 def test_ngram_viterbi_on_arbitrary_bytes(chunks, order, ensure_unicode):
     """Invalid UTF-8 and unreachable states (all -inf) follow numpy's argmax semantics exactly."""
@@ -162,6 +162,22 @@ def test_ngram_viterbi_on_arbitrary_bytes(chunks, order, ensure_unicode):
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
     got = [data[a:b].tobytes() for a, b in zip(starts, ends)]
     assert got == [p for c in chunks for p in ref_ngram_viterbi(c, log_probs, order, ensure_unicode)]
+
+
+@given(st.lists(st.text(alphabet="ab", min_size=1, max_size=60), min_size=1, max_size=6), st.integers(1, 7),
+       st.integers(1, 3))
+@settings(**SETTINGS)
+def test_ngram_viterbi_on_repetitive_chunks(texts, order, min_count):
+    """Few distinct bytes: long pieces (the last state kept for many bytes), equal scores, chunks longer and shorter
+    than the kernel's prefetch distance."""
+    s = TrainSettings(order=order, min_count=min_count)
+    data, offsets = pack_texts(texts)
+    model = build_ngram_model(*count_ngrams(data, offsets, order), s)
+    log_probs = {unpack_ngram(k): float(v) for k, v in zip(model.keys, model.log_probs)}
+    ends = segment_chunks(model, data, offsets)
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    got = [data[a:b].tobytes() for a, b in zip(starts, ends)]
+    assert got == [p for t in texts for p in ref_ngram_viterbi(t.encode(), log_probs, order, True)]
 
 
 # ------------------------------------------------------------------------------------------------------ byte strings

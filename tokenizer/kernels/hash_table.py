@@ -10,13 +10,21 @@ A byte trie (:func:`build_byte_trie`) keeps its edges in such a table: the edge 
 key ``node * 256 + byte``, its child node the value. Example: the keys ``a`` and ``ab`` make nodes 1 (``a``) and 2
 (``ab``): ``trie_child(..., 0, ord("a")) == 1`` and ``trie_child(..., 1, ord("b")) == 2``; ``trie_child(..., 0,
 ord("b")) == -1``. The twins are dictionaries (``tokenizer.twins.hash_table``).
+
+A table far larger than the caches costs a cache miss per probe. :func:`prefetch` asks for a slot's cache line
+ahead of the probe, so that a kernel can have the misses of several later probes in flight while it works on the
+current one (``tokenizer.kernels.ngram_segment``).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
-from tokenizer.kernels import kernel
+from tokenizer.kernels import _DISABLE_JIT, kernel
 
 EMPTY = -1
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / the golden ratio: Fibonacci hashing's multiplier
@@ -35,6 +43,30 @@ def table_bits(min_slots):
 def hash_slot(key, bits):
     """Home slot of ``key`` (int64 or uint64) in a table of ``2**bits`` slots: the top bits of ``key * GOLDEN``."""
     return np.int64((np.uint64(key) * GOLDEN) >> np.uint64(64 - bits))
+
+
+if _DISABLE_JIT:
+    def prefetch(array, index):
+        """A hint without effect on any result: nothing to do in plain Python."""
+else:
+    @intrinsic
+    def prefetch(typingctx, array, index):
+        """Ask the CPU to bring the cache line of ``array[index]`` (a 1-d array; ``index`` in range) into the caches,
+        without waiting for it (LLVM's ``llvm.prefetch``, read, high locality): a hint that changes no result, so
+        it has no twin. Example: ``prefetch(table, 2 * hash_slot(key, bits))`` a few positions before the probe."""
+
+        def codegen(context, builder, signature, args):
+            view = context.make_array(signature.args[0])(context, builder, args[0])
+            address = cgutils.get_item_pointer(context, builder, signature.args[0], view, [args[1]],
+                                               wraparound=False)
+            byte_pointer = ir.IntType(8).as_pointer()
+            int32 = ir.IntType(32)
+            function = builder.module.declare_intrinsic(  # named llvm.prefetch.p0 (or .p0i8: typed pointers)
+                "llvm.prefetch", [byte_pointer], ir.FunctionType(ir.VoidType(), [byte_pointer, int32, int32, int32]))
+            builder.call(function, [builder.bitcast(address, byte_pointer), int32(0), int32(3), int32(1)])
+            return context.get_dummy_value()
+
+        return types.void(array, types.int64), codegen
 
 
 @kernel

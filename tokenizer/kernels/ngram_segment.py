@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.hash_table import EMPTY, hash_slot, table_bits
-from tokenizer.kernels.ngram_count import NEG_INF, _key_byte, _pack_window
+from tokenizer.kernels.hash_table import EMPTY, hash_slot, prefetch, table_bits
+from tokenizer.kernels.ngram_count import NEG_INF, _key_byte
 
 
 @kernel
@@ -63,9 +63,28 @@ def _lookup(table, bits, key):
         slot = (slot + 1) & mask
 
 
+#: positions between the prefetch of a position's table slots and their probes (:func:`ngram_viterbi_kernel`)
+PREFETCH_DISTANCE = 8
+
+#: a position's route byte (:func:`ngram_viterbi_kernel`): state 0's predecessor in the low 3 bits, and this bit
+#: when the last state's predecessor is the last state itself (else it is the state before)
+_LAST_FROM_LAST = 8
+
+
+@kernel(inline="always")
+def _window_key(window, length):
+    """The packed key (:mod:`tokenizer.kernels.ngram_count`) of the last ``length`` bytes shifted into ``window``
+    (int64, newest byte lowest). Example: window ``0x616263`` (``abc``), length 2 -> the key of ``bc``."""
+    low = (np.int64(1) << (8 * length)) - 1
+    return ((window & low) << (3 + 8 * (7 - length))) | length
+
+
 @kernel
 def ngram_viterbi_kernel(data, offsets, order, ensure_unicode, table, bits, unigrams, bigrams):
     """Segment every chunk with BytePiece's n-gram model; returns piece end offsets (int64, one per piece).
+
+    ``data`` uint8, ``offsets`` int64 ``(n_chunks + 1,)`` (consecutive chunks), ``order`` 1..7; ``table``,
+    ``bits``, ``unigrams``, ``bigrams`` from :func:`build_lookup_table_kernel`.
 
     States ``j = 0..order-1``: the byte at position ``i`` is byte ``j + 1`` of its piece (``order - 1`` also for
     later bytes). Emission ``e[i, j] = log p(b_i | b_{i-j..i-1})`` from the (j+1)-gram (``-inf`` when pruned or
@@ -74,86 +93,118 @@ def ngram_viterbi_kernel(data, offsets, order, ensure_unicode, table, bits, unig
     ``(prev[k] + 0) + e[i, j]``; among equal scores the smallest predecessor state wins, and a state no path
     reaches gets predecessor 0 (numpy ``argmax`` semantics), so the result equals BytePiece's ``_tokenize`` exactly.
     A piece starts wherever the best path is in state 0. Example: with only 1-grams every byte is a piece.
+
+    How it runs (none of this changes a result):
+
+    - The (j+1)-grams ending at a position are looked up for ``j = 2, 3, ...`` until one is absent: a pruned
+      n-gram is a suffix of every longer one, so they are pruned too. Their keys come from a window of the chunk's
+      last bytes; the slots of the n-grams ending :data:`PREFETCH_DISTANCE` positions later are prefetched (across
+      chunk ends too: a wasted hint at worst), so that the table's cache misses overlap instead of queueing one
+      behind the other.
+    - Only two predecessors are stored per position (one route byte): state 0's, and whether the last state comes
+      from itself. A state ``0 < j < order - 1`` comes from ``j - 1`` whenever its score is finite, and the path
+      traced back never meets another state with score ``-inf``: it starts at a finite state or at state 0, a state
+      0 of score ``-inf`` has predecessor 0 (all its candidates are ``-inf``), and a finite score has a finite
+      predecessor.
     """
     max_len = 0
     for c in range(len(offsets) - 1):
         if offsets[c + 1] - offsets[c] > max_len:
             max_len = offsets[c + 1] - offsets[c]
-    routes = np.zeros((max_len + 1, order), dtype=np.int8)
+    routes = np.empty(max_len + 1, dtype=np.uint8)
     prev = np.empty(order, dtype=np.float64)
     cur = np.empty(order, dtype=np.float64)
     emit = np.empty(order, dtype=np.float64)
-    states = np.empty(max_len + 1, dtype=np.int8)
-    ends = np.empty(len(data), dtype=np.int64)
+    ends = np.empty(offsets[-1] - offsets[0], dtype=np.int64)
     n_ends = 0
     last = order - 1
-    scratch = np.zeros(1, dtype=np.int64)
-    scratch_float = scratch.view(np.float64)
+    value_bits = np.zeros(1, dtype=np.int64)
+    value = value_bits.view(np.float64)
+    # the window of the position PREFETCH_DISTANCE ahead (over the whole data, chunk ends ignored)
+    ahead = np.int64(0)
+    stop = offsets[-1]
+    for p in range(offsets[0], min(offsets[0] + PREFETCH_DISTANCE, stop)):
+        ahead = (ahead << 8) | np.int64(data[p])
     for c in range(len(offsets) - 1):
         start = offsets[c]
         n = offsets[c + 1] - start
-        if n == 0:
-            continue
+        window = np.int64(0)
         for i in range(n):
-            # emissions at position i
-            for j in range(order):
-                emit[j] = NEG_INF
-            # (pruned n-gram: every longer context contains it as a suffix, so it is pruned too; stop looking)
+            p = start + i + PREFETCH_DISTANCE
+            if p < stop:
+                ahead = (ahead << 8) | np.int64(data[p])
+                for length in range(3, order + 1):
+                    prefetch(table, 2 * hash_slot(_window_key(ahead, length), bits))
             b_i = np.int64(data[start + i])
-            emit[0] = unigrams[b_i]
+            window = (window << 8) | b_i
+            # emissions at position i: emit[j] for j < depth, -inf beyond
+            e0 = unigrams[b_i]
+            if ensure_unicode and 0x80 <= b_i < 0xC0:
+                e0 = NEG_INF
+            depth = 1
             if i >= 1 and order >= 2:
-                emit[1] = bigrams[np.int64(data[start + i - 1]) * 256 + b_i]
+                emit[1] = bigrams[window & 0xFFFF]
+                depth = 2
                 if emit[1] != NEG_INF:
                     for j in range(2, min(order, i + 1)):
-                        value, found = _lookup(table, bits, _pack_window(data, start + i - j, j + 1))
+                        value_bits[0], found = _lookup(table, bits, _window_key(window, j + 1))
                         if not found:
                             break
-                        scratch[0] = value
-                        emit[j] = scratch_float[0]
-            if ensure_unicode and 0x80 <= data[start + i] < 0xC0:
-                emit[0] = NEG_INF
+                        emit[j] = value[0]
+                        depth = j + 1
             if i == 0:
-                for j in range(order):
-                    prev[j] = emit[j]
+                prev[0] = e0
+                for j in range(1, order):
+                    prev[j] = NEG_INF
                 continue
-            # state 0: from any state
-            best = prev[0] + emit[0]
+            # state 0: from any state, the first of equal scores
+            best = prev[0] + e0
             arg = 0
             for k in range(1, order):
-                s = prev[k] + emit[0]
+                s = prev[k] + e0
                 if s > best:
                     best = s
                     arg = k
             cur[0] = best
-            routes[i - 1, 0] = arg
-            for j in range(1, order):
-                best = prev[j - 1] + emit[j]
-                arg = j - 1
-                if j == last and j >= 1:
-                    s = prev[last] + emit[j]
-                    if s > best:
-                        best = s
-                        arg = last
-                if best == NEG_INF:
-                    arg = 0
-                cur[j] = best
-                routes[i - 1, j] = arg
+            route = arg
+            for j in range(1, min(depth, last)):
+                cur[j] = prev[j - 1] + emit[j]
+            for j in range(max(depth, 1), order):
+                cur[j] = NEG_INF
+            if last >= 1 and depth == order:
+                best = prev[last - 1] + emit[last]
+                s = prev[last] + emit[last]
+                if s > best:
+                    best = s
+                    route |= _LAST_FROM_LAST
+                cur[last] = best
+            routes[i] = route
             for j in range(order):
                 prev[j] = cur[j]
-        # backtrack
+        # backtrack from the best final state, writing the chunk's piece ends backwards, then reversing them
         best = prev[0]
-        arg = 0
+        state = 0
         for j in range(1, order):
             if prev[j] > best:
                 best = prev[j]
-                arg = j
-        states[n - 1] = arg
-        for i in range(n - 1, 0, -1):
-            states[i - 1] = routes[i - 1, states[i]]
-        for i in range(1, n):
-            if states[i] == 0:
-                ends[n_ends] = start + i
-                n_ends += 1
+                state = j
+        first = n_ends
         ends[n_ends] = start + n
         n_ends += 1
+        for i in range(n - 1, 0, -1):
+            route = routes[i]
+            if state == 0:
+                ends[n_ends] = start + i
+                n_ends += 1
+                state = route & 7
+            elif state == last:
+                state = last if route & _LAST_FROM_LAST else last - 1
+            else:
+                state -= 1
+        lo = first
+        hi = n_ends - 1
+        while lo < hi:
+            ends[lo], ends[hi] = ends[hi], ends[lo]
+            lo += 1
+            hi -= 1
     return ends[:n_ends].copy()
