@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tokenizer.kernels.byte_string_count import count_byte_strings_kernel, merge_byte_string_counts_kernel
+from tokenizer.kernels.byte_string_count import (argsort_byte_strings_kernel, count_byte_strings_kernel,
+                                                 merge_byte_string_counts_kernel)
 from tokenizer.kernels.double_array import DoubleArray
 from tokenizer.kernels.ngram_count import merge_sorted_counts_kernel, pack_ngram, sort_keys_kernel, unpack_ngram
 from tokenizer.kernels.piece_lattice import next_unit, piece_at
@@ -294,3 +295,12 @@ def test_adjacent_pair_counts_match_reference(extra, texts):
         expected.update((index[a] << 32) | index[b] for a, b in zip(segmentation, segmentation[1:]))
     assert dict(zip(keys.tolist(), pair_counts.tolist())) == dict(expected)
     assert keys.tolist() == sorted(expected)
+
+
+@given(st.lists(st.binary(max_size=20).map(lambda b: b"\x00\x01prefix_" * (len(b) % 3) + b), max_size=80))
+@settings(**SETTINGS)
+def test_argsort_byte_strings_is_stable_and_sorts_by_bytes(strings):
+    """Strings with long common prefixes (runs of equal first words, short and long) and duplicates."""
+    data, offsets = pack_texts(strings)
+    order = argsort_byte_strings_kernel(data, offsets[:-1].copy(), np.diff(offsets))
+    assert order.tolist() == sorted(range(len(strings)), key=lambda i: (strings[i], i))

@@ -23,41 +23,90 @@ def _bytes_compare(data_a, start_a, len_a, data_b, start_b, len_b):
 
 
 @kernel
-def argsort_byte_strings_kernel(data, starts, lengths):
-    """Indices that sort the byte strings ``data[starts[i]:starts[i] + lengths[i]]`` (stable bottom-up merge sort)."""
-    n = len(starts)
-    order = np.arange(n, dtype=np.int64)
-    buffer = np.empty(n, dtype=np.int64)
+def _first_words(data, starts, lengths):
+    """The first 8 bytes of each byte string as a big-endian uint64, zero-padded: words order as the strings do,
+    except that equal words leave the order open. Example: ``b"ab"`` -> ``0x6162000000000000``."""
+    words = np.empty(len(starts), dtype=np.uint64)
+    for k in range(len(starts)):
+        word = np.uint64(0)
+        for t in range(8):
+            word <<= np.uint64(8)
+            if t < lengths[k]:
+                word |= np.uint64(data[starts[k] + t])
+        words[k] = word
+    return words
+
+
+@kernel
+def _sort_run(data, starts, lengths, order, lo, hi, buffer):
+    """Sort ``order[lo:hi]`` (indices of byte strings) by the strings' bytes, stably: insertion sort for a few,
+    else bottom-up merge sort through ``buffer`` (int64, at least as long as ``order``)."""
+    if hi - lo <= 16:
+        for i in range(lo + 1, hi):
+            a = order[i]
+            j = i
+            while j > lo and _bytes_compare(data, starts[a], lengths[a], data, starts[order[j - 1]],
+                                            lengths[order[j - 1]]) < 0:
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = a
+        return
+    source = order
+    target = buffer
     width = 1
-    while width < n:
-        lo = 0
-        while lo < n:
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i = lo
+    passes = 0
+    while width < hi - lo:
+        left = lo
+        while left < hi:
+            mid = min(left + width, hi)
+            right = min(left + 2 * width, hi)
+            i = left
             j = mid
-            k = lo
-            while i < mid and j < hi:
-                a = order[i]
-                b = order[j]
+            k = left
+            while i < mid and j < right:
+                a = source[i]
+                b = source[j]
                 if _bytes_compare(data, starts[b], lengths[b], data, starts[a], lengths[a]) < 0:
-                    buffer[k] = b
+                    target[k] = b
                     j += 1
                 else:
-                    buffer[k] = a
+                    target[k] = a
                     i += 1
                 k += 1
             while i < mid:
-                buffer[k] = order[i]
+                target[k] = source[i]
                 i += 1
                 k += 1
-            while j < hi:
-                buffer[k] = order[j]
+            while j < right:
+                target[k] = source[j]
                 j += 1
                 k += 1
-            lo = hi
-        order, buffer = buffer, order
+            left = right
+        source, target = target, source
         width *= 2
+        passes += 1
+    if passes % 2 == 1:  # the sorted run is in buffer
+        for k in range(lo, hi):
+            order[k] = buffer[k]
+
+
+@kernel
+def argsort_byte_strings_kernel(data, starts, lengths):
+    """Indices that sort the byte strings ``data[starts[i]:starts[i] + lengths[i]]`` (int64; stable): by their
+    first 8 bytes as one integer (:func:`_first_words`, numpy's stable argsort), then each run of equal first
+    words by all bytes (:func:`_sort_run`). Example: ``b"b", b"ab", b"a"`` -> ``[2, 1, 0]``."""
+    n = len(starts)
+    words = _first_words(data, starts, lengths)
+    order = np.argsort(words, kind="mergesort").astype(np.int64)
+    buffer = np.empty(n, dtype=np.int64)
+    lo = 0
+    while lo < n:
+        hi = lo + 1
+        while hi < n and words[order[hi]] == words[order[lo]]:
+            hi += 1
+        if hi - lo > 1:
+            _sort_run(data, starts, lengths, order, lo, hi, buffer)
+        lo = hi
     return order
 
 
