@@ -9,28 +9,42 @@ import numpy as np
 
 from tokenizer.kernels import kernel
 from tokenizer.kernels.hash_table import EMPTY, hash_slot, prefetch, table_bits
-from tokenizer.kernels.ngram_count import NEG_INF, _key_byte
+from tokenizer.kernels.ngram_count import MAX_ORDER, NEG_INF, _key_byte
 
 
 @kernel
-def build_lookup_table_kernel(keys, values):
-    """The n-gram model as lookup tables: ``(table, bits, unigrams, bigrams)``.
-
-    ``unigrams`` float64[256] and ``bigrams`` float64[65536] (index ``b0 * 256 + b1``) hold the values of 1- and
-    2-grams directly (``-inf`` when absent); longer keys live in ``table`` (int64, ``2 * 2**bits``): slot ``s``
-    holds the key at ``2 s`` (or ``EMPTY``) and the float64 value's bits at ``2 s + 1`` (one cache line per
-    probe); the slots and probing of :mod:`tokenizer.kernels.hash_table`, load factor at most 1/2.
-    """
-    unigrams = np.full(256, NEG_INF, dtype=np.float64)
-    bigrams = np.full(65536, NEG_INF, dtype=np.float64)
+def lookup_table_size(keys):
+    """The length (int64 elements) of the ``table`` :func:`build_lookup_table_kernel` needs for the packed n-gram
+    ``keys``: two per slot, at least twice as many slots as keys longer than 2 bytes. Example: 3 such keys ->
+    ``table_bits(6) == 4``, 16 slots -> 32."""
     n_long = 0
     for idx in range(len(keys)):
         if (keys[idx] & 7) > 2:
             n_long += 1
-    bits = table_bits(2 * n_long)
-    size = np.int64(1) << bits
+    return np.int64(2) << table_bits(2 * n_long)
+
+
+@kernel
+def build_lookup_table_kernel(keys, values, table):
+    """The n-gram model as lookup tables: ``(table, bits, unigrams, bigrams)``.
+
+    ``keys`` int64 (packed n-grams, distinct), ``values`` float64 (their log probabilities); ``table`` int64 of
+    :func:`lookup_table_size` elements, given by the caller (it can ask for huge pages: the table is far larger
+    than the caches) and overwritten here. ``unigrams`` float64[256] and ``bigrams`` float64[65536] (index
+    ``b0 * 256 + b1``) hold the values of 1- and 2-grams directly (``-inf`` when absent); longer keys live in
+    ``table``, ``2**bits`` slots: slot ``s`` holds the key at ``2 s`` (or ``EMPTY``) and the float64 value's bits at
+    ``2 s + 1`` (one cache line per probe); the slots and probing of :mod:`tokenizer.kernels.hash_table`, load
+    factor at most 1/2. Example: keys ``a``, ``ab``, ``abc`` -> ``unigrams[97]``, ``bigrams[97 * 256 + 98]`` and
+    one slot of ``table`` hold their values.
+    """
+    unigrams = np.full(256, NEG_INF, dtype=np.float64)
+    bigrams = np.full(65536, NEG_INF, dtype=np.float64)
+    size = len(table) >> 1
+    bits = 0
+    while (np.int64(1) << bits) < size:
+        bits += 1
     mask = size - 1
-    table = np.full(2 * size, EMPTY, dtype=np.int64)
+    table[:] = EMPTY
     values = values.copy()
     value_bits = values.view(np.int64)
     for idx in range(len(keys)):
@@ -65,6 +79,10 @@ def _lookup(table, bits, key):
 
 #: positions between the prefetch of a position's table slots and their probes (:func:`ngram_viterbi_kernel`)
 PREFETCH_DISTANCE = 8
+
+#: the Viterbi's score slots, at least MAX_ORDER (:func:`ngram_viterbi_kernel`)
+STATES = 8
+assert STATES >= MAX_ORDER
 
 #: a position's route byte (:func:`ngram_viterbi_kernel`): state 0's predecessor in the low 3 bits, and this bit
 #: when the last state's predecessor is the last state itself (else it is the state before)
@@ -112,9 +130,10 @@ def ngram_viterbi_kernel(data, offsets, order, ensure_unicode, table, bits, unig
         if offsets[c + 1] - offsets[c] > max_len:
             max_len = offsets[c + 1] - offsets[c]
     routes = np.empty(max_len + 1, dtype=np.uint8)
-    prev = np.empty(order, dtype=np.float64)
-    cur = np.empty(order, dtype=np.float64)
-    emit = np.empty(order, dtype=np.float64)
+    # STATES slots whatever the order (loops of a constant length unroll); slots from order on stay -inf
+    prev = np.full(STATES, NEG_INF, dtype=np.float64)
+    cur = np.full(STATES, NEG_INF, dtype=np.float64)
+    emit = np.full(STATES, NEG_INF, dtype=np.float64)
     ends = np.empty(offsets[-1] - offsets[0], dtype=np.int64)
     n_ends = 0
     last = order - 1
@@ -137,50 +156,45 @@ def ngram_viterbi_kernel(data, offsets, order, ensure_unicode, table, bits, unig
                     prefetch(table, 2 * hash_slot(_window_key(ahead, length), bits))
             b_i = np.int64(data[start + i])
             window = (window << 8) | b_i
-            # emissions at position i: emit[j] for j < depth, -inf beyond
+            # emissions at position i: emit[j] for j < order (-inf where pruned), -inf beyond
             e0 = unigrams[b_i]
             if ensure_unicode and 0x80 <= b_i < 0xC0:
                 e0 = NEG_INF
-            depth = 1
-            if i >= 1 and order >= 2:
+            if i == 0:
+                prev[0] = e0
+                for j in range(1, STATES):
+                    prev[j] = NEG_INF
+                continue
+            for j in range(1, STATES):
+                emit[j] = NEG_INF
+            if order >= 2:
                 emit[1] = bigrams[window & 0xFFFF]
-                depth = 2
                 if emit[1] != NEG_INF:
                     for j in range(2, min(order, i + 1)):
                         value_bits[0], found = _lookup(table, bits, _window_key(window, j + 1))
                         if not found:
                             break
                         emit[j] = value[0]
-                        depth = j + 1
-            if i == 0:
-                prev[0] = e0
-                for j in range(1, order):
-                    prev[j] = NEG_INF
-                continue
-            # state 0: from any state, the first of equal scores
+            # state 0: from any state, the first of equal scores (the -inf slots from order on never win)
             best = prev[0] + e0
             arg = 0
-            for k in range(1, order):
+            for k in range(1, STATES):
                 s = prev[k] + e0
                 if s > best:
                     best = s
                     arg = k
             cur[0] = best
             route = arg
-            for j in range(1, min(depth, last)):
+            # state j from j - 1 (from order on: -inf + -inf), the last state also from itself
+            for j in range(1, STATES):
                 cur[j] = prev[j - 1] + emit[j]
-            for j in range(max(depth, 1), order):
-                cur[j] = NEG_INF
-            if last >= 1 and depth == order:
-                best = prev[last - 1] + emit[last]
+            if last >= 1:
                 s = prev[last] + emit[last]
-                if s > best:
-                    best = s
+                if s > cur[last]:
+                    cur[last] = s
                     route |= _LAST_FROM_LAST
-                cur[last] = best
             routes[i] = route
-            for j in range(order):
-                prev[j] = cur[j]
+            prev, cur = cur, prev
         # backtrack from the best final state, writing the chunk's piece ends backwards, then reversing them
         best = prev[0]
         state = 0

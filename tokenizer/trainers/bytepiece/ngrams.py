@@ -12,7 +12,8 @@ from tokenizer.errors import ConfigError
 from tokenizer.kernels.ngram_count import (MAX_ORDER, expand_prefixes_kernel, maximal_ngram_keys_kernel,
                                            merge_sorted_counts_kernel, pack_ngram, run_length_counts_kernel,
                                            sort_keys_kernel)
-from tokenizer.kernels.ngram_segment import build_lookup_table_kernel
+from tokenizer.kernels.ngram_segment import build_lookup_table_kernel, lookup_table_size
+from tokenizer.memory import fresh_array
 from tokenizer.trainers.bytepiece.chunks import _as_packed
 from tokenizer.trainers.bytepiece.settings import TrainSettings
 
@@ -179,8 +180,11 @@ class NgramModel:
     _table: tuple | None = field(default=None, repr=False, compare=False)
 
     def lookup_table(self) -> tuple:
+        """The tables of :func:`tokenizer.kernels.ngram_segment.build_lookup_table_kernel`, built once; the hash
+        table (tens of MB for a large corpus) in huge pages where the system gives them (fewer TLB misses)."""
         if self._table is None:
-            self._table = build_lookup_table_kernel(self.keys, self.log_probs)
+            table = fresh_array(int(lookup_table_size(self.keys)), np.int64)
+            self._table = build_lookup_table_kernel(self.keys, self.log_probs, table)
         return self._table
 
     def __getstate__(self) -> dict:
