@@ -36,6 +36,12 @@ def build_lookup_table_kernel(keys, values, table):
     ``2 s + 1`` (one cache line per probe); the slots and probing of :mod:`tokenizer.kernels.hash_table`, load
     factor at most 1/2. Example: keys ``a``, ``ab``, ``abc`` -> ``unigrams[97]``, ``bigrams[97 * 256 + 98]`` and
     one slot of ``table`` hold their values.
+
+    Keys are inserted most frequent first (by :func:`_frequency_class`), so that the n-grams a segmentation looks
+    up most sit in their home slot (one probe each; later keys take the slots after). With sorted, prefix-closed
+    keys of log probabilities (an :class:`~tokenizer.trainers.bytepiece.ngrams.NgramModel`'s), a key's log count
+    less the log total is the sum of the values along its prefixes (:func:`_log_count_estimates`); other keys only
+    get a slower table, never other values.
     """
     unigrams = np.full(256, NEG_INF, dtype=np.float64)
     bigrams = np.full(65536, NEG_INF, dtype=np.float64)
@@ -47,6 +53,7 @@ def build_lookup_table_kernel(keys, values, table):
     table[:] = EMPTY
     values = values.copy()
     value_bits = values.view(np.int64)
+    n_long = 0
     for idx in range(len(keys)):
         key = keys[idx]
         length = key & 7
@@ -55,12 +62,57 @@ def build_lookup_table_kernel(keys, values, table):
         elif length == 2:
             bigrams[_key_byte(key, 0) * 256 + _key_byte(key, 1)] = values[idx]
         else:
-            slot = hash_slot(key, bits)
-            while table[2 * slot] != EMPTY and table[2 * slot] != key:
-                slot = (slot + 1) & mask
-            table[2 * slot] = key
-            table[2 * slot + 1] = value_bits[idx]
+            n_long += 1
+    # the long keys by frequency class (counting sort on a quarter of -log(c / total), in key order within one)
+    estimates = _log_count_estimates(keys, values)
+    classes = np.zeros(FREQUENCY_CLASSES + 1, dtype=np.int64)
+    for idx in range(len(keys)):
+        if (keys[idx] & 7) > 2:
+            classes[_frequency_class(estimates[idx]) + 1] += 1
+    for k in range(FREQUENCY_CLASSES):
+        classes[k + 1] += classes[k]
+    most_frequent_first = np.empty(n_long, dtype=np.int64)
+    for idx in range(len(keys)):
+        if (keys[idx] & 7) > 2:
+            k = _frequency_class(estimates[idx])
+            most_frequent_first[classes[k]] = idx
+            classes[k] += 1
+    for rank in range(n_long):
+        idx = most_frequent_first[rank]
+        key = keys[idx]
+        slot = hash_slot(key, bits)
+        while table[2 * slot] != EMPTY and table[2 * slot] != key:
+            slot = (slot + 1) & mask
+        table[2 * slot] = key
+        table[2 * slot + 1] = value_bits[idx]
     return table, bits, unigrams, bigrams
+
+
+#: frequency classes of :func:`build_lookup_table_kernel`'s insertion order: quarters of -log(c / total), the last
+#: one for all rarer n-grams
+FREQUENCY_CLASSES = 256
+
+
+@kernel(inline="always")
+def _frequency_class(estimate):
+    """0 for the most frequent n-grams (``estimate`` = log(c / total) near 0), one class per factor e**0.25 less,
+    ``FREQUENCY_CLASSES - 1`` at most. Example: -1.1 -> 4."""
+    k = int(max(-estimate, 0.0) * 4.0)
+    return min(k, FREQUENCY_CLASSES - 1)
+
+
+@kernel
+def _log_count_estimates(keys, values):
+    """For sorted, prefix-closed packed n-gram ``keys`` with ``values`` ``log c(g) - log c(g[:-1])``: ``log c(g) -
+    log c(b"")`` per key (float64), the sum of the values along the key's prefixes (in sorted order a key's longest
+    proper prefix is the last key of that length before it). Example: ``a`` -2.0, ``ab`` -0.5 -> -2.0, -2.5."""
+    out = np.empty(len(keys), dtype=np.float64)
+    last = np.zeros(8, dtype=np.float64)  # the estimate of the last key of each length
+    for idx in range(len(keys)):
+        length = keys[idx] & 7
+        out[idx] = values[idx] + (last[length - 1] if length > 1 else 0.0)
+        last[length] = out[idx]
+    return out
 
 
 @kernel
