@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tokenizer.kernels.byte_string_count import (argsort_byte_strings_kernel, count_byte_strings_kernel,
-                                                 merge_byte_string_counts_kernel)
+from tokenizer.kernels.byte_string_count import (RADIX_SORT_MIN, argsort_byte_strings_kernel, argsort_words,
+                                                 count_byte_strings_kernel, merge_byte_string_counts_kernel)
 from tokenizer.kernels.double_array import DoubleArray
 from tokenizer.kernels.ngram_count import merge_sorted_counts_kernel, pack_ngram, sort_keys_kernel, unpack_ngram
 from tokenizer.kernels.piece_lattice import next_unit, piece_at
@@ -304,3 +304,13 @@ def test_argsort_byte_strings_is_stable_and_sorts_by_bytes(strings):
     data, offsets = pack_texts(strings)
     order = argsort_byte_strings_kernel(data, offsets[:-1].copy(), np.diff(offsets))
     assert order.tolist() == sorted(range(len(strings)), key=lambda i: (strings[i], i))
+
+
+@given(st.lists(st.integers(0, 2**64 - 1) | st.sampled_from([0, 1, 2**16, 2**63, 2**64 - 1]), min_size=1,
+                max_size=300), st.booleans())
+@settings(**SETTINGS)
+def test_argsort_words_is_a_stable_sort(words, radix):
+    """With ``radix``, the words repeated past RADIX_SORT_MIN (the radix passes; equal words), else numpy's sort."""
+    words = np.array(words * (RADIX_SORT_MIN // len(words) + 1 if radix else 1), np.uint64)
+    order = argsort_words(words)
+    assert order.tolist() == sorted(range(len(words)), key=lambda i: (int(words[i]), i))
