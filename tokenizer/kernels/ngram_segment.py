@@ -162,7 +162,8 @@ def ngram_viterbi_kernel(data, offsets, order, ensure_unicode, table, bits, unig
     any state -> 0 (new piece), ``j -> j + 1``, ``order - 1 -> order - 1``. Scores are summed in float64 as
     ``(prev[k] + 0) + e[i, j]``; among equal scores the smallest predecessor state wins, and a state no path
     reaches gets predecessor 0 (numpy ``argmax`` semantics), so the result equals BytePiece's ``_tokenize`` exactly.
-    A piece starts wherever the best path is in state 0. Example: with only 1-grams every byte is a piece.
+    A piece starts wherever the best path is in state 0; an empty chunk has no piece. Example: with only 1-grams
+    every byte is a piece.
 
     How it runs (none of this changes a result):
 
@@ -199,6 +200,8 @@ def ngram_viterbi_kernel(data, offsets, order, ensure_unicode, table, bits, unig
     for c in range(len(offsets) - 1):
         start = offsets[c]
         n = offsets[c + 1] - start
+        if n == 0:
+            continue
         window = np.int64(0)
         for i in range(n):
             p = start + i + PREFETCH_DISTANCE
