@@ -56,14 +56,14 @@ def argsort_words(words):
     for shift in range(0, 64, 16):
         counts[:] = 0
         for k in range(n):
-            counts[((words[k] >> np.uint64(shift)) & np.uint64(0xFFFF)) + 1] += 1
+            counts[np.int64((words[k] >> np.uint64(shift)) & np.uint64(0xFFFF)) + 1] += 1
         if counts.max() == n:
             continue
         for d in range(65536):
             counts[d + 1] += counts[d]
         for k in range(n):
             item = order[k]
-            d = (words[item] >> np.uint64(shift)) & np.uint64(0xFFFF)
+            d = np.int64((words[item] >> np.uint64(shift)) & np.uint64(0xFFFF))
             moved[counts[d]] = item
             counts[d] += 1
         order, moved = moved, order
