@@ -11,8 +11,8 @@
    issue's measure), and core-microseconds per document and core-nanoseconds per byte.
 2. The kernels the ``ngrams`` and ``candidates`` stages call, on the same slice cut into the same ~2 MB shards, in
    one thread of this process: chunking + the longest n-gram at each position counted, their sum
-   (``BalancedSum`` of ``merge_counts``) and its ``prefix_form``; the fingerprint's SHA-256; chunking + segmenting
-   with the n-gram model + counting pieces, and their sum. Each as MB/s of one thread, and the stage's core-seconds
+   (``BalancedSum`` of ``merge_counts``), its ``prefix_form`` and the reduce's ``expand_prefix_form``; the
+   fingerprint's SHA-256; chunking + segmenting with the n-gram model + counting pieces, and their sum. Each as MB/s of one thread, and the stage's core-seconds
    over the kernels' (the overhead factor: 1.0 would be a stage at the speed of its kernels).
 
 Writes ``benchmarks/results/bytepiece-stages.json``.
@@ -128,11 +128,12 @@ def kernel_seconds(train: str) -> dict[str, float]:
     ngrams = timed("expand_prefix_form", bp.expand_prefix_form, form)
     lm = bp.build_ngram_model(*ngrams, settings)
     timed("n-gram model's lookup table", lm.lookup_table)
-    pieces = bp.empty_piece_counts()
+    pieces = BalancedSum(bp.merge_piece_counts)
     for chunk_data, chunk_offsets in chunked:
         counted = timed("segment_and_count_pieces", bp.segment_and_count_pieces, lm, chunk_data, chunk_offsets,
                         settings)
-        pieces = timed("sum the piece tables", bp.merge_piece_counts, pieces, counted)
+        timed("sum the piece tables", pieces.add, counted)
+    timed("sum the piece tables", pieces.result, bp.empty_piece_counts())
     return seconds
 
 

@@ -148,7 +148,8 @@ def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHAR
 def count_piece_shards(lm_broadcast, settings: bp.TrainSettings, batches: Iterator, threads: int,
                        shard_bytes: int = SHARD_BYTES):
     """The segmentation pass's counter: every chunk segmented with the broadcast n-gram model, the pieces
-    counted (``threads`` shards at once, see :func:`map_shards`); no side statistics."""
+    counted (``threads`` shards at once, see :func:`map_shards`) and summed as a balanced tree; no side
+    statistics."""
     lm = lm_broadcast.value
     lm.lookup_table()  # built once here, not by several threads at once
 
@@ -156,11 +157,11 @@ def count_piece_shards(lm_broadcast, settings: bp.TrainSettings, batches: Iterat
         chunk_data, chunk_offsets = bp.chunk_texts(shard[0], shard[1], settings)
         return bp.segment_and_count_pieces(lm, chunk_data, chunk_offsets, settings)
 
-    totals = bp.empty_piece_counts()
+    totals = BalancedSum(bp.merge_piece_counts)
     for shard_counts in map_shards(count_shard, iter_shards(batches, shard_bytes), threads):
-        totals = bp.merge_piece_counts(totals, shard_counts)
+        totals.add(shard_counts)
         del shard_counts
-    return totals, {}
+    return totals.result(bp.empty_piece_counts()), {}
 
 
 def candidate_piece_mask(settings: bp.TrainSettings, table: tuple) -> np.ndarray:
