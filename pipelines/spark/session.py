@@ -19,8 +19,10 @@
 * with ``single_worker=True`` and a local master, runs one lean Python worker at a time: ``spark.task.cpus`` equal
   to the local core count, so one task (one Python worker, whose imports and kernels cost ~200 MB) runs at a time
   and uses every core through threads (see :func:`task_threads`); workers that exit after each task; smaller tasks
-  (4 MB input splits, ~16 MB reduce partitions, 32 MB Arrow batches). The BytePiece trainer uses both; the tokenize
-  job uses ``small_driver`` only (its tasks want one warm worker per core).
+  (4 MB input splits, ~16 MB reduce partitions, 32 MB Arrow batches). The training job uses both, and its
+  algorithms' own options keep the worker for every task and read 32 MB splits
+  (:func:`pipelines.train.unigram.counting_session_options`); the tokenize job uses ``small_driver`` only (its tasks
+  want one warm worker per core).
   Cluster masters (and ``local-cluster[...]``) keep Spark's own settings.
 
 Example::
