@@ -63,3 +63,15 @@ def test_export_command(tmp_path, capsys):
     assert main(["export", "--model", str(tmp_path / "b.model"), "--to", "sentencepiece",
                  str(tmp_path / "b-sp.model")]) == 2
     assert "byte-level" in capsys.readouterr().err
+
+
+def test_models_without_an_unknown_piece_are_refused_with_the_fix():
+    """SentencePiece-style BPE has byte pieces, not an <unk> piece: the message says so and names the exports and
+    the training that work."""
+    from tokenizer.trainers.bpe import BpeSettings, train_bpe_local
+
+    models = train_bpe_local(lines(5, 200), BpeSettings(vocab_sizes=(300,), pretokenizer="sentencepiece"))
+    model = models[300] if isinstance(models, dict) else models
+    with pytest.raises(ExportError, match="needs an <unk> piece, which a bpe model.*--to huggingface.*--algorithm "
+                                          "unigram"):
+        model_to_sentencepiece(model)

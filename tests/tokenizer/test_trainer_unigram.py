@@ -352,6 +352,10 @@ def test_errors_say_how_to_fix():
         ug.train_unigram_local(corpus(), ug.UnigramSettings(vocab_size=10))
     with pytest.raises(ConfigError, match="character_coverage"):
         ug.UnigramSettings(character_coverage=0.5).validate()
+    with pytest.raises(ConfigError, match=r"vocab size 1 is too small for the special pieces: <s> has id 1; raise "):
+        ug.UnigramSettings(vocab_size=1).validate()
+    with pytest.raises(ConfigError, match="special id 1 is given to both <s> and </s>: give each its own id"):
+        ug.UnigramSettings(eos_id=1).validate()
     with pytest.raises(InputError, match="no text"):
         ug.train_unigram_local(["", ""], ug.UnigramSettings(vocab_size=50))
 

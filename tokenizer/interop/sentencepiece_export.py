@@ -56,7 +56,9 @@ def _check_exportable(model: Model) -> None:
     if model.normalizer.get("name") not in ("identity", "precompiled"):
         raise ExportError(f"normalizer {model.normalizer.get('name')!r} has no SentencePiece equivalent")
     if model.unk_id < 0 or model.types[model.unk_id] != PieceType.UNKNOWN:
-        raise ExportError("the model has no UNKNOWN piece, which SentencePiece requires: retrain with an unk_id")
+        raise ExportError(f"SentencePiece's format needs an <unk> piece, which a {model.algorithm} model of this kind "
+                          "does not have: export it --to huggingface instead (that export carries every piece), or "
+                          "train --algorithm unigram for a model SentencePiece can load")
     seen: set[bytes] = set()
     byte_pieces = 0
     for index, (piece, kind) in enumerate(zip(model.pieces, model.types.tolist())):

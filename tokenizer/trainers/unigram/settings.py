@@ -93,8 +93,11 @@ class UnigramSettings:
                            (self.eos_id, self.eos_piece), (self.pad_id, self.pad_piece)):
             if id_ < 0:
                 continue
-            if id_ >= self.vocab_size or id_ in meta:
-                raise ConfigError(f"special id {id_} ({piece}) is outside the vocabulary or used twice: fix the ids")
+            if id_ >= self.vocab_size:
+                raise ConfigError(f"vocab size {self.vocab_size} is too small for the special pieces: {piece} has id "
+                                  f"{id_}; raise --vocab-size above the special ids (or move them)")
+            if id_ in meta:
+                raise ConfigError(f"special id {id_} is given to both {meta[id_][0]} and {piece}: give each its own id")
             meta[id_] = (piece, PieceType.UNKNOWN if piece == self.unk_piece else PieceType.CONTROL)
         if self.unk_id < 0:
             raise ConfigError("unk_id must be >= 0: SentencePiece models need an unknown piece")
