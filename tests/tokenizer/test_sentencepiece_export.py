@@ -70,8 +70,7 @@ def test_models_without_an_unknown_piece_are_refused_with_the_fix():
     the training that work."""
     from tokenizer.trainers.bpe import BpeSettings, train_bpe_local
 
-    models = train_bpe_local(lines(5, 200), BpeSettings(vocab_sizes=(300,), pretokenizer="sentencepiece"))
-    model = models[300] if isinstance(models, dict) else models
+    model = train_bpe_local(lines(5, 200), BpeSettings(vocab_sizes=(300,), pretokenizer="sentencepiece"))[300]
     with pytest.raises(ExportError, match="needs an <unk> piece, which a bpe model.*--to huggingface.*--algorithm "
                                           "unigram"):
         model_to_sentencepiece(model)
