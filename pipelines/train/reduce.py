@@ -5,7 +5,9 @@ chunks.
       -> mapInArrow: the algorithm's counter over the partition (a monoid: shards counted on the task's
          threads, summed) -> one table + named side statistics ({"documents": 12, ...})
          -> rows (bucket int, blob binary): the table cut into hash buckets, a few large binary rows per
-            partition (the JVM shuffles bytes, not one row per key), plus one row (bucket -1) of statistics
+            partition (the JVM shuffles bytes, not one row per key; keys and counts as varints, :func:`encode`),
+            plus one row (bucket -1) of statistics; with :class:`KeyGroups` (BytePiece's n-grams) a key's bucket
+            follows its group, and each bucket is expanded to its final counts in the reduce
       -> repartition(bucket) + mapInArrow: each bucket's tables merged exactly (integer sums), optionally cut
          down (``keep``, a mask: BytePiece keeps n-grams with count >= min_count) and what ``keep`` drops either
          discarded or set aside (:data:`SET_ASIDE_BUCKET` rows that stay in Spark, never collected: BytePiece's
