@@ -171,15 +171,17 @@ def candidate_piece_mask(settings: bp.TrainSettings, table: tuple) -> np.ndarray
 
 
 def resegment_partition(candidates_broadcast, threads: int) -> Callable:
-    """``mapInArrow`` over set-aside piece rows: each piece segmented with the broadcast candidates (unigram
-    Viterbi, :func:`~tokenizer.trainers.bytepiece.resegment_counts`), times its count; one row per partition
-    holding the int64 counts the candidates gain, and the set-aside pieces and occurrences it saw."""
+    """``mapInArrow`` over set-aside piece rows: each piece segmented with the broadcast candidates (a
+    :class:`~tokenizer.trainers.bytepiece.PieceModel`: unigram Viterbi, as
+    :func:`~tokenizer.trainers.bytepiece.resegment_counts`), times its count; one row per partition holding the
+    int64 counts the candidates gain, and the set-aside pieces and occurrences it saw. The broadcast value lives
+    as long as the Python worker, so its trie is built once per worker, not once per task."""
 
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
-        model = bp.PieceModel(*candidates_broadcast.value)
-        model.trie()  # built once here, not by several threads at once
+        model = candidates_broadcast.value
+        model.trie()  # built here, before the threads share it (once per worker: the value outlives the task)
         gained = np.zeros(len(model.pieces), np.int64)
         pieces = occurrences = 0
         tables = (reduce.slice_rows("bytes", table, first, min(first + RESEGMENT_PIECES, len(table[2])))
@@ -224,7 +226,7 @@ def reduce_pieces(documents, lm, settings: bp.TrainSettings, shard_bytes: int = 
         reduced = reduce.bounded_collect(frame, "bytes", limit)
         counted = finish(reduced.table, {})
         pieces, counts = bp.complete_bytes(counted.chunks, counted.counts)
-        candidates_broadcast = spark.sparkContext.broadcast((pieces, counts))
+        candidates_broadcast = spark.sparkContext.broadcast(bp.PieceModel(pieces, counts))
         try:
             rows = frame.where(F.col("bucket") == reduce.SET_ASIDE_BUCKET).mapInArrow(
                 resegment_partition(candidates_broadcast, threads),
