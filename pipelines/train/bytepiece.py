@@ -357,6 +357,7 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
     describe_jobs(spark, "candidates")
     (pieces, counts, pieces_bound, set_aside), resumed = work.run(
         "candidates", lambda: reduce_pieces(documents, lm, settings, shard_bytes, threads, limit), "candidates")
+    del lm  # the n-gram model's last use: the driver's pruning below runs without it
     stage("candidates", started, resumed, candidate_pieces=len(pieces),
           distinct_pieces=set_aside["distinct_pieces"],
           set_aside_pieces=set_aside["pieces"], dropped_by_bound=pieces_bound.get("dropped_entries", 0))
