@@ -151,19 +151,23 @@ def test_ngram_model_and_viterbi_match_bytepiece(texts, order, min_count, ensure
     assert got == expected
 
 
+
+def _assert_viterbi_matches_twin(chunks: list[bytes], s: TrainSettings) -> None:
+    """The n-gram Viterbi's pieces over ``chunks`` (a model counted on them) equal the twin's, chunk by chunk."""
+    data, offsets = pack_texts(chunks)
+    model = build_ngram_model(*count_ngrams(data, offsets, s.order), s)
+    log_probs = {unpack_ngram(k): float(v) for k, v in zip(model.keys, model.log_probs)}
+    ends = segment_chunks(model, data, offsets)
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    got = [data[a:b].tobytes() for a, b in zip(starts, ends)]
+    assert got == [p for c in chunks if c for p in ref_ngram_viterbi(c, log_probs, s.order, s.ensure_unicode)]
+
 @given(st.lists(st.binary(max_size=12), min_size=1, max_size=6).filter(any), st.integers(1, 7), st.booleans())
 @settings(**SETTINGS)
 def test_ngram_viterbi_on_arbitrary_bytes(chunks, order, ensure_unicode):
     """Invalid UTF-8 and unreachable states (all -inf) follow numpy's argmax semantics exactly; empty chunks give
     no piece."""
-    s = TrainSettings(order=order, min_count=2, ensure_unicode=ensure_unicode)
-    data, offsets = pack_texts(chunks)
-    model = build_ngram_model(*count_ngrams(data, offsets, order), s)
-    log_probs = {unpack_ngram(k): float(v) for k, v in zip(model.keys, model.log_probs)}
-    ends = segment_chunks(model, data, offsets)
-    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
-    got = [data[a:b].tobytes() for a, b in zip(starts, ends)]
-    assert got == [p for c in chunks if c for p in ref_ngram_viterbi(c, log_probs, order, ensure_unicode)]
+    _assert_viterbi_matches_twin(chunks, TrainSettings(order=order, min_count=2, ensure_unicode=ensure_unicode))
 
 
 @given(st.lists(st.text(alphabet="ab", min_size=1, max_size=60), min_size=1, max_size=6), st.integers(1, 7),
@@ -172,14 +176,7 @@ def test_ngram_viterbi_on_arbitrary_bytes(chunks, order, ensure_unicode):
 def test_ngram_viterbi_on_repetitive_chunks(texts, order, min_count):
     """Few distinct bytes: long pieces (the last state kept for many bytes), equal scores, chunks longer and shorter
     than the kernel's prefetch distance."""
-    s = TrainSettings(order=order, min_count=min_count)
-    data, offsets = pack_texts(texts)
-    model = build_ngram_model(*count_ngrams(data, offsets, order), s)
-    log_probs = {unpack_ngram(k): float(v) for k, v in zip(model.keys, model.log_probs)}
-    ends = segment_chunks(model, data, offsets)
-    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
-    got = [data[a:b].tobytes() for a, b in zip(starts, ends)]
-    assert got == [p for t in texts for p in ref_ngram_viterbi(t.encode(), log_probs, order, True)]
+    _assert_viterbi_matches_twin([t.encode() for t in texts], TrainSettings(order=order, min_count=min_count))
 
 
 # ------------------------------------------------------------------------------------------------------ byte strings
