@@ -1,15 +1,10 @@
-"""Open-addressing hash tables of int64 keys, one convention for every kernel, and the byte trie built on it.
+"""Open-addressing hash tables of int64 keys, one convention for every kernel.
 
 A table is an int64 array of ``2**bits`` slots whose keys are non-negative; :data:`EMPTY` (-1) marks a free slot. A
 key's home slot is the top ``bits`` bits of its Fibonacci hash (:func:`hash_slot`), and a collision probes the next
 slot, wrapping around (:func:`find_slot`). Values sit in parallel arrays at the key's slot; BytePiece's n-gram model
 interleaves key and value in one array instead (one cache line per probe, ``tokenizer.kernels.ngram_segment``), with
 the same slots and the same empty mark. Tables are sized by :func:`table_bits` to stay at most half full.
-
-A byte trie (:func:`build_byte_trie`) keeps its edges in such a table: the edge from ``node`` along ``byte`` is the
-key ``node * 256 + byte``, its child node the value. Example: the keys ``a`` and ``ab`` make nodes 1 (``a``) and 2
-(``ab``): ``trie_child(..., 0, ord("a")) == 1`` and ``trie_child(..., 1, ord("b")) == 2``; ``trie_child(..., 0,
-ord("b")) == -1``. The twins are dictionaries (``tokenizer.twins.hash_table``).
 
 A table far larger than the caches costs a cache miss per probe. :func:`prefetch` asks for a slot's cache line
 ahead of the probe, so that a kernel can have the misses of several later probes in flight while it works on the
@@ -79,41 +74,3 @@ def find_slot(keys, bits, key):
         if found == key or found == EMPTY:
             return slot
         slot = (slot + 1) & mask
-
-
-@kernel
-def build_byte_trie(key_data, key_offsets, key_values):
-    """A byte trie of the keys ``key_data[key_offsets[i]:key_offsets[i + 1]]`` (uint8, int64) with values
-    ``key_values[i]`` (int32 >= 0; a repeated key keeps the last value; empty keys are skipped).
-
-    Returns ``(edge_keys int64[2**bits], edge_child int32[2**bits], bits, node_value int32[n_nodes])``: node 0 is
-    the root, ``node_value[node]`` is the value of the key ending there or -1.
-    """
-    bits = table_bits(2 * len(key_data) + 2)
-    edge_keys = np.full(np.int64(1) << bits, EMPTY, np.int64)
-    edge_child = np.zeros(np.int64(1) << bits, np.int32)
-    node_value = np.full(len(key_data) + 1, -1, np.int32)
-    n_nodes = 1
-    for i in range(len(key_offsets) - 1):
-        if key_offsets[i + 1] == key_offsets[i]:
-            continue
-        node = 0
-        for k in range(key_offsets[i], key_offsets[i + 1]):
-            key = np.int64(node) * 256 + np.int64(key_data[k])
-            slot = find_slot(edge_keys, bits, key)
-            if edge_keys[slot] == EMPTY:
-                edge_keys[slot] = key
-                edge_child[slot] = n_nodes
-                n_nodes += 1
-            node = edge_child[slot]
-        node_value[node] = key_values[i]
-    return edge_keys, edge_child, bits, node_value[:n_nodes].copy()
-
-
-@kernel
-def trie_child(edge_keys, edge_child, bits, node, byte):
-    """The child of ``node`` along ``byte`` in a :func:`build_byte_trie` trie (int64), or -1."""
-    slot = find_slot(edge_keys, bits, np.int64(node) * 256 + np.int64(byte))
-    if edge_keys[slot] == EMPTY:
-        return np.int64(-1)
-    return np.int64(edge_child[slot])
