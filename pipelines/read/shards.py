@@ -82,3 +82,12 @@ def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.
         offset_parts.append(offsets[1:] - offsets[0] + base)
         base += int(offsets[-1] - offsets[0])
     return np.concatenate(datas) if datas else np.zeros(0, np.uint8), np.concatenate(offset_parts)
+
+
+def check_holdout_fraction(fraction: float) -> None:
+    """The held-out share of documents must lie in 0..0.5: ``check_holdout_fraction(0.6)`` raises
+    :class:`~tokenizer.errors.ConfigError` saying so."""
+    from tokenizer.errors import ConfigError
+
+    if not 0.0 <= fraction <= 0.5:
+        raise ConfigError(f"--holdout-fraction {fraction} is outside 0..0.5: give a share between 0 and 0.5")
