@@ -17,6 +17,7 @@ makes few: it is one-off, bounded, and never a task's data, which is allocated a
 from __future__ import annotations
 
 import gc
+import sys
 
 _frozen = False
 
@@ -24,14 +25,14 @@ _frozen = False
 def freeze_worker_heap() -> bool:
     """In a Spark Python worker, freeze the objects tracked so far (once per process); returns whether it did.
 
-    Outside a Spark task (the driver, ``--master none``, tests calling task functions directly) it does nothing:
+    Outside a Spark task (the driver, the in-process engine, tests calling task functions directly) it does nothing:
     the driver's heap holds the job's data, which must stay collectable.
 
     >>> freeze_worker_heap()   # not in a Spark task
     False
     """
     global _frozen
-    if _frozen:
+    if _frozen or "pyspark" not in sys.modules:  # a Spark worker has imported it; elsewhere it is never loaded here
         return False
     from pyspark import TaskContext
 

@@ -35,6 +35,7 @@ def _heap_after(run_task):
 def _shards_task():
     def run():
         from pipelines.read.shards import map_shards
+        from tokenizer.trainers import bytepiece  # noqa: F401  (what a counting task loads: numba, the kernels)
 
         return list(map_shards(len, [b"ab", b"c"], threads=1))
     return run
