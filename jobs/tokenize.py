@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     config, master, driver_memory = make_config(args)
     config.validate()
-    from jobs.manifest import versions
+    from pipelines.manifest import versions
     from pipelines.spark.session import build_session
     from pyspark.sql import SparkSession
     from pipelines.tokenize import run_tokenize

@@ -118,11 +118,16 @@ OPTIONS: tuple[Option, ...] = (
     _o("eval_documents", _int, "an integer", "documents encoded to measure bytes/token (default 2000)", "input",
        default=2000, type=int, metavar="N"),
     _o("reader", _str, "a string (auto or spark)", "auto: local text and Parquet files on a local master are read "
-       "by pyarrow in the tasks (unigram, bpe; same model bytes); spark: always Spark's reader", "input",
-       default="auto", choices=("auto", "spark")),
+       "by pyarrow in the tasks (unigram, bpe; same model bytes); spark: always Spark's reader (and Spark under "
+       "--master auto)", "input", default="auto", choices=("auto", "spark")),
     # ------------------------------------------------------------------ how it runs
-    _o("master", _str, "a Spark master URL string", "Spark master (default local[*]); bpe also takes 'none': no "
-       "Spark, one process", "run", metavar="URL"),
+    _o("master", _str, "auto, none or a Spark master URL string", "auto (default): local inputs up to "
+       "--in-process-max-mib train in this process, anything else on Spark (local[*]); none: always in this "
+       "process; a Spark master URL (local[2], spark://...): always Spark. Same model bytes either way", "run",
+       metavar="URL", default="auto"),
+    _o("in_process_max_mib", _int, "an integer (MiB)", "--master auto trains local inputs up to this many MiB in "
+       "this process, without Spark (default 256; the documents are held in memory)", "run", type=int,
+       metavar="MIB", default=256),
     _o("partitions", _int, "an integer", "repartition the documents into N partitions", "run", type=int,
        metavar="N"),
     _o("driver_memory", _str, "a string such as 4g", "Spark driver memory (default 512m on a local master, else "
@@ -345,18 +350,19 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
         options["vocab_size"] = [options["vocab_size"]]
     if not 0.0 <= float(options["holdout_fraction"]) <= 0.5:
         raise ConfigError(f"--holdout-fraction {options['holdout_fraction']} is outside 0..0.5")
-    for key in ("partitions", "threads", "eval_documents"):
+    for key in ("partitions", "threads", "eval_documents", "in_process_max_mib"):
         if options.get(key) is not None and options[key] < (0 if key == "eval_documents" else 1):
             raise ConfigError(f"--{key.replace('_', '-')} {options[key]}: use 1 or more")
     if options["max_table_entries"] and options["max_table_entries"] < MIN_LIMIT:
         raise ConfigError(f"--max-table-entries {options['max_table_entries']}: use {MIN_LIMIT} or more (or 0 for no "
                           "bound); a smaller table leaves no room for a useful vocabulary")
     if (options.get("master") or "").lower() == "none":
-        if algorithm != "bpe":
-            raise ConfigError(f"--master none (no Spark) is taken by --algorithm bpe only; give {algorithm} a "
-                              "Spark master such as local[*]")
         if options.get("partitions") is not None:
             raise ConfigError("--partitions needs Spark; with --master none use --threads")
+        if options.get("reader") == "spark":
+            raise ConfigError("--reader spark needs Spark: drop it, or give a Spark master (--master local[*])")
+        if options.get("estep") == "spark":
+            raise ConfigError("--estep spark needs Spark: drop it, or give a Spark master (--master local[*])")
         for path in options["input"]:
             if "://" in path and not path.startswith("file://"):
                 raise ConfigError(f"--input {path}: --master none reads local files only; run with Spark "

@@ -111,7 +111,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_no_import_cycles_function_level_imports_included():
     modules = project_modules()
-    assert "tokenizer.core" in modules and "pipelines.train.reduce" in modules
+    assert "tokenizer.core" in modules and "pipelines.spark.reduce" in modules
     graph = {name: imported_modules(path, name, set(modules)) for name, path in modules.items()}
     assert "tokenizer.compiled" in graph["tokenizer.core"]
     assert import_cycles(graph) == []

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from jobs.train import run as run_train_job
-from jobs.train_algorithms import ALGORITHMS
+from pipelines.train.algorithms import ALGORITHMS
 from jobs.train_options import build_parser, resolve_options
 from tokenizer.model import Model
 from tokenizer.piece_types import PieceType
@@ -379,12 +379,14 @@ def test_local_trainer_gives_the_pinned_vocabulary(name):
     assert_pinned(name, train_local(BY_NAME[name]))
 
 
-@pytest.mark.parametrize("name", [variant.name for variant in VARIANTS if variant.algorithm == "bpe"])
-def test_train_job_without_spark_gives_the_pinned_vocabulary(name, sample_file, tmp_path):
-    """``shardpiece train --master none`` (BPE's job in one process, threaded counting) gives the pinned
-    vocabulary."""
-    options = job_options(BY_NAME[name], ("--master", "none", "--threads", "2"), sample_file, tmp_path)
-    assert_pinned(name, train_with_job(options)[0])
+@pytest.mark.parametrize("name", [variant.name for variant in VARIANTS])
+def test_in_process_train_job_gives_the_pinned_vocabulary(name, sample_file, tmp_path):
+    """``shardpiece train`` with its default ``--master auto`` on a small local file (the in-process engine,
+    threaded counting, no JVM) gives the pinned vocabulary."""
+    options = job_options(BY_NAME[name], ("--threads", "2"), sample_file, tmp_path)
+    model, manifest = train_with_job(options)
+    assert manifest["engine"] == "in-process" and manifest["spark_master"] == "none"
+    assert_pinned(name, model)
 
 
 @pytest.mark.spark

@@ -49,7 +49,7 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
 
     The summary records the resolved options (``config``: every field of ``config`` after the config file and the
     command line were merged, defaults included, and the session's Spark master) and ``versions`` as given (the
-    ``shardpiece tokenize`` job passes :func:`jobs.manifest.versions`; ``None`` records none)."""
+    ``shardpiece tokenize`` job passes :func:`pipelines.manifest.versions`; ``None`` records none)."""
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
     config.validate()

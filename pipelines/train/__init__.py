@@ -1,4 +1,5 @@
-"""Training's Spark steps: each algorithm counts its shards (:mod:`.bytepiece`, :mod:`.unigram`, :mod:`.bpe`; local
-files through :mod:`.direct_count`), every count table goes through the one reduce (:mod:`.reduce`), and each
-stage's output is kept in the work directory so a run resumes (:mod:`.workdir`). The fitting itself is the
-single-node trainers' (:mod:`tokenizer.trainers`)."""
+"""Training, engine-neutral: the skeleton every run goes through (:mod:`.skeleton`), the algorithms' settings,
+counts, fits and stage files (:mod:`.algorithms`, :mod:`.bytepiece`, :mod:`.unigram`, :mod:`.bpe`), the count
+tables and their reduce (:mod:`.tables`), what an engine provides (:mod:`.engine`) and the work directory that lets
+a run resume (:mod:`.workdir`). The engines are :mod:`pipelines.inprocess` and :mod:`pipelines.spark`; the fitting
+itself is the single-node trainers' (:mod:`tokenizer.trainers`)."""

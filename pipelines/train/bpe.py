@@ -1,22 +1,19 @@
-"""BPE's count as Spark steps around :mod:`tokenizer.trainers.bpe`::
+"""BPE's count, on any engine (:mod:`pipelines.train.engine`)::
 
     documents (text: binary)
-      -> mapInArrow: count_chunks per ~2 MB shard (one Numba pass: pre-tokenize + hash count -> chunk bytes and
-         counts as arrays), the task's threads counting shards at once, summed over the partition
-      -> the count reduce of :mod:`pipelines.train.reduce` (exact integer sums; side statistic: documents)
-      -> the chunk table, sorted by bytes, on the driver (its memory bound: every distinct chunk)
-    then, in ``shardpiece train`` (:mod:`jobs.train_algorithms`), the driver's merges
-    (:func:`tokenizer.trainers.bpe.learn_bpe`, Numba, incremental) and one model per vocab size.
+      -> count_chunks per ~2 MB shard (one Numba pass: pre-tokenize + hash count -> chunk bytes and counts as
+         arrays), the engine's threads counting shards at once, summed (:func:`count_shards`)
+      -> the engine's reduce (exact integer sums; side statistic: documents)
+      -> the chunk table, sorted by bytes, in this process (its memory bound: every distinct chunk)
+    then the merges (:func:`tokenizer.trainers.bpe.learn_bpe`, Numba, incremental) and one model per vocab size
+    (:mod:`pipelines.train.algorithms`).
 
-On a local master, local text and Parquet files skip Spark's reader:
-:func:`pipelines.train.direct_count.count_chunks_direct` reads them with pyarrow in the tasks and hands the same
-counter's tables to the same reduce. ``--master none`` runs the same monoid without Spark
-(:func:`tokenizer.trainers.bpe.count_chunks_threaded`), so all three give the same model bytes, equal to
-:func:`tokenizer.trainers.bpe.train_bpe_local` on the same documents with the same provenance.
+Every engine gives the same table, so the same model bytes, equal to :func:`tokenizer.trainers.bpe.train_bpe_local`
+on the same documents with the same provenance.
 
 Example::
 
-    table = pipelines.train.reduce.count_chunk_table(corpus.documents, counter(BpeSettings(vocab_sizes=(32000,))))
+    table = pipelines.train.tables.chunk_table_of(engine.count(counter(BpeSettings(vocab_sizes=(32000,))), "bytes"))
     table.chunks[:3], table.counts[:3], table.stats["documents"]
 """
 
@@ -27,7 +24,7 @@ from typing import Iterator
 
 import numpy as np
 
-from pipelines.train import reduce
+from pipelines.train.tables import Counter
 from pipelines.read.shards import SHARD_BYTES, iter_shards, map_shards
 from tokenizer.trainers import bpe
 from tokenizer.trainers import chunk_table as T
@@ -37,7 +34,7 @@ def count_shards(settings: bpe.BpeSettings, batches: Iterator, threads: int, sha
     """``((chunk data, chunk offsets, counts), {"documents": non-empty documents})`` of Arrow batches of one binary
     column: cut into ~``shard_bytes`` shards, ``threads`` shards counted at once
     (:func:`~pipelines.read.shards.map_shards`; the Numba pass pre-tokenizes and hash-counts, nogil), the tables summed
-    in one pass (a :data:`pipelines.train.reduce.Counter` once ``settings`` is bound)."""
+    in one pass (a :data:`pipelines.train.tables.Counter` once ``settings`` is bound)."""
     bpe.P.char_class_table(), bpe.sentencepiece_script_table()  # cached tables, built before the threads
 
     def count(shard):
@@ -47,7 +44,7 @@ def count_shards(settings: bpe.BpeSettings, batches: Iterator, threads: int, sha
     return T.merge(*map_shards(count, iter_shards(batches, shard_bytes), threads))
 
 
-def counter(settings: bpe.BpeSettings, shard_bytes: int = SHARD_BYTES) -> reduce.Counter:
+def counter(settings: bpe.BpeSettings, shard_bytes: int = SHARD_BYTES) -> Counter:
     """The job's counter (picklable: it runs in the tasks)."""
     settings.validate()
     return partial(count_shards, settings, shard_bytes=shard_bytes)

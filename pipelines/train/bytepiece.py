@@ -1,35 +1,32 @@
-"""BytePiece training as Spark steps around the single-node trainer's functions.
+"""BytePiece training's stages on any engine (:mod:`pipelines.train.engine`) around the single-node trainer's
+functions.
 
 The math lives in :mod:`tokenizer.trainers.bytepiece`; this module only moves arrays::
 
     documents (text: binary)
-      -> the reduce of :mod:`pipelines.train.reduce` (packed int64 keys): chunk_texts + count_maximal_ngrams (the
-         longest n-gram at each position) per ~2 MB shard, summed over a partition's shards, single bytes counted
-         exactly (prefix_form), the table cut into hash buckets by each key's first two bytes and shuffled as a
-         few binary rows, each bucket merged exactly and expanded to every n-gram (expand_prefix_form); only
-         single bytes and n-grams with count >= min_count are kept
-      -> collect them                                                      (the driver's memory bound)
-      -> build_ngram_model on the driver, broadcast it
+      -> the engine's count (packed int64 keys): chunk_texts + count_maximal_ngrams (the longest n-gram at each
+         position) per ~2 MB shard, summed over the engine's shards, single bytes counted exactly (prefix_form);
+         the reduce groups keys by their first two bytes (NGRAM_GROUPS) and expands each group to every n-gram
+         (expand_prefix_form); only single bytes and n-grams with count >= min_count are kept
+      -> build_ngram_model in this process, shared with the counting threads or tasks
     documents
-      -> the same reduce (byte keys): chunk_texts + segment_and_count_pieces per shard, merge_piece_counts over
-         the partition; pruning candidates (single bytes, frequent pieces) collected, the others set aside in
-         Spark, re-segmented there onto the broadcast candidates -> prune_candidates on the driver
-      -> [refine_em_rounds: em_e_step per partition (pieces broadcast), statistics summed, em_m_step]
+      -> the engine's count (byte keys): chunk_texts + segment_and_count_pieces per shard, merge_piece_counts; the
+         pruning candidates (single bytes, frequent pieces) come back, the others are set aside where the count
+         ran and re-segmented there onto the shared candidates (map_aside) -> prune_candidates in this process
+      -> [refine_em_rounds: em_e_step over the documents (map_documents), statistics summed, em_m_step]
       -> build_model per vocab size
 
-Nothing depends on how the documents are partitioned: counts are integers summed exactly, and every driver step
-sorts its input. The model therefore equals, byte for byte, what ``train_bytepiece_local`` computes from the same
-documents with ``provenance={"corpus_fingerprint": multiset_fingerprint(documents)}`` (the fingerprint is
-order-independent, since a Spark corpus has no defined document order).
+Nothing depends on the engine or on how the documents are partitioned: counts are integers summed exactly, and
+every driver step sorts its input. The model therefore equals, byte for byte, what ``train_bytepiece_local``
+computes from the same documents with ``provenance={"corpus_fingerprint": multiset_fingerprint(documents)}`` (the
+fingerprint is order-independent, since a Spark corpus has no defined document order).
 
 The n-gram pass also reports named side statistics (documents, chunks, bytes, the fingerprint's 32-bit limb sums,
-and the number of distinct n-grams), so a single pass over the data yields everything. The shuffle moves a few
-large binary rows per partition rather than one row per n-gram, which keeps the JVM's share of the work (and its
-heap) small.
+and the number of distinct n-grams), so a single pass over the data yields everything.
 
 Example::
 
-    result = train_bytepiece(spark, corpus.documents, TrainSettings(vocab_sizes=(8000,), min_count=8))
+    result = train_bytepiece(engine, TrainSettings(vocab_sizes=(8000,), min_count=8))
     result.models[8000].save("bytepiece-8000.model")
 """
 
@@ -44,12 +41,14 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from pipelines.train import reduce
 from pipelines.read.shards import SHARD_BYTES, iter_shards, map_shards
-from pipelines.train.workdir import StageLog, StageReport
+from pipelines.train.engine import slices
+from pipelines.train.tables import KeyGroups
+from pipelines.train.workdir import MODELS, PIECES, StageCodec, StageLog, StageReport, packed_arrays
 from tokenizer.balanced_sum import BalancedSum
 from tokenizer.errors import InputError
 from tokenizer.kernels.sha256 import LIMBS as _LIMBS, document_limb_sums
+from tokenizer.packed import unpack
 from tokenizer.trainers import bytepiece as bp
 from tokenizer.trainers import table_bound
 
@@ -82,7 +81,7 @@ def multiset_fingerprint(texts) -> str:
 
 # ---------------------------------------------------------------------------------------------- step 1: n-grams
 def count_ngram_shards(settings: bp.TrainSettings, batches: Iterator, threads: int, shard_bytes: int = SHARD_BYTES):
-    """The n-gram pass's counter (:data:`pipelines.train.reduce.Counter` once ``settings`` is bound): the longest
+    """The n-gram pass's counter (:data:`pipelines.train.tables.Counter` once ``settings`` is bound): the longest
     byte n-gram at every position of a partition's documents, ``threads`` shards chunked and counted at once
     (:func:`map_shards`), summed as a balanced tree, in the form the reduce expands
     (:func:`~tokenizer.trainers.bytepiece.prefix_form`: single bytes exact, longer n-grams the longest at their
@@ -116,7 +115,7 @@ def count_ngram_shards(settings: bp.TrainSettings, batches: Iterator, threads: i
 
 #: the n-gram reduce's key groups: a key's bucket follows its first two bytes, and each reduce task expands the
 #: longest n-grams it holds to every n-gram of two or more bytes (their leading pairs all meet there)
-NGRAM_GROUPS = reduce.KeyGroups(group=bp.leading_pair, expand=bp.expand_prefix_form)
+NGRAM_GROUPS = KeyGroups(group=bp.leading_pair, expand=bp.expand_prefix_form)
 
 
 def kept_ngram_mask(min_count: int, table: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -127,30 +126,28 @@ def kept_ngram_mask(min_count: int, table: tuple[np.ndarray, np.ndarray]) -> np.
     return bp.kept_ngrams(keys, counts, min_count)
 
 
-def reduce_ngrams(documents, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
-                  threads: int | None = None, limit: int | None = None) -> bp.NgramTable:
-    """Count n-grams over ``documents`` (``text: binary``), reduce (:mod:`pipelines.train.reduce`, packed int64 keys),
-    and collect the pruned table: only single bytes and n-grams with ``count >= min_count`` reach the driver, and
-    of those at most ``limit`` (the most frequent)."""
-    reduced = reduce.reduce_counts(
-        documents, partial(count_ngram_shards, settings, shard_bytes=shard_bytes), "int64",
-        keep=partial(kept_ngram_mask, settings.min_count), threads=threads, limit=limit, groups=NGRAM_GROUPS)
+def reduce_ngrams(engine, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
+                  limit: int | None = None) -> bp.NgramTable:
+    """Count n-grams over the engine's documents, reduce (packed int64 keys) and keep the pruned table: only single
+    bytes and n-grams with ``count >= min_count`` come back, and of those at most ``limit`` (the most frequent)."""
+    reduced = engine.count(partial(count_ngram_shards, settings, shard_bytes=shard_bytes), "int64",
+                           keep=partial(kept_ngram_mask, settings.min_count), limit=limit, groups=NGRAM_GROUPS)
     (keys, counts), stats = reduced.table, reduced.stats
     digest_sum = sum(int(stats.get(f"fingerprint_limb_{i}", 0)) << (32 * i) for i in range(_LIMBS))
     ngram_documents = int(stats.get("documents", 0))
     return bp.NgramTable(keys=keys, counts=counts, distinct_ngrams=int(stats.get("distinct_keys", 0)),
-                      documents=ngram_documents, chunks=int(stats.get("chunks", 0)),
-                      chunk_bytes=int(stats.get("chunk_bytes", 0)),
-                      fingerprint=format_fingerprint(digest_sum, ngram_documents), bound=reduced.bound)
+                         documents=ngram_documents, chunks=int(stats.get("chunks", 0)),
+                         chunk_bytes=int(stats.get("chunk_bytes", 0)),
+                         fingerprint=format_fingerprint(digest_sum, ngram_documents), bound=reduced.bound)
 
 
 # ---------------------------------------------------------------------------------------------- step 2: pieces
-def count_piece_shards(lm_broadcast, settings: bp.TrainSettings, batches: Iterator, threads: int,
+def count_piece_shards(lm_shared, settings: bp.TrainSettings, batches: Iterator, threads: int,
                        shard_bytes: int = SHARD_BYTES):
-    """The segmentation pass's counter: every chunk segmented with the broadcast n-gram model, the pieces
+    """The segmentation pass's counter: every chunk segmented with the shared n-gram model, the pieces
     counted (``threads`` shards at once, see :func:`map_shards`) and summed as a balanced tree; no side
     statistics."""
-    lm = lm_broadcast.value
+    lm = lm_shared.value
     lm.lookup_table()  # built once here, not by several threads at once
 
     def count_shard(shard: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -170,135 +167,140 @@ def candidate_piece_mask(settings: bp.TrainSettings, table: tuple) -> np.ndarray
     return bp.candidate_mask(np.diff(table[1]), table[2], settings)
 
 
-def resegment_partition(candidates_broadcast, threads: int) -> Callable:
-    """``mapInArrow`` over set-aside piece rows: each piece segmented with the broadcast candidates (a
-    :class:`~tokenizer.trainers.bytepiece.PieceModel`: unigram Viterbi, as
-    :func:`~tokenizer.trainers.bytepiece.resegment_counts`), times its count; one row per partition holding the
-    int64 counts the candidates gain, and the set-aside pieces and occurrences it saw. The broadcast value lives
-    as long as the Python worker, so its trie is built once per worker, not once per task."""
-
-    def run(batches: Iterator) -> Iterator:
-        import pyarrow as pa
-
-        model = candidates_broadcast.value
-        model.trie()  # built here, before the threads share it (once per worker: the value outlives the task)
-        gained = np.zeros(len(model.pieces), np.int64)
-        pieces = occurrences = 0
-        tables = (reduce.slice_rows("bytes", table, first, min(first + RESEGMENT_PIECES, len(table[2])))
-                  for batch in batches for table in map(partial(reduce.decode, "bytes"), batch.column(1).to_pylist())
-                  for first in range(0, len(table[2]), RESEGMENT_PIECES))
-        for counts, table_pieces, table_occurrences in map_shards(
-                lambda table: (model.viterbi_counts(*table)[0], len(table[2]), int(table[2].sum())), tables,
-                threads):
-            gained += counts
-            pieces += table_pieces
-            occurrences += table_occurrences
-        yield pa.RecordBatch.from_arrays([pa.array([gained.tobytes()], pa.binary()), pa.array([pieces]),
-                                          pa.array([occurrences])], names=["gained", "pieces", "occurrences"])
-
-    return run
+def resegment_tables(candidates_shared, tables: Iterator[tuple], threads: int) -> tuple[np.ndarray, int, int]:
+    """``map_aside``'s function over set-aside piece tables ``(data, offsets, counts)``: each piece segmented with
+    the shared candidates (a :class:`~tokenizer.trainers.bytepiece.PieceModel`: unigram Viterbi, as
+    :func:`~tokenizer.trainers.bytepiece.resegment_counts`), times its count, ``threads`` slices of
+    :data:`RESEGMENT_PIECES` pieces at once. Returns ``(int64 counts the candidates gain, set-aside pieces,
+    their occurrences)``. A Spark broadcast value lives as long as the Python worker, so its trie is built once
+    per worker, not once per task."""
+    model = candidates_shared.value
+    model.trie()  # built here, before the threads share it
+    gained = np.zeros(len(model.pieces), np.int64)
+    pieces = occurrences = 0
+    for counts, table_pieces, table_occurrences in map_shards(
+            lambda table: (model.viterbi_counts(*table)[0], len(table[2]), int(table[2].sum())),
+            slices(tables, "bytes", RESEGMENT_PIECES), threads):
+        gained += counts
+        pieces += table_pieces
+        occurrences += table_occurrences
+    return gained, pieces, occurrences
 
 
-def reduce_pieces(documents, lm, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
-                  threads: int | None = None,
+def reduce_pieces(engine, lm, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
                   limit: int | None = None) -> tuple[list[bytes], np.ndarray, dict, dict]:
-    """Segment every document with the broadcast n-gram model and count the pieces; only the pruning candidates
-    reach the driver (at most ``limit``, the most frequent; the 256 single bytes completed), the other pieces stay
-    in Spark and are re-segmented there onto the broadcast candidates, whose counts gain theirs. Returns
-    ``(candidates sorted by bytes, counts int64, what the memory bound dropped, {"pieces": n, "occurrences": m}
-    set aside and the "distinct_pieces" counted)``. Hand the candidates to
+    """Segment every document with the shared n-gram model and count the pieces; only the pruning candidates
+    come back (at most ``limit``, the most frequent; the 256 single bytes completed), the other pieces stay where
+    the engine counted them and are re-segmented there onto the shared candidates, whose counts gain theirs.
+    Returns ``(candidates sorted by bytes, counts int64, what the memory bound dropped, {"pieces": n,
+    "occurrences": m} set aside and the "distinct_pieces" counted)``. Hand the candidates to
     :func:`~tokenizer.trainers.bytepiece.prune_candidates`: the result equals
     :func:`~tokenizer.trainers.bytepiece.prune_pieces` over every piece (when the bound drops nothing)."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    from pipelines.spark.session import task_threads
     from tokenizer.trainers.chunk_table import finish
 
-    spark = documents.sparkSession
-    threads = task_threads(spark) if threads is None else max(1, int(threads))
-    lm_broadcast = spark.sparkContext.broadcast(lm)
-    frame = reduce.reduced_frame(
-        documents, partial(count_piece_shards, lm_broadcast, settings, shard_bytes=shard_bytes), "bytes",
-        keep=partial(candidate_piece_mask, settings), threads=threads, set_aside=True)
-    frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+    lm_shared = engine.share(lm)
     try:
-        reduced = reduce.bounded_collect(frame, "bytes", limit)
+        reduced = engine.count(partial(count_piece_shards, lm_shared, settings, shard_bytes=shard_bytes), "bytes",
+                               keep=partial(candidate_piece_mask, settings), limit=limit, set_aside=True)
+    finally:
+        lm_shared.unpersist()
+    try:
         counted = finish(reduced.table, {})
         pieces, counts = bp.complete_bytes(counted.chunks, counted.counts)
-        candidates_broadcast = spark.sparkContext.broadcast(bp.PieceModel(pieces, counts))
+        candidates_shared = engine.share(bp.PieceModel(pieces, counts))
         try:
-            rows = frame.where(F.col("bucket") == reduce.SET_ASIDE_BUCKET).mapInArrow(
-                resegment_partition(candidates_broadcast, threads),
-                "gained binary, pieces long, occurrences long").collect()
+            results = engine.map_aside(reduced, "bytes", partial(resegment_tables, candidates_shared))
         finally:
-            candidates_broadcast.unpersist()
+            candidates_shared.unpersist()
     finally:
-        frame.unpersist()
-        lm_broadcast.unpersist()
+        engine.release(reduced)
     gained = np.zeros(len(pieces), np.int64)
-    for row in rows:
-        gained += np.frombuffer(bytes(row["gained"]), np.int64)
-    set_aside = {"pieces": sum(int(r["pieces"]) for r in rows),
-                 "occurrences": sum(int(r["occurrences"]) for r in rows),
+    for part_gained, _, _ in results:
+        gained += part_gained
+    set_aside = {"pieces": sum(r[1] for r in results), "occurrences": sum(r[2] for r in results),
                  "distinct_pieces": int(reduced.stats.get("distinct_keys", 0))}
     return pieces, counts + gained, reduced.bound, set_aside
 
 
 # ---------------------------------------------------------------------------------------------- EM refinement
-def em_partition(model_broadcast, settings: bp.TrainSettings, shard_bytes: int = SHARD_BYTES,
-                 threads: int = 1) -> Callable:
-    """``mapInArrow`` function of one EM E-step: one row per partition holding its
-    :class:`~tokenizer.trainers.bytepiece.EStepStatistics` (piece statistics and adjacent-pair counts) as bytes
-    (``threads`` shards at once, see :func:`map_shards`; statistics summed in shard order)."""
+def em_statistics(model_shared, settings: bp.TrainSettings, batches: Iterator, threads: int,
+                  shard_bytes: int = SHARD_BYTES):
+    """``map_documents``' function of one EM E-step: the documents' :class:`~tokenizer.trainers.bytepiece.EStepStatistics`
+    (piece statistics and adjacent-pair counts; ``threads`` shards at once, summed in shard order), ``None`` for
+    no documents."""
+    pieces, counts = model_shared.value
 
-    def run(batches: Iterator) -> Iterator:
-        import pyarrow as pa
+    def shard_statistics(shard: tuple[np.ndarray, np.ndarray]):
+        chunk_data, chunk_offsets = bp.chunk_texts(shard[0], shard[1], settings)
+        return bp.em_e_step(pieces, counts, chunk_data, chunk_offsets, settings, with_pairs=True)
 
-        pieces, counts = model_broadcast.value
-
-        def shard_statistics(shard: tuple[np.ndarray, np.ndarray]):
-            chunk_data, chunk_offsets = bp.chunk_texts(shard[0], shard[1], settings)
-            return bp.em_e_step(pieces, counts, chunk_data, chunk_offsets, settings, with_pairs=True)
-
-        total = None
-        for stats in map_shards(shard_statistics, iter_shards(batches, shard_bytes), threads):
-            total = stats if total is None else total + stats
-        if total is not None:
-            yield pa.RecordBatch.from_arrays([pa.array([total.to_bytes()], pa.binary())], names=["stats"])
-
-    return run
+    total = None
+    for stats in map_shards(shard_statistics, iter_shards(batches, shard_bytes), threads):
+        total = stats if total is None else total + stats
+    return total
 
 
-def refine_em_spark(documents, pieces: list[bytes], counts: np.ndarray, settings: bp.TrainSettings,
-                    capacity: int | None = None, shard_bytes: int = SHARD_BYTES,
-                    threads: int = 1) -> tuple[list[bytes], np.ndarray]:
-    """``settings.refine_em_rounds`` EM rounds, the distributed twin of
-    :func:`tokenizer.trainers.bytepiece.refine_em`: E-step per partition, statistics summed on the driver, M-step
-    (every round but the last also fills free slots up to ``capacity`` pieces with frequent adjacent pairs).
+def refine_em_rounds(engine, pieces: list[bytes], counts: np.ndarray, settings: bp.TrainSettings,
+                     capacity: int | None = None, shard_bytes: int = SHARD_BYTES) -> tuple[list[bytes], np.ndarray]:
+    """``settings.refine_em_rounds`` EM rounds over the engine's documents, the twin of
+    :func:`tokenizer.trainers.bytepiece.refine_em`: E-step per part, statistics summed, M-step (every round but the
+    last also fills free slots up to ``capacity`` pieces with frequent adjacent pairs).
 
     Viterbi statistics are integers (exact for any partitioning); ``expected`` ones are float64 sums whose last
     bits can depend on the partitioning (the M-step rounds them to integers).
     """
-    spark = documents.sparkSession
     counts = np.asarray(counts, np.int64)
     capacity = len(pieces) if capacity is None else capacity
     rounds = settings.refine_em_rounds
     for r in range(rounds):
-        model_broadcast = spark.sparkContext.broadcast((pieces, counts))
+        model_shared = engine.share((pieces, counts))
         try:
-            rows = documents.mapInArrow(em_partition(model_broadcast, settings, shard_bytes, threads),
-                                        "stats binary").collect()
+            parts = [part for part in engine.map_documents(
+                partial(em_statistics, model_shared, settings, shard_bytes=shard_bytes)) if part is not None]
         finally:
-            model_broadcast.unpersist()
-        if not rows:
+            model_shared.unpersist()
+        if not parts:
             break
         total = None
-        for blob in sorted(bytes(row["stats"]) for row in rows):
-            stats = bp.EStepStatistics.from_bytes(blob)
+        for stats in sorted(parts, key=lambda part: part.to_bytes()):
             total = stats if total is None else total + stats
         pieces, counts = bp.em_m_step(pieces, total, settings, capacity, add_pieces=r < rounds - 1)
     return pieces, counts
+
+
+# ---------------------------------------------------------------------------------------------- stage files
+def _decode_pruned(arrays: dict, meta: dict) -> dict:
+    return {size: (unpack(arrays[f"{size}_data"], arrays[f"{size}_offsets"]), arrays[f"{size}_counts"])
+            for size in meta["sizes"]}
+
+
+#: the ``ngrams`` stage: a :class:`~tokenizer.trainers.bytepiece.NgramTable`
+NGRAM_TABLE = StageCodec(
+    "ngram_table",
+    lambda value: ({"keys": value.keys, "counts": value.counts},
+                   {k: getattr(value, k) for k in ("distinct_ngrams", "documents", "chunks", "chunk_bytes",
+                                                   "fingerprint", "bound")}),
+    lambda arrays, meta: bp.NgramTable(keys=arrays["keys"], counts=arrays["counts"], **meta))
+#: the ``ngram_model`` stage: a :class:`~tokenizer.trainers.bytepiece.NgramModel`
+NGRAM_MODEL = StageCodec(
+    "ngram_model",
+    lambda value: ({"keys": value.keys, "log_probs": value.log_probs},
+                   {"order": int(value.order), "ensure_unicode": bool(value.ensure_unicode)}),
+    lambda arrays, meta: bp.NgramModel(keys=arrays["keys"], log_probs=arrays["log_probs"], order=meta["order"],
+                                       ensure_unicode=meta["ensure_unicode"]))
+#: the ``candidates`` stage: ``(pieces, counts, what the memory bound dropped, what was set aside)``
+CANDIDATES = StageCodec(
+    "candidates",
+    lambda value: (packed_arrays(value[0], value[1]), {"bound": value[2], "set_aside": value[3]}),
+    lambda arrays, meta: (unpack(arrays["data"], arrays["offsets"]), arrays["counts"], meta["bound"],
+                          meta["set_aside"]))
+#: the ``prune`` stage: ``{vocab size: (pieces, counts)}``
+PRUNED = StageCodec(
+    "pruned",
+    lambda value: ({k: v for size, (pieces, counts) in value.items()
+                    for k, v in packed_arrays(pieces, counts, f"{size}_").items()},
+                   {"sizes": sorted(int(s) for s in value)}),
+    _decode_pruned)
 
 
 # ---------------------------------------------------------------------------------------------- the whole job
@@ -311,34 +313,26 @@ class TrainResult:
     bounds: dict = field(default_factory=dict)  # table name -> what the memory bound did
 
 
-def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict | None = None,
+def train_bytepiece(engine, settings: bp.TrainSettings, *, provenance: dict | None = None,
                     progress: Callable[[str], None] = lambda message: None,
-                    shard_bytes: int = SHARD_BYTES, workdir=None, threads: int | None = None,
-                    limit: int | None = None) -> TrainResult:
-    """Train BytePiece models (one per ``settings.vocab_sizes``) on a DataFrame of documents (``text: binary``).
+                    shard_bytes: int = SHARD_BYTES, workdir=None, limit: int | None = None) -> TrainResult:
+    """Train BytePiece models (one per ``settings.vocab_sizes``) on the documents an engine read
+    (:mod:`pipelines.train.engine`).
 
     ``progress`` receives one line per stage. Raises :class:`InputError` for a corpus without text.
     ``workdir`` (a :class:`pipelines.train.workdir.WorkDir`) persists every stage's output and loads the stages a
-    previous run with the same key finished (ngrams, ngram_model, pieces, prune, refine_em_SIZE, models).
-    ``threads``: shards each task counts at once; by default the session's ``spark.task.cpus`` (the small local
-    driver runs one task at a time over all cores; other sessions give 1). The models do not depend on it.
-    ``limit``: at most this many n-grams and pieces reach the driver (the most frequent; None: no bound); what it
-    dropped is in the result's ``bounds`` and, when it dropped anything, in the models' provenance.
+    previous run with the same key finished (ngrams, ngram_model, candidates, prune, refine_em_SIZE, models).
+    ``limit``: at most this many n-grams and pieces come back from a count (the most frequent; None: no bound);
+    what it dropped is in the result's ``bounds`` and, when it dropped anything, in the models' provenance.
     """
-    from pipelines.spark.session import describe_jobs, task_threads
-
-    spark = documents.sparkSession
-    threads = task_threads(spark) if threads is None else max(1, int(threads))
-
     settings.validate()
     log = StageLog(workdir, progress)
     work, stage = log.work, log.add
 
     started = time.perf_counter()
-    progress("[ngrams] counting byte n-grams (order %d) per partition, then reducing" % settings.order)
-    describe_jobs(spark, "ngrams")
-    ngrams, resumed = work.run("ngrams", lambda: reduce_ngrams(documents, settings, shard_bytes, threads, limit),
-                               "ngram_table")
+    progress("[ngrams] counting byte n-grams (order %d), then reducing" % settings.order)
+    engine.label("ngrams")
+    ngrams, resumed = work.run("ngrams", lambda: reduce_ngrams(engine, settings, shard_bytes, limit), NGRAM_TABLE)
     if ngrams.chunk_bytes == 0:
         raise InputError("the corpus has no text (every document is empty): check --input and --text-column")
     stage("ngrams", started, resumed, documents=ngrams.documents, chunks=ngrams.chunks, bytes=ngrams.chunk_bytes,
@@ -347,38 +341,37 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
 
     started = time.perf_counter()
     lm, resumed = work.run("ngram_model", lambda: bp.build_ngram_model(ngrams.keys, ngrams.counts, settings),
-                           "ngram_model")
+                           NGRAM_MODEL)
     stage("ngram_model", started, resumed, entries=len(lm.keys))
     ngrams = dataclasses.replace(ngrams, keys=np.zeros(0, np.int64), counts=np.zeros(0, np.int64))  # now in lm
 
     started = time.perf_counter()
-    progress("[candidates] segmenting every chunk with the broadcast n-gram model; rare pieces re-segmented onto "
-             "the candidates in place")
-    describe_jobs(spark, "candidates")
+    progress("[candidates] segmenting every chunk with the n-gram model; rare pieces re-segmented onto the "
+             "candidates where they were counted")
+    engine.label("candidates")
     (pieces, counts, pieces_bound, set_aside), resumed = work.run(
-        "candidates", lambda: reduce_pieces(documents, lm, settings, shard_bytes, threads, limit), "candidates")
-    del lm  # the n-gram model's last use: the driver's pruning below runs without it
+        "candidates", lambda: reduce_pieces(engine, lm, settings, shard_bytes, limit), CANDIDATES)
+    del lm  # the n-gram model's last use: the pruning below runs without it
     stage("candidates", started, resumed, candidate_pieces=len(pieces),
           distinct_pieces=set_aside["distinct_pieces"],
           set_aside_pieces=set_aside["pieces"], dropped_by_bound=pieces_bound.get("dropped_entries", 0))
     bounds = {"ngrams": ngrams.bound, "pieces": pieces_bound}
 
     started = time.perf_counter()
-    pruned, resumed = work.run("prune", lambda: bp.prune_candidates(pieces, counts, settings), "pruned")
+    pruned, resumed = work.run("prune", lambda: bp.prune_candidates(pieces, counts, settings), PRUNED)
     stage("prune", started, resumed, **{f"pieces_{size}": len(p) for size, (p, _) in sorted(pruned.items())})
 
     final = {}
     for vocab_size, (kept, kept_counts) in sorted(pruned.items()):
         if settings.refine_em_rounds:
             started = time.perf_counter()
-
-            describe_jobs(spark, f"refine_em_{vocab_size}")
+            engine.label(f"refine_em_{vocab_size}")
 
             def refine(kept=kept, kept_counts=kept_counts):
-                return refine_em_spark(documents, kept, kept_counts, settings,
-                                       vocab_size - len(settings.special_tokens), shard_bytes, threads)
+                return refine_em_rounds(engine, kept, kept_counts, settings,
+                                        vocab_size - len(settings.special_tokens), shard_bytes)
 
-            (kept, kept_counts), resumed = work.run(f"refine_em_{vocab_size}", refine, "pieces")
+            (kept, kept_counts), resumed = work.run(f"refine_em_{vocab_size}", refine, PIECES)
             stage(f"refine_em_{vocab_size}", started, resumed, pieces=len(kept))
         final[vocab_size] = (kept, kept_counts)
 
@@ -392,8 +385,7 @@ def train_bytepiece(documents, settings: bp.TrainSettings, *, provenance: dict |
         return models
 
     started = time.perf_counter()
-    models, resumed = work.run("models", build_models, "models")
+    models, resumed = work.run("models", build_models, MODELS)
     stage("models", started, resumed, models=len(models))
     return TrainResult(models=models, stages=log.reports, fingerprint=ngrams.fingerprint,
                        documents=ngrams.documents, bounds=bounds)
-

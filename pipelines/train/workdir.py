@@ -33,7 +33,7 @@ killed at that point leaves behind.
 Example::
 
     work = WorkDir("/tmp/work", {"settings": {...}, "input": "sha256:..."})
-    table, resumed = work.run("ngrams", lambda: reduce_ngrams(documents, settings), "ngram_table")
+    table, resumed = work.run("ngrams", lambda: reduce_ngrams(engine, settings), NGRAM_TABLE)
 """
 
 from __future__ import annotations
@@ -66,88 +66,42 @@ def run_key(material: dict) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ codecs
-def _encode(kind: str, value: Any) -> tuple[dict[str, np.ndarray], dict]:
-    if kind == "ngram_table":
-        meta = {k: getattr(value, k) for k in ("distinct_ngrams", "documents", "chunks", "chunk_bytes",
-                                                "fingerprint", "bound")}
-        return {"keys": value.keys, "counts": value.counts}, meta
-    if kind == "ngram_model":
-        return ({"keys": value.keys, "log_probs": value.log_probs},
-                {"order": int(value.order), "ensure_unicode": bool(value.ensure_unicode)})
-    if kind == "pieces":  # (pieces, counts)
-        pieces, counts = value
-        data, offsets = pack(pieces, writable=True)
-        return {"data": data, "offsets": offsets, "counts": np.asarray(counts, np.int64)}, {}
-    if kind == "candidates":  # (pieces, counts, what the memory bound dropped, what was set aside)
-        data, offsets = pack(value[0], writable=True)
-        return ({"data": data, "offsets": offsets, "counts": np.asarray(value[1], np.int64)},
-                {"bound": value[2], "set_aside": value[3]})
-    if kind == "pruned":
-        arrays = {}
-        for size, (pieces, counts) in value.items():
-            data, offsets = pack(pieces, writable=True)
-            arrays.update({f"{size}_data": data, f"{size}_offsets": offsets,
-                           f"{size}_counts": np.asarray(counts, np.int64)})
-        return arrays, {"sizes": sorted(int(s) for s in value)}
-    if kind == "models":
-        return ({str(size): np.frombuffer(model.to_bytes(), dtype=np.uint8) for size, model in value.items()},
-                {"sizes": sorted(int(s) for s in value)})
-    if kind == "chunk_table":
-        arrays = {"counts": np.asarray(value.counts, np.int64)}
-        for name, texts in (("chunks", value.chunks), ("held_out", value.held_out), ("training", value.training)):
-            arrays[f"{name}_data"], arrays[f"{name}_offsets"] = pack(texts)
-        return arrays, {"stats": value.stats, "bound": value.bound}
-    if kind == "merges":
-        return {"left": value.left, "right": value.right, "counts": value.counts}, {}
-    if kind == "em_state":
-        data, offsets = pack(value.pieces, writable=True)
-        return ({"data": data, "offsets": offsets, "scores": value.scores, "order": value.order},
-                {"rounds": int(value.rounds)})
-    if kind == "json":
-        return {}, {"value": value}
-    raise ValueError(f"unknown stage kind {kind!r}")
+@dataclass(frozen=True)
+class StageCodec:
+    """How a stage's value is stored: ``encode(value) -> (arrays, meta)`` (named numpy arrays and a JSON-able
+    dict) and ``decode(arrays, meta) -> value``. Each algorithm declares the codecs of its own stages beside them
+    (:mod:`pipelines.train.bytepiece`, :mod:`pipelines.train.algorithms`); the ones every algorithm uses are here.
+    ``name`` is written in the stage file's header and checked when it is loaded."""
+
+    name: str
+    encode: Callable[[Any], tuple[dict[str, np.ndarray], dict]]
+    decode: Callable[[dict[str, np.ndarray], dict], Any]
 
 
-def _decode(kind: str, arrays: dict[str, np.ndarray], meta: dict) -> Any:
-    if kind == "ngram_table":
-        from tokenizer.trainers.bytepiece import NgramTable
+def packed_arrays(pieces, counts, prefix: str = "") -> dict[str, np.ndarray]:
+    """``{PREFIXdata, PREFIXoffsets, PREFIXcounts}``: byte strings packed (:func:`tokenizer.packed.pack`) and
+    their int64 counts. ``packed_arrays([b"ab"], [3])["offsets"].tolist()`` -> ``[0, 2]``."""
+    data, offsets = pack(pieces, writable=True)
+    return {f"{prefix}data": data, f"{prefix}offsets": offsets, f"{prefix}counts": np.asarray(counts, np.int64)}
 
-        return NgramTable(keys=arrays["keys"], counts=arrays["counts"], **meta)
-    if kind == "ngram_model":
-        from tokenizer.trainers.bytepiece import NgramModel
 
-        return NgramModel(keys=arrays["keys"], log_probs=arrays["log_probs"], order=meta["order"],
-                          ensure_unicode=meta["ensure_unicode"])
-    if kind == "pieces":
-        return unpack(arrays["data"], arrays["offsets"]), arrays["counts"]
-    if kind == "candidates":
-        return unpack(arrays["data"], arrays["offsets"]), arrays["counts"], meta["bound"], meta["set_aside"]
-    if kind == "pruned":
-        return {size: (unpack(arrays[f"{size}_data"], arrays[f"{size}_offsets"]), arrays[f"{size}_counts"])
-                for size in meta["sizes"]}
-    if kind == "models":
-        from tokenizer.model import Model
+def _decode_models(arrays: dict, meta: dict) -> dict:
+    from tokenizer.model import Model
 
-        return {size: Model.from_bytes(arrays[str(size)].tobytes(), source=f"stage file, model {size}")
-                for size in meta["sizes"]}
-    if kind == "chunk_table":
-        from tokenizer.packed import PackedBytes
-        from tokenizer.trainers.chunk_table import ChunkTable
+    return {size: Model.from_bytes(arrays[str(size)].tobytes(), source=f"stage file, model {size}")
+            for size in meta["sizes"]}
 
-        texts = {name: unpack(arrays[f"{name}_data"], arrays[f"{name}_offsets"]) for name in ("held_out", "training")}
-        return ChunkTable(PackedBytes(arrays["chunks_data"], arrays["chunks_offsets"]), arrays["counts"],
-                          meta["stats"], texts["held_out"], texts["training"], meta.get("bound", {}))
-    if kind == "merges":
-        from tokenizer.trainers.bpe import Merges
 
-        return Merges(arrays["left"], arrays["right"], arrays["counts"])
-    if kind == "em_state":
-        from tokenizer.trainers.unigram import EmState
-
-        return EmState(unpack(arrays["data"], arrays["offsets"]), arrays["scores"], arrays["order"], meta["rounds"])
-    if kind == "json":
-        return meta["value"]
-    raise ValueError(f"unknown stage kind {kind!r}")
+#: a JSON-able value (read counts)
+JSON = StageCodec("json", lambda value: ({}, {"value": value}), lambda arrays, meta: meta["value"])
+#: ``(pieces list[bytes], counts int64)``
+PIECES = StageCodec("pieces", lambda value: (packed_arrays(*value), {}),
+                    lambda arrays, meta: (unpack(arrays["data"], arrays["offsets"]), arrays["counts"]))
+#: ``{vocab size: Model}``, each as its file's bytes
+MODELS = StageCodec(
+    "models", lambda value: ({str(size): np.frombuffer(model.to_bytes(), dtype=np.uint8)
+                              for size, model in value.items()}, {"sizes": sorted(int(s) for s in value)}),
+    _decode_models)
 
 
 # ------------------------------------------------------------------------------------------------ the work dir
@@ -180,28 +134,28 @@ class WorkDir:
         """Names of the stages whose files exist, sorted."""
         return sorted(f[:-4] for f in os.listdir(self.path) if f.endswith(".npz") and not f.startswith("."))
 
-    def load(self, name: str, kind: str) -> Any:
+    def load(self, name: str, codec: StageCodec) -> Any:
         """The saved value of a finished stage; raises ``FileNotFoundError`` or ``ValueError`` when unusable."""
         with np.load(self.stage_file(name), allow_pickle=False) as archive:
             arrays = {k: archive[k] for k in archive.files}
         header = json.loads(arrays.pop("__header__").tobytes().decode())
-        if header.get("kind") != kind or header.get("key") != self.key:
+        if header.get("kind") != codec.name or header.get("key") != self.key:
             raise ValueError(f"stage file holds {header.get('kind')!r} of key {header.get('key')!r}")
-        return _decode(kind, arrays, header["meta"])
+        return codec.decode(arrays, header["meta"])
 
-    def save(self, name: str, kind: str, value: Any) -> None:
-        arrays, meta = _encode(kind, value)
-        header = json.dumps({"kind": kind, "key": self.key, "stage": name, "meta": meta}, sort_keys=True)
+    def save(self, name: str, codec: StageCodec, value: Any) -> None:
+        arrays, meta = codec.encode(value)
+        header = json.dumps({"kind": codec.name, "key": self.key, "stage": name, "meta": meta}, sort_keys=True)
         arrays = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
         write_atomic(self.stage_file(name), lambda handle: np.savez(
             handle, __header__=np.frombuffer(header.encode(), dtype=np.uint8), **arrays), what=f"stage file ({name})")
 
-    def finished_value(self, name: str, kind: str) -> tuple[Any, bool]:
+    def finished_value(self, name: str, codec: StageCodec) -> tuple[Any, bool]:
         """``(value, True)`` of a stage finished before (when resuming), else ``(None, False)``; a damaged stage
         file is reported and ignored, never trusted."""
         if self.resume and os.path.exists(self.stage_file(name)):
             try:
-                value = self.load(name, kind)
+                value = self.load(name, codec)
             except Exception as exc:
                 self.progress(f"[resume] stage file {self.stage_file(name)} is unreadable ({exc!r}); recomputing")
             else:
@@ -210,27 +164,27 @@ class WorkDir:
                 return value, True
         return None, False
 
-    def finish(self, name: str, kind: str, value: Any) -> None:
+    def finish(self, name: str, codec: StageCodec, value: Any) -> None:
         """Save a computed stage (or a newer checkpoint of it); then the fault-injection hook (module docstring)."""
-        self.save(name, kind, value)
+        self.save(name, codec, value)
         if name not in self.computed:
             self.computed.append(name)
         faults = [s.strip() for s in os.environ.get(FAULT_ENV, "").split(",") if s.strip()]
         if name in faults:
             raise InjectedFault(f"injected fault after stage {name!r} ({FAULT_ENV}={os.environ[FAULT_ENV]})")
 
-    def run(self, name: str, compute: Callable[[], Any], kind: str) -> tuple[Any, bool]:
+    def run(self, name: str, compute: Callable[[], Any], codec: StageCodec) -> tuple[Any, bool]:
         """``(value, resumed)``: the stage's saved value when it finished before, else ``compute()`` saved."""
-        value, resumed = self.finished_value(name, kind)
+        value, resumed = self.finished_value(name, codec)
         if resumed:
             return value, True
         value = compute()
-        self.finish(name, kind, value)
+        self.finish(name, codec, value)
         return value, False
 
-    def checkpoints(self, name: str, kind: str) -> "StageCheckpoints":
+    def checkpoints(self, name: str, codec: StageCodec) -> "StageCheckpoints":
         """A stage saved again each time it moves on (the unigram EM loop after each pruning round)."""
-        return StageCheckpoints(self, name, kind)
+        return StageCheckpoints(self, name, codec)
 
     def describe(self) -> dict:
         return {"path": self.path, "key": self.key, "resumed_stages": list(self.resumed),
@@ -241,20 +195,20 @@ class StageCheckpoints:
     """``load()`` / ``save(value)`` of one checkpointed stage (see :meth:`WorkDir.checkpoints`): ``load`` gives the
     last saved value once (``None`` when there is none or when not resuming), ``save`` replaces it atomically."""
 
-    def __init__(self, work: WorkDir, name: str, kind: str):
-        self.work, self.name, self.kind = work, name, kind
+    def __init__(self, work: WorkDir, name: str, codec: StageCodec):
+        self.work, self.name, self.codec = work, name, codec
         self._loaded = False
 
     def load(self) -> Any:
         if self._loaded:
             return self._last
         self._loaded = True
-        self._last, _ = self.work.finished_value(self.name, self.kind)
+        self._last, _ = self.work.finished_value(self.name, self.codec)
         return self._last
 
     def save(self, value: Any) -> None:
         self._loaded, self._last = True, value
-        self.work.finish(self.name, self.kind, value)
+        self.work.finish(self.name, self.codec, value)
 
 
 class NoWorkDir:
@@ -262,7 +216,7 @@ class NoWorkDir:
 
     resumed: list[str] = []
 
-    def run(self, name: str, compute: Callable[[], Any], kind: str) -> tuple[Any, bool]:
+    def run(self, name: str, compute: Callable[[], Any], codec: StageCodec) -> tuple[Any, bool]:
         return compute(), False
 
 
@@ -310,10 +264,10 @@ class StageLog:
         self.progress(f"[{name}] {report.seconds:.1f} s" + (" (resumed)" if resumed else "")
                       + (f": {shown}" if shown else ""))
 
-    def run(self, name: str, compute: Callable[[], Any], kind: str,
+    def run(self, name: str, compute: Callable[[], Any], codec: StageCodec,
             counts: Callable[[Any], dict] = lambda value: {}) -> Any:
         """The stage's value: loaded from the work directory, or computed and saved; recorded with ``counts``."""
         started = time.perf_counter()
-        value, resumed = self.work.run(name, compute, kind)
+        value, resumed = self.work.run(name, compute, codec)
         self.add(name, started, resumed, **counts(value))
         return value

@@ -121,8 +121,10 @@ def test_every_algorithm_takes_the_shared_options_and_its_own_only(tmp_path):
     with pytest.raises(ConfigError, match="character_coverage is taken by unigram and by bpe with --pretokenizer "
                                           "sentencepiece only"):
         options_from(["--algorithm", "bpe", *base, "--character-coverage", "0.99"])
-    with pytest.raises(ConfigError, match="--master none .* is taken by --algorithm bpe only"):
-        options_from([*base, "--master", "none"])
+    with pytest.raises(ConfigError, match="--partitions needs Spark"):
+        options_from([*base, "--master", "none", "--partitions", "2"])
+    with pytest.raises(ConfigError, match="--reader spark needs Spark"):
+        options_from([*base, "--master", "none", "--reader", "spark"])
 
 
 def test_piece_lengths_have_one_unit_per_name_and_old_spellings_still_work():

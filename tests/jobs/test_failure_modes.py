@@ -92,14 +92,14 @@ def test_vocab_size_larger_than_the_corpus_offers_gives_the_pieces_there_are(spa
 @pytest.mark.spark
 def test_unreadable_input_file_names_it(spark, tmp_path, capsys, monkeypatch):
     """Root reads any file, so the permission error is simulated at the one place the driver opens inputs."""
-    import jobs.manifest
+    import pipelines.manifest
 
     (tmp_path / "corpus.txt").write_bytes(b"\n".join(words_corpus(20)) + b"\n")
 
     def denied(path):
         raise PermissionError(errno.EACCES, "Permission denied", path)
 
-    monkeypatch.setattr(jobs.manifest, "_open_input", denied)
+    monkeypatch.setattr(pipelines.manifest, "_open_input", denied)
     assert train(tmp_path, [tmp_path / "corpus.txt"]) == 2
     err = capsys.readouterr().err
     assert "cannot read input file" in err and "corpus.txt: Permission denied" in err
@@ -110,11 +110,13 @@ def test_unreadable_input_file_names_it(spark, tmp_path, capsys, monkeypatch):
 def test_corrupt_compressed_input_fails_naming_the_problem(spark, tmp_path, capsys):
     blob = gzip.compress(b"\n".join(words_corpus(400)) + b"\n")
     (tmp_path / "corpus.txt.gz").write_bytes(blob[: len(blob) // 2])  # truncated in transfer
-    assert train(tmp_path, [tmp_path / "corpus.txt.gz"]) == 2  # the input must be fixed, found in a task
-    err = capsys.readouterr().err
-    assert "cannot read input file" in err and "corpus.txt.gz" in err and "Unexpected end of input stream" in err
-    assert "re-create it, or remove it from --input" in err
-    assert not (tmp_path / "m.model").exists()
+    for engine, reason in ((["--master", "local[2]"], "Unexpected end of input stream"),  # found in a task
+                           ([], "Compressed file ended before the end-of-stream marker")):  # in this process
+        assert train(tmp_path, [tmp_path / "corpus.txt.gz"], *engine) == 2  # the input must be fixed
+        err = capsys.readouterr().err
+        assert "cannot read input file" in err and "corpus.txt.gz" in err and reason in err
+        assert "re-create it, or remove it from --input" in err
+        assert not (tmp_path / "m.model").exists()
 
 
 @pytest.mark.spark

@@ -51,10 +51,11 @@ def stage_files(work_root) -> dict[str, int]:
 
 MANIFEST_KEYS = {
     "algorithm", "command", "config", "config_path", "corpus_fingerprint", "created_unix", "created_utc",
-    "default_parallelism", "details", "holdout_fraction", "host", "input", "input_fingerprint", "input_format",
+    "default_parallelism", "details", "engine", "engine_reason", "holdout_fraction", "host", "input", "input_fingerprint", "input_format",
     "models", "outputs", "partitions", "python", "read", "reader", "seconds_total", "settings", "spark_master",
-    "spark_version", "stages", "table_bounds", "text_column", "training_documents", "versions", "work_dir"}
-RUNS = {  # algorithm: (its options, its stages in order, the vocab sizes)
+    "spark_version", "stages", "table_bounds", "text_column", "threads", "training_documents", "versions", "work_dir"}
+RUNS = {  # algorithm: (its options, its stages in order, the vocab sizes); bpe trains in this process (the default
+    # --master auto on a small local file), the others on Spark
     "bytepiece": (["--min-count", "3", "--order", "4", "--partitions", "2"],
                   ["read", "ngrams", "ngram_model", "candidates", "prune", "models"], (300, 330)),
     "unigram": (["--master", "local[2]", "--holdout-fraction", "0.05"], ["chunks", "em_60", "em_80", "models"],
@@ -99,7 +100,9 @@ def test_kill_after_each_stage_then_rerun_gives_identical_model_bytes(spark, tmp
     assert manifest["work_dir"]["computed_stages"] == [] and "models" in manifest["work_dir"]["resumed_stages"]
     assert manifest["algorithm"] == algorithm and (tmp_path / "killed" / "models" / "config.yaml").exists()
     assert set(manifest) == MANIFEST_KEYS  # one manifest for every algorithm
-    assert set(manifest["versions"]) >= {"shardpiece", "spark", "pyspark", "java", "numba", "numpy", "pyarrow"}
+    spark_versions = {"spark", "java"} if manifest["engine"] == "spark" else set()  # bpe here: in this process
+    assert manifest["engine"] == ("in-process" if algorithm == "bpe" else "spark")
+    assert set(manifest["versions"]) >= {"shardpiece", "pyspark", "numba", "numpy", "pyarrow", *spark_versions}
     assert manifest["outputs"] and all(len(entry["sha256"]) == 64 for entry in manifest["outputs"].values())
 
 
@@ -155,6 +158,9 @@ def test_changed_input_or_settings_get_a_new_work_key(spark, tmp_path):
 def test_work_dir_round_trips_every_stage_kind(tmp_path):
     import numpy as np
 
+    from pipelines.train import algorithms as A
+    from pipelines.train import bytepiece as P
+    from pipelines.train import workdir as W
     from tokenizer.trainers.bytepiece import NgramTable
     from tokenizer.trainers.bytepiece import build_ngram_model, build_model, prune_pieces
 
@@ -165,24 +171,24 @@ def test_work_dir_round_trips_every_stage_kind(tmp_path):
     pruned = prune_pieces([b"a", b"b", b"ab"], np.array([3, 2, 2]), settings)
     models = {260: build_model(*pruned[260], settings)}
     work = WorkDir(str(tmp_path), {"test": 1})
-    for name, kind, value in [("t", "ngram_table", table), ("lm", "ngram_model", lm), ("p", "pruned", pruned),
-                              ("m", "models", models), ("j", "json", {"rows": 3}),
-                              ("pc", "pieces", ([b"", b"\x00\xff"], np.array([1, 2], np.int64))),
-                              ("cd", "candidates", ([b"a"], np.array([4], np.int64), {"limit": 9},
+    for name, kind, value in [("t", P.NGRAM_TABLE, table), ("lm", P.NGRAM_MODEL, lm), ("p", P.PRUNED, pruned),
+                              ("m", W.MODELS, models), ("j", W.JSON, {"rows": 3}),
+                              ("pc", W.PIECES, ([b"", b"\x00\xff"], np.array([1, 2], np.int64))),
+                              ("cd", P.CANDIDATES, ([b"a"], np.array([4], np.int64), {"limit": 9},
                                                     {"pieces": 2, "occurrences": 3}))]:
         work.save(name, kind, value)
         loaded = work.load(name, kind)
-        if kind == "ngram_table":
+        if kind is P.NGRAM_TABLE:
             assert loaded.fingerprint == table.fingerprint and loaded.keys.tolist() == table.keys.tolist()
-        elif kind == "ngram_model":
+        elif kind is P.NGRAM_MODEL:
             assert loaded.keys.tolist() == lm.keys.tolist() and loaded.log_probs.tolist() == lm.log_probs.tolist()
-        elif kind == "pruned":
+        elif kind is P.PRUNED:
             assert loaded[260][0] == pruned[260][0] and loaded[260][1].tolist() == pruned[260][1].tolist()
-        elif kind == "models":
+        elif kind is W.MODELS:
             assert loaded[260].to_bytes() == models[260].to_bytes()
-        elif kind == "pieces":
+        elif kind is W.PIECES:
             assert loaded[0] == [b"", b"\x00\xff"] and loaded[1].tolist() == [1, 2]
-        elif kind == "candidates":
+        elif kind is P.CANDIDATES:
             assert (loaded[0], loaded[1].tolist(), loaded[2], loaded[3]) == ([b"a"], [4], *value[2:])
         else:
             assert loaded == {"rows": 3}
@@ -191,19 +197,19 @@ def test_work_dir_round_trips_every_stage_kind(tmp_path):
     from tokenizer.trainers.unigram import EmState
 
     table = ChunkTable([b"", b"ab"], np.array([2, 5], np.int64), {"documents": 3}, [b"held"], [b"x", b"y"])
-    work.save("c", "chunk_table", table)
-    loaded = work.load("c", "chunk_table")
+    work.save("c", A.CHUNK_TABLE, table)
+    loaded = work.load("c", A.CHUNK_TABLE)
     assert (loaded.chunks, loaded.counts.tolist(), loaded.stats, loaded.held_out, loaded.training) == \
         (table.chunks, [2, 5], table.stats, table.held_out, table.training)
     merges = Merges(np.array([97], np.int64), np.array([98], np.int64), np.array([4], np.int64))
-    work.save("mg", "merges", merges)
-    assert work.load("mg", "merges").pieces() == merges.pieces()
+    work.save("mg", A.MERGES, merges)
+    assert work.load("mg", A.MERGES).pieces() == merges.pieces()
     state = EmState([b"a", b"ab"], np.array([-1.5, -np.inf]), np.array([0], np.int64), 4)
-    work.save("em", "em_state", state)
-    loaded = work.load("em", "em_state")
+    work.save("em", A.EM_STATE, state)
+    loaded = work.load("em", A.EM_STATE)
     assert (loaded.pieces, loaded.scores.tolist(), loaded.order.tolist(), loaded.rounds) == \
         (state.pieces, state.scores.tolist(), [0], 4)
     assert work.finished() == ["c", "cd", "em", "j", "lm", "m", "mg", "p", "pc", "t"]
     with pytest.raises(ValueError, match="holds 'json'"):
-        work.load("j", "pieces")
+        work.load("j", W.PIECES)
     assert run_key({"a": 1, "b": [2]}) == run_key({"b": [2], "a": 1}) != run_key({"a": 2, "b": [2]})

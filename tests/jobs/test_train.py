@@ -12,7 +12,7 @@ import pytest
 from jobs.config import validate_config
 from jobs.train import build_parser, main, resolve_options
 from jobs.train_options import SCHEMA, load_config
-from jobs.training import model_paths
+from pipelines.train.skeleton import model_paths
 from pipelines.train.bytepiece import multiset_fingerprint
 from tokenizer.errors import ConfigError
 from tokenizer.model import Model

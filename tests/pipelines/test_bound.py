@@ -47,7 +47,7 @@ def random_lines(n: int = 3000, seed: int = 4) -> list[bytes]:
 def test_bounded_reduce_is_the_top_of_the_full_table_for_any_partitioning(spark):
     from pipelines.train import bpe as pb
     from pipelines.train import bytepiece as pbp
-    from pipelines.train import reduce
+    from pipelines.spark import reduce
     from tokenizer.trainers.bpe import BpeSettings
     from tokenizer.trainers.bytepiece import TrainSettings
 

@@ -1,5 +1,5 @@
 """BPE on Spark: byte-identical models for 1 and 3 partitions, equal to the local trainer; the train job end to end,
-and its ``--master none`` path giving the same model bytes."""
+and its in-process engine's refusals (its model bytes: ``test_engines.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 import pytest
 
 from pipelines.train.bpe import counter
-from pipelines.train.reduce import count_chunk_table
+from pipelines.spark.reduce import count_chunk_table
 from tokenizer import Tokenizer
 from tokenizer.model import Model
 from tokenizer.trainers import bpe
@@ -83,7 +83,9 @@ def test_train_job_and_export(spark, tmp_path):
     assert tok.encode(line) == Tokenizer(model).encode(line)
 
 
-def test_train_job_without_spark_refuses_bad_options_and_inputs(tmp_path, capsys):
+def test_train_job_without_spark_refuses_bad_options_and_names_bad_files(tmp_path, capsys):
+    import gzip
+
     from jobs.cli import main as cli
 
     corpus = tmp_path / "corpus.txt"
@@ -92,34 +94,15 @@ def test_train_job_without_spark_refuses_bad_options_and_inputs(tmp_path, capsys
             str(tmp_path / "m.model"), "--master", "none", "--quiet"]
     assert cli(base + ["--holdout-fraction", "0.9"]) == 2
     assert "outside 0..0.5" in capsys.readouterr().err
-    (tmp_path / "d.jsonl").write_text('{"text": "a"}\n')
-    assert cli(base[:4] + [str(tmp_path / "d.jsonl")] + base[5:] + ["--holdout-fraction", "0"]) == 2
-    assert "text files only" in capsys.readouterr().err
-
-
-def test_train_job_without_spark_reads_compressed_files_and_names_bad_ones(tmp_path, capsys):
-    import gzip
-
-    import zstandard
-
-    from jobs.cli import main as cli
-    from jobs.training import read_text_lines
-
-    text = b"a b c\nd e\n\nf\n"
-    (tmp_path / "plain.txt").write_bytes(text)
-    (tmp_path / "z.gz").write_bytes(gzip.compress(text))
-    (tmp_path / "z.zst").write_bytes(zstandard.ZstdCompressor().compress(text))
-    plain = read_text_lines([str(tmp_path / "plain.txt")])
-    for name in ("z.gz", "z.zst"):
-        data, offsets, _ = read_text_lines([str(tmp_path / name)])
-        assert data.tobytes() == plain[0].tobytes() and offsets.tolist() == plain[1].tolist() == [0, 5, 8, 8, 9]
-
-    (tmp_path / "bad.gz").write_bytes(gzip.compress(text)[:12])
+    assert cli(base + ["--partitions", "2"]) == 2
+    assert "--partitions needs Spark" in capsys.readouterr().err
+    (tmp_path / "bad.gz").write_bytes(gzip.compress(b"a b c\nd e\n")[:12])
     (tmp_path / "bad.zst").write_bytes(b"not zstd at all")
+    (tmp_path / "c.bz2").write_bytes(b"BZh9")
     base = ["train", "--algorithm", "bpe", "--vocab-size", "300", "--output", str(tmp_path / "m.model"),
             "--master", "none", "--holdout-fraction", "0", "--quiet", "--input"]
     for name, message in (("bad.gz", "it is corrupt, truncated"), ("bad.zst", "not a valid zstd file"),
-                          ("missing.txt", "matches no file")):
+                          ("missing.txt", "matches no file"), ("c.bz2", "--master local[*]")):
         assert cli(base + [str(tmp_path / name)]) == 2
         err = capsys.readouterr().err
         assert message in err and name in err

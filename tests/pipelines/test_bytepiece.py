@@ -10,7 +10,7 @@ import pytest
 
 
 from pipelines.train.bytepiece import (
-    count_ngram_shards, count_piece_shards, em_partition, kept_ngram_mask, multiset_fingerprint, train_bytepiece,
+    count_ngram_shards, count_piece_shards, em_statistics, kept_ngram_mask, multiset_fingerprint, train_bytepiece,
 )
 from pipelines.read.shards import binary_buffers, iter_shards, map_shards
 from tokenizer.errors import InputError
@@ -40,7 +40,9 @@ def test_kept_ngram_mask_keeps_single_bytes_and_frequent_ngrams():
 
 def spark_models(spark, lines: list[bytes], settings: TrainSettings, partitions: int, threads: int | None = None):
     frame = spark.createDataFrame([(line,) for line in lines], "text binary").repartition(partitions)
-    return train_bytepiece(frame, settings, shard_bytes=4096, threads=threads)
+    from pipelines.spark.train_engine import SparkEngine
+
+    return train_bytepiece(SparkEngine.over(frame, threads), settings, shard_bytes=4096)
 
 
 class Broadcast:
@@ -53,10 +55,6 @@ class Broadcast:
 def text_batches(lines: list[bytes], rows: int = 50) -> list[pa.RecordBatch]:
     return [pa.RecordBatch.from_arrays([pa.array(lines[i:i + rows], pa.binary())], names=["text"])
             for i in range(0, len(lines), rows)]
-
-
-def table_rows(batches) -> list[tuple]:
-    return [tuple(row.values()) for batch in batches for row in batch.to_pylist()]
 
 
 def test_map_shards_keeps_order_and_at_most_threads_plus_one_shards_in_flight():
@@ -116,9 +114,9 @@ def test_threads_count_exactly_what_one_thread_counts(settings):
 
     piece_list = sorted(set(bp.piece_list(pieces[1][0], pieces[1][1])) | {bytes([b]) for b in range(256)})
     piece_counts = np.ones(len(piece_list), np.int64)
-    em = {threads: table_rows(em_partition(Broadcast((piece_list, piece_counts)), settings, shard_bytes, threads)(
-        iter(text_batches(lines)))) for threads in (1, 2)}
-    assert len(em[1]) == 1 and em[2] == em[1]
+    em = {threads: em_statistics(Broadcast((piece_list, piece_counts)), settings, iter(text_batches(lines)), threads,
+                                 shard_bytes).to_bytes() for threads in (1, 2)}
+    assert em[2] == em[1]
 
 
 def test_multiset_fingerprint_ignores_order_but_not_content():
@@ -191,4 +189,6 @@ def test_nfc_settings_normalize_before_counting(spark):
 def test_corpus_without_text_is_a_clear_error(spark):
     frame = spark.createDataFrame([], "text binary")
     with pytest.raises(InputError, match="no text"):
-        train_bytepiece(frame, TrainSettings(vocab_sizes=(300,)))
+        from pipelines.spark.train_engine import SparkEngine
+
+        train_bytepiece(SparkEngine.over(frame), TrainSettings(vocab_sizes=(300,)))

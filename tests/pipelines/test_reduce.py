@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from pipelines.train import reduce
+from pipelines.spark import reduce
+from pipelines.train import tables as T
 
 int_keys = st.dictionaries(st.integers(0, 1 << 40), st.integers(1, 50), max_size=40)
 byte_keys = st.dictionaries(st.binary(max_size=6), st.integers(1, 50), max_size=40)
@@ -41,7 +42,7 @@ def frequent(table: tuple) -> np.ndarray:
 
 
 @hypothesis_settings(max_examples=60, deadline=None)
-@given(data=st.data(), buckets=st.integers(1, 7), kind=st.sampled_from(reduce.KINDS),
+@given(data=st.data(), buckets=st.integers(1, 7), kind=st.sampled_from(T.KINDS),
        keep=st.sampled_from(["all", "frequent", "frequent, rest set aside"]), threads=st.integers(1, 3))
 def test_bucketed_reduce_equals_a_plain_dict_sum(data, buckets, kind, keep, threads):
     tables = data.draw(st.lists(int_keys if kind == "int64" else byte_keys, max_size=5))
@@ -66,17 +67,17 @@ def test_bucketed_reduce_equals_a_plain_dict_sum(data, buckets, kind, keep, thre
                                        threads=threads)
         for out in step(iter([batch])):
             rows += zip(out.column(0).to_pylist(), out.column(1).to_pylist())
-    tables_out = [reduce.decode(kind, blob) for bucket, blob in rows if bucket >= 0]
+    tables_out = [T.decode(kind, blob) for bucket, blob in rows if bucket >= 0]
     histogram = {}
     for bucket, blob in rows:
         if bucket == reduce.HISTOGRAM_BUCKET:
             for count, entries in json.loads(blob):
                 histogram[count] = histogram.get(count, 0) + entries
     stats = [json.loads(blob) for bucket, blob in rows if bucket == reduce.STATS_BUCKET]
-    merged = reduce.merge(kind, tables_out)
+    merged = T.merge(kind, tables_out)
     want = {k: v for k, v in expected.items() if v >= 5 or keep == "all"}
     assert as_dict(kind, merged) == want
-    aside = reduce.merge(kind, [reduce.decode(kind, blob) for bucket, blob in rows
+    aside = T.merge(kind, [T.decode(kind, blob) for bucket, blob in rows
                                 if bucket == reduce.SET_ASIDE_BUCKET])
     assert as_dict(kind, aside) == ({k: v for k, v in expected.items() if v < 5} if "aside" in keep else {})
     assert histogram == {c: list(want.values()).count(c) for c in set(want.values())}  # of what was kept
@@ -93,19 +94,19 @@ def test_bucketed_reduce_equals_a_plain_dict_sum(data, buckets, kind, keep, thre
 def test_tables_round_trip_and_empty_merges():
     for kind, counts in (("int64", {3: 1, 9: 4}), ("bytes", {b"": 2, b"\x00\xff": 1})):
         table = as_table(kind, counts)
-        assert as_dict(kind, reduce.decode(kind, reduce.encode(kind, table))) == counts
-        assert reduce.size(kind, reduce.merge(kind, [])) == 0
+        assert as_dict(kind, T.decode(kind, T.encode(kind, table))) == counts
+        assert T.size(kind, T.merge(kind, [])) == 0
 
 
 @hypothesis_settings(max_examples=60, deadline=None)
-@given(data=st.data(), kind=st.sampled_from(reduce.KINDS), row_bytes=st.integers(1, 80))
+@given(data=st.data(), kind=st.sampled_from(T.KINDS), row_bytes=st.integers(1, 80))
 def test_rows_cut_a_table_into_small_rows_that_add_up_to_it(data, kind, row_bytes):
     table = as_table(kind, data.draw(int_keys if kind == "int64" else byte_keys))
     rows = list(reduce._rows(kind, table, 3, row_bytes))
     assert all(bucket == 3 for bucket, _ in rows)
-    parts = [reduce.decode(kind, blob) for _, blob in rows]
+    parts = [T.decode(kind, blob) for _, blob in rows]
     overhead = 8 * len(parts[0]) + (8 if kind == "bytes" else 0) if parts else 0  # length prefixes, last offset
-    assert all(reduce.size(kind, part) == 1 or len(blob) - overhead <= row_bytes for part, (_, blob) in zip(parts, rows))
-    assert sum(reduce.size(kind, part) for part in parts) == reduce.size(kind, table)
-    assert as_dict(kind, reduce.merge(kind, parts)) == as_dict(kind, table)
+    assert all(T.size(kind, part) == 1 or len(blob) - overhead <= row_bytes for part, (_, blob) in zip(parts, rows))
+    assert sum(T.size(kind, part) for part in parts) == T.size(kind, table)
+    assert as_dict(kind, T.merge(kind, parts)) == as_dict(kind, table)
 

@@ -25,14 +25,14 @@ def fit(table, settings, runner=None, threads: int = 1) -> bytes:
 
 
 def count_chunks(frame, settings, threads=None, shard_bytes=None):
-    from pipelines.train.reduce import count_chunk_table
+    from pipelines.spark.reduce import count_chunk_table
     from pipelines.train.unigram import counter
 
     return count_chunk_table(frame, counter(settings, *([shard_bytes] if shard_bytes else [])), threads)
 
 
 def test_models_identical_across_partitions_and_estep_modes(spark):
-    from pipelines.train.unigram import spark_runner, table_frame
+    from pipelines.spark.estep import spark_runner, table_frame
 
     texts = sentences()
     settings = ug.UnigramSettings(vocab_size=120)
@@ -92,9 +92,10 @@ def test_direct_count_is_the_spark_count_of_the_training_documents(spark, tmp_pa
     import gzip
 
     import pipelines.read.arrow_read as arrow_read
-    from jobs.training import split_holdout
+    from pipelines.spark.train_engine import split_holdout
     from pipelines.read.readers import read_corpus
-    from pipelines.train.direct_count import count_chunks_direct
+    from pipelines.spark.direct_count import count_chunks_direct
+    from pipelines.train.tables import chunk_table_of
     from pipelines.train.unigram import counter
 
     texts = sentences(seed=5, lines=600) + ["x\u2585y".encode(), b"", b"<s> ka </s>"]
@@ -105,7 +106,8 @@ def test_direct_count_is_the_spark_count_of_the_training_documents(spark, tmp_pa
     units, _ = arrow_read.plan_text(files, None, unit_bytes=1500)
     assert len(units) > 4
     settings = ug.UnigramSettings(vocab_size=120)
-    counted = count_chunks_direct(spark, units, counter(settings, 700), 0.1, threads=2, keep_documents=5000)
+    counted = chunk_table_of(count_chunks_direct(spark, units, counter(settings, 700), 0.1, threads=2,
+                                                 keep_documents=5000))
     training, held_out = split_holdout(read_corpus(spark, [str(tmp_path)]).documents, 0.1)
     table = count_chunks(training, settings)
     assert counted.chunks == table.chunks and counted.counts.tolist() == table.counts.tolist()
@@ -150,14 +152,14 @@ def test_unigram_job_names_a_corrupt_compressed_input(spark, tmp_path, capsys):
 
 
 def test_driver_threads_of_masters():
-    from pipelines.train.unigram import driver_threads
+    from pipelines.spark.estep import driver_threads
 
     assert driver_threads("local[2]") == 2 and driver_threads("local") == 1
     assert driver_threads("spark://127.0.0.1:7077") == 1
 
 
 def test_counting_session_options():
-    from pipelines.train.unigram import COUNT_SPLIT_BYTES, counting_session_options
+    from pipelines.spark.train_engine import COUNT_SPLIT_BYTES, counting_session_options
 
     cached = {"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true"}
     assert counting_session_options("local[2]") == {

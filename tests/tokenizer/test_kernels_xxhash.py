@@ -28,7 +28,7 @@ def test_kernel_equals_twin_on_any_range(data, prefix, seed):
 
 @pytest.mark.spark
 def test_span_buckets_are_sparks_pmod_xxhash64(spark):
-    """The documents ``jobs.training.split_holdout`` holds out (``pmod(xxhash64(text), 1e6) < k``) are the ones
+    """The documents ``pipelines.spark.train_engine.split_holdout`` holds out (``pmod(xxhash64(text), 1e6) < k``) are the ones
     whose bucket is below k, for documents of every length class (0, < 4, < 8, < 32, >= 32 bytes); the buckets are
     Spark's ``pmod(xxhash64(text), n)`` (the reduce's buckets of byte keys)."""
     from pyspark.sql import functions as F

@@ -205,15 +205,6 @@ def test_char_kernels_match_twins(spans, data):
     assert got == ref_chars_to_symbols(spans, mapping)
 
 
-@settings(max_examples=30, deadline=None)
-@given(texts=texts_strategy, threads=st.integers(1, 4))
-def test_threaded_count_is_the_same_table(texts, threads):
-    for pretokenizer in bpe.PRETOKENIZERS:
-        s = bpe.BpeSettings(pretokenizer=pretokenizer)
-        packed = bpe.pack_texts(texts)
-        assert table(bpe.count_chunks_threaded(*packed, s, threads)) == table(bpe.count_chunks(*packed, s))
-
-
 def test_required_characters_follow_coverage():
     data, offsets = bpe.pack_texts(["aaaab", "\tc"])
     counts = np.array([10, 1], np.int64)

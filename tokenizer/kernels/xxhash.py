@@ -1,5 +1,5 @@
 """XXH64, the 64-bit xxHash, as Spark's ``xxhash64`` SQL function computes it for a binary value (seed 42), so that
-code reading documents without Spark picks the same held-out documents as ``jobs.training.split_holdout``.
+code reading documents without Spark picks the same held-out documents as ``pipelines.spark.train_engine.split_holdout``.
 
 Spark's ``XXH64.hashUnsafeBytes`` is the standard algorithm (32-byte stripes in four lanes, then 8-, 4- and 1-byte
 tails, then the avalanche), reading little-endian words; its SQL result is the hash as a signed 64-bit integer.
@@ -15,7 +15,7 @@ import numpy as np
 from tokenizer.kernels import kernel
 
 SPARK_SEED = 42
-#: ``jobs.training.split_holdout`` holds a document out when ``pmod(xxhash64(text), HOLDOUT_BUCKETS)`` falls below
+#: ``pipelines.spark.train_engine.split_holdout`` holds a document out when ``pmod(xxhash64(text), HOLDOUT_BUCKETS)`` falls below
 #: :func:`held_out_buckets` of the fraction.
 HOLDOUT_BUCKETS = 1_000_000
 _P1 = np.uint64(0x9E3779B185EBCA87)
@@ -120,7 +120,7 @@ def held_out_buckets(fraction: float) -> int:
 
 def held_out_documents(data, offsets, fraction: float):
     """Bool mask of the packed documents ``data[offsets[i]:offsets[i + 1]]`` (uint8, int64) that
-    ``jobs.training.split_holdout`` holds out at ``fraction`` (all false at 0)."""
+    ``pipelines.spark.train_engine.split_holdout`` holds out at ``fraction`` (all false at 0)."""
     buckets = held_out_buckets(fraction)
     if buckets <= 0:
         return np.zeros(len(offsets) - 1, bool)

@@ -429,27 +429,6 @@ def build_models(merges: Merges, settings: BpeSettings, provenance: dict | None 
     return models
 
 
-def count_chunks_threaded(data, offsets, settings: BpeSettings,
-                          threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`count_chunks` over ``threads`` ranges of documents of about equal size at once (the kernels release
-    the GIL), the tables summed with :func:`merge_chunk_counts`: the same table, in another order."""
-    data, offsets = as_packed(data, offsets)
-    n_docs = len(offsets) - 1
-    threads = max(1, min(int(threads), n_docs))
-    if threads == 1:
-        return count_chunks(data, offsets, settings)
-    targets = offsets[0] + (offsets[-1] - offsets[0]) * np.arange(1, threads) // threads
-    cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets, targets), [n_docs]]))
-    ranges = [offsets[a:b + 1] for a, b in zip(cuts[:-1], cuts[1:])]
-    P.char_class_table()
-    sentencepiece_script_table()
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        tables = list(pool.map(lambda part: count_chunks(data, part, settings), ranges))
-    return merge_chunk_counts(*tables)
-
-
 def bpe_table_fingerprint(chunks: list[bytes], counts: np.ndarray) -> str:
     """SHA-256 of the sorted chunk count table (what the merges are a function of)."""
     import hashlib

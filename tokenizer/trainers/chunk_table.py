@@ -3,7 +3,7 @@
 A shard's count is ``(data uint8, offsets int64, counts int64)`` (a chunk's bytes are
 ``data[offsets[i]:offsets[i + 1]]``) plus named side statistics (``{"documents": 12, "skipped_sentences": 1}``);
 :func:`merge` adds two of them (chunk counts and statistics alike) and :func:`empty` is the neutral element. Spark
-(:mod:`pipelines.train.reduce`), the tasks that read files themselves (:mod:`pipelines.train.direct_count`) and the
+(:mod:`pipelines.spark.reduce`), the tasks that read files themselves (:mod:`pipelines.spark.direct_count`) and the
 single-process path all reduce with these, then :func:`finish` sorts the result into a :class:`ChunkTable`, the
 input of :func:`tokenizer.trainers.unigram.train_from_chunks` and :func:`tokenizer.trainers.bpe.learn_bpe`.
 

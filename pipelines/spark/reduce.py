@@ -1,17 +1,17 @@
-"""The one Spark reduce of every count table training makes: BytePiece's n-grams and pieces, unigram's and BPE's
-chunks.
+"""The one Spark reduce of every count table training makes (the Spark engine's ``count``,
+:mod:`pipelines.spark.train_engine`): BytePiece's n-grams and pieces, unigram's and BPE's chunks.
 
     documents (text: binary)
       -> mapInArrow: the algorithm's counter over the partition (a monoid: shards counted on the task's
          threads, summed) -> one table + named side statistics ({"documents": 12, ...})
          -> rows (bucket int, blob binary): the table cut into hash buckets, a few large binary rows per
-            partition (the JVM shuffles bytes, not one row per key; keys and counts as varints, :func:`encode`),
-            plus one row (bucket -1) of statistics; with :class:`KeyGroups` (BytePiece's n-grams) a key's bucket
-            follows its group, and each bucket is expanded to its final counts in the reduce
-      -> repartition(bucket) + mapInArrow: each bucket's tables merged exactly (integer sums), optionally cut
-         down (``keep``, a mask: BytePiece keeps n-grams with count >= min_count) and what ``keep`` drops either
-         discarded or set aside (:data:`SET_ASIDE_BUCKET` rows that stay in Spark, never collected: BytePiece's
-         rare pieces, re-segmented on the executors), its number of distinct keys counted
+            partition (the JVM shuffles bytes, not one row per key; keys and counts as varints,
+            :func:`pipelines.train.tables.encode`), plus one row (bucket -1) of statistics; with
+            :class:`~pipelines.train.tables.KeyGroups` (BytePiece's n-grams) a key's bucket follows its group
+      -> repartition(bucket) + mapInArrow: each bucket's tables reduced (:func:`pipelines.train.tables.reduce_table`:
+         merged exactly, expanded, cut by ``keep``); what ``keep`` drops either discarded or set aside
+         (:data:`SET_ASIDE_BUCKET` rows that stay in Spark, never collected: BytePiece's rare pieces, re-segmented
+         on the executors)
          -> rows (bucket, blob) again
       -> the driver's memory bound (:func:`bounded_collect`, :mod:`tokenizer.trainers.table_bound`): the reduced
          buckets are cached (memory, spilling to disk), the reduce tasks' count histograms decide a cut that keeps
@@ -19,34 +19,29 @@ chunks.
          ``limit`` entries are ever collected
       -> on the driver: the buckets' tables (disjoint) merged, the statistics summed
 
-Tables have one of two key kinds (:data:`KINDS`): ``int64``, ``(keys int64 sorted, counts int64)`` with packed
-n-gram keys (the fast path: keys are bytes plus length in one integer), and ``bytes``, ``(data uint8, offsets
-int64, counts int64)`` with any byte strings as keys. Both merge with their trainer's monoid
-(:func:`tokenizer.trainers.bytepiece.merge_counts`, :func:`tokenizer.trainers.chunk_table.merge`), so any engine
-that can shuffle bytes by a bucket number (Apache Beam's GroupByKey) could drive the same count and merge
-functions. Sums are exact and the driver sorts, so the result never depends on the partitioning.
+The tables, their merge and encoding are engine-neutral (:mod:`pipelines.train.tables`); sums are exact and the
+driver sorts, so the result never depends on the partitioning, and equals the in-process engine's.
 
 Example::
 
     reduced = reduce_counts(documents, counter, "bytes", limit=10_000_000)   # counter: (batches, threads) ->
     reduced.table, reduced.stats, reduced.bound                               #   (table, stats)
-    chunks = count_chunk_table(documents, pipelines.train.bpe.counter(settings))   # sorted, as a ChunkTable
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import numpy as np
 
+from pipelines.train.tables import (Counter, KeyGroups, Reduced, by_bucket, chunk_table_of, decode, encode,
+                                    keys_at, kept_mask, reduce_table, select, size, slice_rows)
 from tokenizer.memory import release_freed_memory
 from tokenizer.packed import pack
 from tokenizer.trainers import chunk_table as T
 from tokenizer.trainers import table_bound as B
 
-KINDS = ("int64", "bytes")
 SCHEMA = "bucket int, blob binary"
 STATS_BUCKET = -1
 HELD_OUT_BUCKET, TRAINING_BUCKET = -2, -3  # documents a direct count keeps for the evaluation sample
@@ -60,120 +55,8 @@ CACHED_PLAN_OPTIONS = {"spark.sql.optimizer.canChangeCachedPlanOutputPartitionin
 #: local master's small driver JVM runs every task
 MAX_ROW_BYTES = 8 << 20
 
-#: ``(Arrow batches of one binary column, threads) -> (table, stats)``; runs in the tasks (picklable)
-Counter = Callable[[Iterator, int], tuple[tuple, dict]]
 
-
-@dataclass(frozen=True)
-class KeyGroups:
-    """How an int64 table whose keys are not yet final is reduced (BytePiece's n-grams: the longest n-gram at each
-    position, expanded to every n-gram in the reduce): ``group(keys)`` gives the int64 values whose hash decides
-    each key's bucket, so a whole group meets in one reduce task, and ``expand(table)`` turns a merged table of
-    whole groups into the final counts (before ``keep``). Both module-level functions (they are pickled)."""
-
-    group: Callable[[np.ndarray], np.ndarray]
-    expand: Callable[[tuple], tuple]
-
-
-# ---------------------------------------------------------------------------------------------- tables
-def empty(kind: str) -> tuple:
-    return (np.zeros(0, np.int64), np.zeros(0, np.int64)) if kind == "int64" else T.empty()[0]
-
-
-def size(kind: str, table: tuple) -> int:
-    """Number of keys of a table."""
-    return len(table[-1])
-
-
-def merge(kind: str, tables: list[tuple]) -> tuple:
-    """Sum tables of one kind exactly (int64 ones pairwise as a balanced tree, so the result stays sorted)."""
-    if kind == "bytes":
-        return T.merge(*((table, {}) for table in tables))[0] if tables else empty(kind)
-    from tokenizer.trainers.bytepiece import merge_counts
-
-    tables = list(tables) or [empty(kind)]
-    while len(tables) > 1:
-        tables = [merge_counts(tables[i], tables[i + 1]) if i + 1 < len(tables) else tables[i]
-                  for i in range(0, len(tables), 2)]
-    return tables[0]
-
-
-def buckets_of(kind: str, table: tuple, buckets: int, groups: KeyGroups | None = None) -> np.ndarray:
-    """Bucket (0..buckets-1, int64) of every key: a multiplicative hash of int64 keys (packed n-grams keep their
-    length in the low bits; with ``groups``, of their group), Spark's xxhash64 of byte keys. Every occurrence of a
-    key gets the same bucket."""
-    if kind == "int64":
-        keys = np.asarray(table[0], np.int64) if groups is None else groups.group(table[0])
-        mixed = keys.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        return ((mixed >> np.uint64(32)) % np.uint64(buckets)).astype(np.int64)
-    from tokenizer.kernels.xxhash import span_buckets
-
-    return span_buckets(table[0], table[1], buckets)
-
-
-def select(kind: str, table: tuple, mask: np.ndarray) -> tuple:
-    """The entries of ``table`` where ``mask`` (bool) is true, in their order, or at the indices ``mask`` (int)
-    lists, in that order."""
-    if kind == "int64":
-        return table[0][mask], table[1][mask]
-    from tokenizer.kernels.chunk_count import gather_spans
-
-    data, offsets, counts = table
-    starts, ends = offsets[:-1][mask], offsets[1:][mask]
-    chunk_data, chunk_offsets = gather_spans(np.ascontiguousarray(data, np.uint8), starts, ends)
-    return chunk_data, chunk_offsets, np.asarray(counts, np.int64)[mask]
-
-
-def slice_rows(kind: str, table: tuple, start: int, stop: int) -> tuple:
-    """Entries ``start .. stop - 1`` of ``table``, as a table of its own (byte keys re-based to offset 0)."""
-    if kind == "int64":
-        return table[0][start:stop], table[1][start:stop]
-    data, offsets, counts = table
-    return data[offsets[start]:offsets[stop]], offsets[start:stop + 1] - offsets[start], counts[start:stop]
-
-
-def encode(kind: str, table: tuple) -> bytes:
-    """A table as bytes, compact (what the shuffle carries): its number of entries (8 bytes), the int64 keys as
-    varints of their differences (:mod:`tokenizer.kernels.varint`: sorted keys take a byte or two each) or the byte
-    keys' lengths as varints, the counts as varints, then the byte keys' bytes. Example: an int64 table
-    ``([5, 7], [1, 300])`` -> ``02 00 .. 00 | 0a 04 | 01 ac 02``."""
-    from tokenizer.kernels.varint import MAX_VARINT_BYTES, encode_varints
-
-    n = size(kind, table)
-    columns = ([(table[0], True)] if kind == "int64" else [(np.diff(table[1]), False)]) + [(table[-1], False)]
-    out = np.empty(8 + MAX_VARINT_BYTES * n * len(columns), np.uint8)
-    out[:8] = np.frombuffer(n.to_bytes(8, "little"), np.uint8)
-    end = 8
-    for values, delta in columns:
-        end = encode_varints(np.ascontiguousarray(values, np.int64), delta, out, end)
-    head = out[:end].tobytes()
-    if kind == "int64" or not n:
-        return head
-    data, offsets = table[0], table[1]
-    return head + np.ascontiguousarray(data[offsets[0]:offsets[-1]], np.uint8).tobytes()
-
-
-def decode(kind: str, blob) -> tuple:
-    """The table :func:`encode` wrote (``blob``: bytes or a buffer; the byte keys' bytes stay a view of it)."""
-    from tokenizer.kernels.varint import decode_varints
-
-    data = np.frombuffer(blob, np.uint8)
-    n = int.from_bytes(data[:8].tobytes(), "little") if len(data) >= 8 else -1
-    columns = [np.empty(max(n, 0), np.int64) for _ in range(2)]
-    end = 8
-    for column, delta in zip(columns, (kind == "int64", False)):
-        end = decode_varints(data, end, column, delta) if end >= 0 and n >= 0 else -1
-    if end < 0 or (kind == "int64" and end != len(data)):
-        raise ValueError(f"a shuffled {kind} table of {len(data)} bytes is cut short or corrupt: rerun the job")
-    if kind == "int64":
-        return columns[0], columns[1]
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(columns[0], out=offsets[1:])
-    if int(offsets[-1]) != len(data) - end:
-        raise ValueError(f"a shuffled bytes table of {len(data)} bytes is cut short or corrupt: rerun the job")
-    return data[end:], offsets, columns[1]
-
-
+# ---------------------------------------------------------------------------------------------- rows
 def _rows(kind: str, table: tuple, bucket: int, row_bytes: int | None = None) -> Iterator[tuple[int, bytes]]:
     """``(bucket, blob)`` rows of a table, cut into pieces of at most ``row_bytes`` (default
     :data:`MAX_ROW_BYTES`) of keys and counts, at least one entry each. Example: an int64 table of 3 entries (16
@@ -213,18 +96,6 @@ def documents_row(bucket: int, documents: list[bytes], order: int) -> tuple[int,
     return bucket, encode("bytes", (data, offsets, np.full(len(documents), order, np.int64)))
 
 
-@dataclass
-class Reduced:
-    """What the driver collects: the ``table``, the summed ``stats``, what the memory bound did (``bound``,
-    :func:`tokenizer.trainers.table_bound.report`) and documents a direct count kept, in input order."""
-
-    table: tuple
-    stats: dict
-    bound: dict = field(default_factory=dict)
-    held_out: list[bytes] = field(default_factory=list)
-    training: list[bytes] = field(default_factory=list)
-
-
 def _tables(kind: str, batches: Iterator) -> Iterator[tuple[int, tuple | None, bytes]]:
     """``(bucket, table or None, blob)`` of every row of :data:`SCHEMA` batches: a table row's arrays are read-only
     views of the batch's buffer (no copy of the largest thing a collect holds) and its blob ``b""``; other rows
@@ -260,21 +131,6 @@ def _in_order(parts: list[tuple]) -> list[bytes]:
 
 
 # ---------------------------------------------------------------------------------------------- the Spark steps
-def by_bucket(kind: str, table: tuple, buckets: int, groups: KeyGroups | None = None
-              ) -> Iterator[tuple[int, tuple]]:
-    """``(bucket, part)`` of every hash bucket that has keys: the table reordered by bucket once (a stable sort,
-    so each part keeps the table's order), then cut into contiguous parts."""
-    if not size(kind, table):
-        return
-    bucket_of = buckets_of(kind, table, buckets, groups)
-    order = np.argsort(bucket_of, kind="stable")
-    present = np.flatnonzero(np.bincount(bucket_of, minlength=buckets)).tolist()
-    bounds = np.searchsorted(bucket_of[order], np.arange(buckets + 1), side="left")
-    ordered = select(kind, table, order)
-    for bucket in present:
-        yield bucket, slice_rows(kind, ordered, int(bounds[bucket]), int(bounds[bucket + 1]))
-
-
 def counted_rows(kind: str, table: tuple, stats: dict, buckets: int, groups: KeyGroups | None = None
                  ) -> Iterator[tuple[int, bytes]]:
     """The map side's ``(bucket, blob)`` rows of a counted table: one per hash bucket that has keys, then the
@@ -298,21 +154,12 @@ def count_partition(counter: Counter, kind: str, buckets: int, threads: int, gro
 
 def reduce_bucket(kind: str, tables: list, keep: Callable[[tuple], np.ndarray] | None = None,
                   set_aside: bool = False, groups: KeyGroups | None = None) -> tuple[list, list, int, dict]:
-    """One bucket's tables merged (with ``groups``, expanded to their final counts) and cut down by ``keep``:
-    ``(kept rows, set-aside rows, distinct keys before keep, count histogram of the kept entries)``; ``tables`` is
-    emptied. Buckets hold disjoint keys, so a reduce task's buckets can be reduced on their own, on its threads."""
-    merged = merge(kind, tables)
-    tables.clear()
-    if groups is not None:
-        merged = groups.expand(merged)
-    distinct = size(kind, merged)
-    aside: list = []
-    if keep is not None:
-        mask = keep(merged)
-        if set_aside:
-            aside = [(SET_ASIDE_BUCKET, blob) for _, blob in _rows(kind, select(kind, merged, ~mask), 0)]
-        merged = select(kind, merged, mask)
-    return list(_rows(kind, merged, 0)), aside, distinct, B.histogram(merged[-1])
+    """One bucket's tables reduced (:func:`pipelines.train.tables.reduce_table`) as rows: ``(kept rows, set-aside
+    rows, distinct keys before keep, count histogram of the kept entries)``; ``tables`` is emptied. Buckets hold
+    disjoint keys, so a reduce task's buckets can be reduced on their own, on its threads."""
+    kept, aside, distinct, histogram = reduce_table(kind, tables, keep, set_aside, groups)
+    aside_rows = [(SET_ASIDE_BUCKET, blob) for _, blob in _rows(kind, aside, 0)] if aside is not None else []
+    return list(_rows(kind, kept, 0)), aside_rows, distinct, histogram
 
 
 def reduce_partition(kind: str, keep: Callable[[tuple], np.ndarray] | None = None,
@@ -412,14 +259,6 @@ def reduce_counts(documents, counter: Counter, kind: str, keep: Callable | None 
     return bounded_collect(reduced_frame(documents, counter, kind, keep, threads, groups=groups), kind, limit)
 
 
-def chunk_table_of(reduced: Reduced) -> T.ChunkTable:
-    """The sorted :class:`~tokenizer.trainers.chunk_table.ChunkTable` of a reduced ``bytes`` table (unigram's and
-    BPE's chunks); its statistics as the counters gave them (the reduce's own ``distinct_keys`` is in the bound's
-    report)."""
-    stats = {k: v for k, v in reduced.stats.items() if k != "distinct_keys"}
-    return T.finish(reduced.table, stats, reduced.held_out, reduced.training, reduced.bound)
-
-
 def count_chunk_table(documents, counter: Counter, threads: int | None = None,
                       limit: int | None = None) -> T.ChunkTable:
     """The chunk table of a DataFrame of documents (``text: binary``) counted by ``counter`` (unigram's or BPE's,
@@ -445,15 +284,6 @@ def table_frame(spark, kind: str, table: tuple, parts: int):
 
 
 # ---------------------------------------------------------------------------------------------- the bound
-def _keys_at(kind: str, table: tuple, count: int) -> list:
-    """The keys of the entries at ``count``, sorted (int64 numerically, byte keys as bytes)."""
-    at = np.flatnonzero(table[-1] == count)
-    if kind == "int64":
-        return sorted(table[0][at].tolist())
-    data, offsets = table[0], table[1]
-    return sorted(data[offsets[i]:offsets[i + 1]].tobytes() for i in at.tolist())
-
-
 def smallest_keys_partition(kind: str, count: int, keep: int) -> Callable:
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
@@ -461,36 +291,11 @@ def smallest_keys_partition(kind: str, count: int, keep: int) -> Callable:
         keys: list = []
         for _, table, _ in _tables(kind, batches):
             if table is not None:
-                keys = sorted(keys + _keys_at(kind, table, count))[:keep]
+                keys = sorted(keys + keys_at(kind, table, count))[:keep]
         yield pa.RecordBatch.from_arrays([pa.array(keys, pa.int64() if kind == "int64" else pa.binary())],
                                          names=["key"])
 
     return run
-
-
-def bounded_table(kind: str, table: tuple, limit: int | None) -> tuple[tuple, dict]:
-    """``(table, report)``: a table the driver holds (``--master none``) cut to the ``limit`` most frequent
-    entries, ties by key: the cut :func:`bounded_collect` makes on the executors."""
-    histogram = B.histogram(table[-1])
-    decision = B.cut(histogram, limit) if limit else None
-    if decision is not None:
-        count, keep = decision
-        table = select(kind, table, kept_mask(kind, table, count, _keys_at(kind, table, count)[keep - 1]))
-    return table, B.report(histogram, limit or 0, decision) | {"limit": limit}
-
-
-def kept_mask(kind: str, table: tuple, count: int, last_key) -> np.ndarray:
-    """Entries above ``count``, and those at ``count`` whose key is at most ``last_key``."""
-    counts = table[-1]
-    mask = counts > count
-    at = np.flatnonzero(counts == count)
-    if kind == "int64":
-        mask[at] = table[0][at] <= last_key
-    else:
-        data, offsets = table[0], table[1]
-        for i in at.tolist():
-            mask[i] = data[offsets[i]:offsets[i + 1]].tobytes() <= last_key
-    return mask
 
 
 def filter_partition(kind: str, count: int, last_key) -> Callable:

@@ -5,24 +5,24 @@ Spark's text reader hands every line from the JVM to the Python worker as Arrow,
 more than the counting itself (``benchmarks/bpe.py``, its reader rows in BENCHMARKS.md). Here each task opens its
 files with pyarrow (:func:`pipelines.read.arrow_read.read_text_units`: the same lines as Spark's text source;
 :func:`pipelines.read.arrow_read.read_units`: a Parquet file's text column, nulls dropped), drops the held-out
-documents by Spark's own ``xxhash64`` rule (:mod:`tokenizer.kernels.xxhash`, so ``jobs.training.split_holdout``
+documents by Spark's own ``xxhash64`` rule (:mod:`tokenizer.kernels.xxhash`, so ``pipelines.spark.train_engine.split_holdout``
 would hold out the same ones), counts the rest with the job's counter and hands its table to the job's reduce
-(:mod:`pipelines.train.reduce`, with its memory bound). The result equals the Spark path's table on the same training
+(:mod:`pipelines.spark.reduce`, with its memory bound). The result equals the Spark path's table on the same training
 documents, so the models' bytes are the same.
 
 Example::
 
     units, _ = plan_text([("file:/data/a.txt", 1234)], None)
-    table = count_chunks_direct(spark, units, pipelines.train.bpe.counter(BpeSettings()), 0.001)
-    table.chunks[:2], table.counts[:2], table.stats["documents"], table.held_out[:2]
+    reduced = count_chunks_direct(spark, units, pipelines.train.bpe.counter(BpeSettings()), 0.001)
+    reduced.table, reduced.stats["documents"], reduced.held_out[:2]
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from pipelines.train import reduce
-from pipelines.train.reduce import Counter
+from pipelines.spark import reduce
+from pipelines.train.tables import Counter, Reduced
 from pipelines.read.shards import binary_buffers
 
 DIRECT_TASK_BYTES = 64 << 20  # text per task
@@ -33,9 +33,9 @@ def direct_count_task(groups: list, counter: Counter, threads: int, holdout_frac
     """``mapInArrow`` function over ``spark.range(len(groups))`` (one id per partition): read the units of
     ``groups[id]`` with pyarrow (text lines, or a Parquet file's ``text_column``, nulls dropped and strings taken
     as their UTF-8 bytes, as Spark's reader gives them), drop the held-out documents, count the rest with
-    ``counter`` (:data:`pipelines.train.reduce.Counter`) on ``threads`` threads; yields the reduce's ``(bucket, blob)``
-    rows (:func:`pipelines.train.reduce.counted_rows`) and the first ``keep_documents`` held-out and training documents
-    (:func:`pipelines.train.reduce.documents_row`), as Arrow batches."""
+    ``counter`` (:data:`pipelines.train.tables.Counter`) on ``threads`` threads; yields the reduce's ``(bucket, blob)``
+    rows (:func:`pipelines.spark.reduce.counted_rows`) and the first ``keep_documents`` held-out and training documents
+    (:func:`pipelines.spark.reduce.documents_row`), as Arrow batches."""
 
     def run(batches):
         import pyarrow as pa
@@ -79,12 +79,12 @@ def direct_count_task(groups: list, counter: Counter, threads: int, holdout_frac
 
 def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float, *, threads: int | None = None,
                         keep_documents: int = 2000, text_column: str = "text",
-                        limit: int | None = None):
-    """The chunk table of local text or Parquet files (:func:`pipelines.read.arrow_read.plan_text` or
+                        limit: int | None = None) -> Reduced:
+    """The reduced chunk counts of local text or Parquet files (:func:`pipelines.read.arrow_read.plan_text` or
     :func:`~pipelines.read.arrow_read.plan_parquet` units; ``text_column`` is a Parquet file's text), ``counter`` run in
     Spark tasks of up to ``DIRECT_TASK_BYTES`` of text each (see the module docstring) with ``threads`` threads
     (default: the session's :func:`~pipelines.spark.session.task_threads`); the tasks' tables go through the job's
-    reduce and its memory bound (``limit`` entries, :func:`pipelines.train.reduce.bounded_collect`), with the first
+    reduce and its memory bound (``limit`` entries, :func:`pipelines.spark.reduce.bounded_collect`), with the first
     ``keep_documents`` held-out and training documents in input order."""
     from pipelines.read.arrow_read import assign_units
     from pipelines.spark.session import task_threads
@@ -98,7 +98,7 @@ def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float,
                           reduce.shuffle_buckets(spark)), reduce.SCHEMA)
     reduced = reduce.bounded_collect(reduce.merged_frame(counted, "bytes", threads=threads), "bytes", limit)
     reduced.held_out, reduced.training = reduced.held_out[:keep_documents], reduced.training[:keep_documents]
-    return reduce.chunk_table_of(reduced)
+    return reduced
 
 
 def direct_units(spark, inputs: list[str], input_format: str | None, text_column: str = "text"):

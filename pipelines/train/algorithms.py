@@ -1,21 +1,21 @@
-"""What each algorithm adds to the one ``shardpiece train`` job (:mod:`jobs.train`): its settings, how it counts
-and how it fits the counts to one model per vocab size. Everything else (options, session, input, held-out split,
-work directory, writes, evaluation, manifest) is the job's, the same for all.
+"""What each algorithm adds to the one training skeleton (:mod:`pipelines.train.skeleton`): its settings, how it
+counts and how it fits the counts to one model per vocab size, on whichever engine runs it
+(:mod:`pipelines.train.engine`). Everything else (options, engine, input, held-out split, work directory, writes,
+evaluation, manifest) is the skeleton's, the same for all.
 
 =========  ==========================================  =============================================================
 algorithm  count (stage files)                         fit (stage files)
 =========  ==========================================  =============================================================
 bytepiece  byte n-grams, pruned (``ngrams``)           n-gram model, piece counts, pruning, EM (``ngram_model``,
-                                                       ``pieces``, ``prune``, ``refine_em_SIZE``) -> ``models``
+                                                       ``candidates``, ``prune``, ``refine_em_SIZE``) -> ``models``
 unigram    chunk table (``chunks``)                    seeds + EM + pruning per size, checkpointed after every
                                                        pruning round (``em_SIZE``) -> ``models``
 bpe        chunk table (``chunks``)                    merges of the largest size (``merges``) -> ``models``
 =========  ==========================================  =============================================================
 
-Unigram and BPE count through one chunk-table monoid (:mod:`tokenizer.trainers.chunk_table`), reduced by Spark
-(:mod:`pipelines.train.reduce`), by tasks that read local files themselves (:mod:`pipelines.train.direct_count`) or, for
-BPE's ``--master none``, in this process; every way gives the same table, so the same model bytes. Several vocab
-sizes always come from one count.
+Unigram and BPE count through one chunk-table monoid (:mod:`tokenizer.trainers.chunk_table`) with the engine's
+``count``; every engine gives the same table, so the same model bytes. Several vocab sizes always come from one
+count.
 """
 
 from __future__ import annotations
@@ -24,26 +24,25 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
+from pipelines.train.workdir import MODELS, StageCodec
 from tokenizer.errors import InputError
+from tokenizer.packed import PackedBytes, pack, unpack
 from tokenizer.trainers import table_bound
 
 NO_TEXT = "the corpus has no text (every document is empty): check --input and --text-column"
 
 
 @dataclass
-class TrainInput:
-    """What the job read, for an algorithm to count: Spark DataFrames of training and held-out documents
-    (``text: binary``), or local file ``units`` the tasks read themselves, or ``local`` packed documents
-    (``((data, offsets), (held-out data, offsets))``, no Spark)."""
+class Source:
+    """What an algorithm's fit works with: the ``engine`` that read the input (:mod:`pipelines.train.engine`), the
+    resolved options, the work directory and the run's stage log."""
 
-    spark: Any
+    engine: Any
     options: dict
     work: Any  # pipelines.train.workdir.WorkDir
     log: Any  # pipelines.train.workdir.StageLog
-    documents: Any = None
-    held_out: Any = None
-    units: list | None = None
-    local: tuple | None = None
 
     @property
     def holdout(self) -> float:
@@ -76,10 +75,11 @@ def _model_stage_counts(models: dict) -> dict:
 
 class Algorithm:
     """What every algorithm provides (defaults here): ``settings(options)`` (validated; raises
-    :class:`~tokenizer.errors.ConfigError`), their dict for the manifest and the work-directory key, the Spark
-    options of its session, a check of the read counts, and ``fit(source, settings, progress) ->`` :class:`Trained`.
-    ``reads_files_in_tasks``: its count can read local files itself (``--reader auto``). ``short_vocabulary``: what
-    to change when a model comes out with fewer pieces than asked (the summary says it)."""
+    :class:`~tokenizer.errors.ConfigError`), their dict for the manifest and the work-directory key, a check of the
+    read counts, and ``fit(source, settings, progress) ->`` :class:`Trained`. ``reads_files_in_tasks``: it counts
+    the documents in one pass, so Spark's tasks may read local files themselves (``--reader auto``).
+    ``short_vocabulary``: what to change when a model comes out with fewer pieces than asked (the summary says
+    it)."""
 
     name = ""
     reads_files_in_tasks = True
@@ -88,12 +88,6 @@ class Algorithm:
     @staticmethod
     def settings_dict(settings) -> dict:
         return settings.to_dict()
-
-    @staticmethod
-    def session_options(master: str | None) -> dict:
-        from pipelines.train.unigram import counting_session_options
-
-        return counting_session_options(master)
 
     @staticmethod
     def check_read(read_stats, settings) -> None:
@@ -126,43 +120,67 @@ class BytePiece(Algorithm):
                 "take: fix the input encoding, or train with --normalization identity (it keeps any bytes)")
 
     @staticmethod
-    def fit(source: TrainInput, settings, progress: Callable[[str], None]) -> Trained:
+    def fit(source: Source, settings, progress: Callable[[str], None]) -> Trained:
         from pipelines.train.bytepiece import train_bytepiece
 
-        result = train_bytepiece(source.documents, settings, progress=progress,
+        result = train_bytepiece(source.engine, settings, progress=progress,
                                  provenance={"holdout_fraction": source.holdout} if source.holdout > 0 else None,
-                                 workdir=source.work, threads=source.options.get("threads"), limit=source.limit)
+                                 workdir=source.work, limit=source.limit)
         source.log.reports.extend(result.stages)
         return Trained(result.models, result.fingerprint, result.documents, bounds=result.bounds)
 
 
-# ---------------------------------------------------------------------------------------------------- chunk tables
-def count_chunk_table(source: TrainInput, counter, count_local: Callable | None) -> Any:
-    """The ``chunks`` stage of unigram and BPE: the chunk table of whichever input the job read (see
-    :class:`TrainInput`), counted by ``counter`` (:data:`pipelines.train.reduce.Counter`) in Spark tasks, or by
-    ``count_local`` in this process (``--master none``); resumed from the work directory when a run before finished
-    it. The table keeps the first documents for the evaluation sample, whichever way it was counted."""
-    from pipelines.train import direct_count
-    from pipelines.train import reduce
+# ---------------------------------------------------------------------------------------------------- stage files
+def _encode_chunk_table(value) -> tuple[dict, dict]:
+    arrays = {"counts": np.asarray(value.counts, np.int64)}
+    for name, texts in (("chunks", value.chunks), ("held_out", value.held_out), ("training", value.training)):
+        arrays[f"{name}_data"], arrays[f"{name}_offsets"] = pack(texts)
+    return arrays, {"stats": value.stats, "bound": value.bound}
 
-    limit, keep = source.limit, int(source.options["eval_documents"])
+
+def _decode_chunk_table(arrays: dict, meta: dict):
+    from tokenizer.trainers.chunk_table import ChunkTable
+
+    texts = {name: unpack(arrays[f"{name}_data"], arrays[f"{name}_offsets"]) for name in ("held_out", "training")}
+    return ChunkTable(PackedBytes(arrays["chunks_data"], arrays["chunks_offsets"]), arrays["counts"], meta["stats"],
+                      texts["held_out"], texts["training"], meta.get("bound", {}))
+
+
+def _decode_merges(arrays: dict, meta: dict):
+    from tokenizer.trainers.bpe import Merges
+
+    return Merges(arrays["left"], arrays["right"], arrays["counts"])
+
+
+def _decode_em_state(arrays: dict, meta: dict):
+    from tokenizer.trainers.unigram import EmState
+
+    return EmState(unpack(arrays["data"], arrays["offsets"]), arrays["scores"], arrays["order"], meta["rounds"])
+
+
+#: the ``chunks`` stage of unigram and BPE: a :class:`~tokenizer.trainers.chunk_table.ChunkTable`
+CHUNK_TABLE = StageCodec("chunk_table", _encode_chunk_table, _decode_chunk_table)
+#: BPE's ``merges`` stage: :class:`~tokenizer.trainers.bpe.Merges`
+MERGES = StageCodec("merges", lambda value: ({"left": value.left, "right": value.right, "counts": value.counts}, {}),
+                    _decode_merges)
+#: unigram's ``em_SIZE`` checkpoints: an :class:`~tokenizer.trainers.unigram.EmState`
+EM_STATE = StageCodec(
+    "em_state", lambda value: ({**dict(zip(("data", "offsets"), pack(value.pieces, writable=True))),
+                                "scores": value.scores, "order": value.order}, {"rounds": int(value.rounds)}),
+    _decode_em_state)
+
+
+# ---------------------------------------------------------------------------------------------------- chunk tables
+def count_chunk_table(source: Source, counter) -> Any:
+    """The ``chunks`` stage of unigram and BPE: the chunk table of the engine's documents counted by ``counter``
+    (:data:`pipelines.train.tables.Counter`), resumed from the work directory when a run before finished it. The
+    table keeps the first documents for the evaluation sample (a resumed run has them too)."""
+    from pipelines.train.tables import chunk_table_of
 
     def compute():
-        if source.units is not None:
-            return direct_count.count_chunks_direct(source.spark, source.units, counter, source.holdout,
-                                                    keep_documents=keep, limit=limit,
-                                                    text_column=source.options["text_column"])
-        if source.local is not None:
-            return count_local()
-        from jobs.training import evaluation_sample
-
-        table = reduce.count_chunk_table(source.documents, counter, limit=limit)
-        texts, kind = evaluation_sample(source.documents, source.held_out, keep)  # kept with the table: a
-        if kind.startswith("held-out"):                                            # resumed run has them too
-            table.held_out = texts
-        else:
-            table.training = texts
-        return table
+        source.engine.label("chunks")
+        return chunk_table_of(source.engine.count(counter, "bytes", limit=source.limit,
+                                                  keep_documents=int(source.options["eval_documents"])))
 
     def counts(table) -> dict:
         return {"documents": int(table.stats.get("documents", 0)), "distinct_chunks": len(table.chunks),
@@ -170,7 +188,7 @@ def count_chunk_table(source: TrainInput, counter, count_local: Callable | None)
                 **{k: v for k, v in table.stats.items() if k != "documents"},
                 "dropped_by_bound": int(table.bound.get("dropped_entries", 0))}
 
-    table = source.log.run("chunks", compute, "chunk_table", counts)
+    table = source.log.run("chunks", compute, CHUNK_TABLE, counts)
     if not table.chunks:
         raise InputError(NO_TEXT)
     return table
@@ -178,23 +196,6 @@ def count_chunk_table(source: TrainInput, counter, count_local: Callable | None)
 
 def evaluation_of(table) -> tuple | None:
     return (table.held_out, table.training) if table.held_out or table.training else None
-
-
-def local_table(source: TrainInput, count: Callable) -> Any:
-    """The chunk table of ``--master none``'s packed documents, with the first ones kept for evaluation, cut to
-    the memory bound as the Spark reduce cuts it."""
-    from jobs.training import first_documents
-    from pipelines.train import reduce
-    from tokenizer.trainers import chunk_table as T
-
-    import numpy as np
-
-    (data, offsets), (held_data, held_offsets) = source.local
-    keep = int(source.options["eval_documents"])
-    stats = {"documents": int(np.count_nonzero(np.diff(offsets)))}
-    table, bound = reduce.bounded_table("bytes", count(data, offsets), source.limit)
-    return T.finish(table, stats, first_documents(held_data, held_offsets, keep), first_documents(data, offsets, keep),
-                    bound)
 
 
 # ---------------------------------------------------------------------------------------------------- unigram
@@ -243,25 +244,22 @@ class Unigram(Algorithm):
         return {"vocab_sizes": sorted(settings), **first}
 
     @staticmethod
-    def fit(source: TrainInput, settings: dict, progress: Callable[[str], None]) -> Trained:
+    def fit(source: Source, settings: dict, progress: Callable[[str], None]) -> Trained:
         from pipelines.train import unigram as pu
         from tokenizer.trainers import unigram as ug
         from tokenizer.trainers.bpe import bpe_table_fingerprint
 
         options, sizes = source.options, sorted(settings)
         first = settings[sizes[0]]  # the chunks do not depend on the vocab size
-        frames = []
 
-        table = count_chunk_table(source, pu.counter(first), None)
-        mode = pu.estep_mode(options["estep"], table)
-        threads = options.get("threads") or (pu.driver_threads(source.spark.sparkContext.master))
+        table = count_chunk_table(source, pu.counter(first))
+        threads = source.engine.driver_threads()
+        modes = []
 
         def build_models() -> dict:
-            runner = None
-            if mode == "spark":
-                frames.append(pu.table_frame(source.spark, table, options.get("partitions")))
-                runner = pu.spark_runner(frames[0])
-            else:
+            runner, mode = source.engine.estep_runner(table, options["estep"])
+            modes.append(mode)
+            if runner is None:
                 progress(f"[em] E-steps on the driver with {threads} thread{'s' if threads != 1 else ''}")
             models = {}
             for size in sizes:
@@ -272,19 +270,15 @@ class Unigram(Algorithm):
                     provenance={"vocab_size_requested": size, "holdout_fraction": source.holdout,
                                 **table_bound.provenance({"chunks": table.bound})},
                     progress=progress, report=report, threads=threads,
-                    checkpoints=source.work.checkpoints(f"em_{size}", "em_state"))
+                    checkpoints=source.work.checkpoints(f"em_{size}", EM_STATE))
                 source.log.add(f"em_{size}", started, em_rounds=report.em_rounds,
                                pieces=models[size].vocab_size)
             return models
 
-        try:
-            models = source.log.run("models", build_models, "models", _model_stage_counts)
-        finally:
-            for frame in frames:
-                frame.unpersist()
+        models = source.log.run("models", build_models, MODELS, _model_stage_counts)
         return Trained(models, bpe_table_fingerprint(table.chunks, table.counts),
                        int(table.stats.get("documents", 0)),
-                       details={"estep": mode, "distinct_chunks": len(table.chunks),
+                       details={"estep": modes[0] if modes else "resumed", "distinct_chunks": len(table.chunks),
                                 "sentences": int(table.counts.sum()),
                                 "skipped_sentences": int(table.stats.get("skipped_sentences", 0))},
                        bounds={"chunks": table.bound}, evaluation_documents=evaluation_of(table))
@@ -307,28 +301,18 @@ class Bpe(Algorithm):
                            character_coverage=options.get("character_coverage", 0.9995)).validate()
 
     @staticmethod
-    def fit(source: TrainInput, settings, progress: Callable[[str], None]) -> Trained:
-        import os
-
+    def fit(source: Source, settings, progress: Callable[[str], None]) -> Trained:
+        from pipelines.train.bpe import counter
         from tokenizer.trainers import bpe
 
-        options = source.options
         progress(f"[chunks] pre-tokenizing ({settings.pretokenizer}) and counting chunks")
-
-        def count_local():
-            threads = options.get("threads") or os.cpu_count() or 1
-            return local_table(source, lambda data, offsets: bpe.count_chunks_threaded(data, offsets, settings,
-                                                                                         threads))
-
-        from pipelines.train.bpe import counter
-
-        table = count_chunk_table(source, counter(settings), count_local)
+        table = count_chunk_table(source, counter(settings))
         fingerprint = bpe.bpe_table_fingerprint(table.chunks, table.counts)
-        merges = source.log.run("merges", lambda: bpe.learn_bpe(table.chunks, table.counts, settings), "merges",
+        merges = source.log.run("merges", lambda: bpe.learn_bpe(table.chunks, table.counts, settings), MERGES,
                                 lambda value: {"merges": len(value.left)})
         provenance = {"chunk_table_fingerprint": fingerprint, "holdout_fraction": source.holdout,
                       **table_bound.provenance({"chunks": table.bound})}
-        models = source.log.run("models", lambda: bpe.build_models(merges, settings, provenance), "models",
+        models = source.log.run("models", lambda: bpe.build_models(merges, settings, provenance), MODELS,
                                 _model_stage_counts)
         return Trained(models, fingerprint, int(table.stats.get("documents", 0)),
                        details={"distinct_chunks": len(table.chunks), "chunks": int(table.counts.sum())},

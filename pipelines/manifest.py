@@ -136,11 +136,11 @@ def versions(spark=None) -> dict[str, str | None]:
     out: dict[str, str | None] = {"shardpiece": __version__, "python": platform.python_version(),
                                   "numba": numba.__version__, "numpy": numpy.__version__,
                                   "pyarrow": pyarrow.__version__}
-    try:
-        import pyspark
+    try:  # the installed distribution's version, without importing it (an in-process run never loads pyspark)
+        from importlib.metadata import PackageNotFoundError, version
 
-        out["pyspark"] = pyspark.__version__
-    except ImportError:
+        out["pyspark"] = version("pyspark")
+    except PackageNotFoundError:
         out["pyspark"] = None
     if spark is not None:
         out["spark"] = spark.version

@@ -1,0 +1,258 @@
+"""Training on Spark: the engine of :mod:`pipelines.train.engine` on a SparkSession (a local master, a
+standalone cluster, anything ``--master`` names).
+
+Reading: local text and Parquet files on a local master are read by pyarrow inside the tasks when the algorithm
+counts them in one pass (:mod:`pipelines.spark.direct_count`), anything else by Spark's readers
+(:mod:`pipelines.read.readers`), persisted, the held-out documents split off by Spark's ``xxhash64``
+(:func:`split_holdout`). Counting: the one reduce of :mod:`pipelines.spark.reduce`. ``map_aside`` and
+``map_documents`` run their function in ``mapInArrow`` tasks, one pickled result per partition; ``share`` is a
+broadcast.
+
+Example::
+
+    engine = SparkEngine({"master": "local[2]", "input": ["corpus.txt"], ...}, "--master local[2]")
+    engine.read(direct=False, log=log)
+    reduced = engine.count(counter, "bytes", limit=10_000_000)
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from typing import Any, Callable, Iterator
+
+from pipelines.spark import reduce
+from pipelines.train.engine import READ_COUNTS
+from pipelines.train.workdir import JSON
+from pipelines.train.tables import Counter, KeyGroups, Reduced, decode
+
+COUNT_SPLIT_BYTES = 32 << 20  # input split of a local single-worker session (its default is 4 MB)
+EVAL_BYTES = 8 << 20  # text the driver collects for the evaluation sample (document prefixes beyond it are cut)
+
+
+def counting_session_options(master: str | None) -> dict[str, str]:
+    """Spark options (``build_session(extra=...)``) of every training job's session.
+
+    Every master: adaptive execution may coalesce the reduce partitions of a persisted (cached) query
+    (``spark.sql.optimizer.canChangeCachedPlanOutputPartitioning``; Spark's default keeps the 200 shuffle
+    partitions of the cached chunk table, 200 tiny tasks that took seconds more on en here). A local master (the
+    lean ``small_driver`` + ``single_worker`` session) also keeps one Python worker for every task
+    (``spark.python.worker.reuse``: a new worker per task pays the imports and kernel loading again, serially) and
+    reads input splits of up to 32 MB: a partition's table is summed over more text before the shuffle (fewer
+    keys shuffled per input byte), while counting holds a bounded amount per ~2 MB shard (BytePiece's n-grams
+    about 30 bytes per text byte, chunks a few). Example:
+    ``counting_session_options("local[2]")["spark.python.worker.reuse"]`` -> ``"true"``."""
+    from pipelines.spark.session import is_local_master, session_config
+
+    options = dict(reduce.CACHED_PLAN_OPTIONS)
+    if is_local_master(session_config(master)["spark.master"]):
+        options.update({"spark.python.worker.reuse": "true",
+                        "spark.sql.files.maxPartitionBytes": str(COUNT_SPLIT_BYTES)})
+    return options
+
+
+def split_holdout(documents, fraction: float):
+    """``(training, held_out or None)``: documents whose content hash falls in ``fraction`` are held out (the same
+    documents on every run and for any partitioning; :func:`tokenizer.kernels.xxhash.held_out_documents` is the
+    same rule without Spark)."""
+    from pyspark.sql import functions as F
+
+    from pipelines.read.shards import check_holdout_fraction
+    from tokenizer.kernels.xxhash import HOLDOUT_BUCKETS, held_out_buckets
+
+    check_holdout_fraction(fraction)
+    if fraction <= 0:
+        return documents, None
+    bucket = F.pmod(F.xxhash64("text"), F.lit(HOLDOUT_BUCKETS)) < F.lit(held_out_buckets(fraction))
+    return documents.where(~bucket), documents.where(bucket)
+
+
+def evaluation_sample(training, held_out, limit: int) -> tuple[list[bytes], list[bytes]]:
+    """``(held-out, training)`` documents, at most ``limit`` (and :data:`EVAL_BYTES` of text) each, so one huge line
+    cannot flood the driver; the training ones only when nothing is held out."""
+    from pyspark.sql import functions as F
+
+    capped = F.expr(f"substring(text, 1, {EVAL_BYTES})").alias("text")
+    sample = held_out.select(capped).limit(limit).collect() if held_out is not None else []
+    if sample:
+        return [bytes(row["text"]) for row in sample], []
+    return [], [bytes(row["text"]) for row in training.select(capped).limit(limit).collect()]
+
+
+def _results_partition(function: Callable, threads: int, tables_of: str | None) -> Callable:
+    """``mapInArrow``: ``function(tables or batches, threads)`` over the partition -> one pickled ``result`` row."""
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        if tables_of is not None:
+            items = (decode(tables_of, batch.column(1)[i].as_py()) for batch in batches
+                     for i in range(batch.num_rows))
+        else:
+            items = batches
+        result = function(items, threads)
+        yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(result, protocol=5)], pa.binary())],
+                                         names=["result"])
+
+    return run
+
+
+class SparkEngine:
+    """Training's engine on a SparkSession it builds from the options (see the module docstring)."""
+
+    name = "spark"
+
+    def __init__(self, options: dict, reason: str, progress: Callable[[str], None] = lambda message: None):
+        from pipelines.spark.session import build_session, task_threads
+
+        started = time.perf_counter()
+        self.options, self.reason = options, reason
+        # a lean local driver JVM and one Python worker at a time using every local core through threads
+        master = None if (options.get("master") or "auto").lower() == "auto" else options["master"]
+        self.spark = build_session(master, app_name=f"shardpiece-train-{options['algorithm']}",
+                                   driver_memory=options.get("driver_memory"),
+                                   extra={**counting_session_options(master),
+                                          **(options.get("spark") or {})},
+                                   shuffle_partitions=options.get("partitions"), small_driver=True,
+                                   single_worker=True)
+        progress(f"[spark] session on {self.spark.sparkContext.master} in {time.perf_counter() - started:.1f} s")
+        self.threads = max(1, int(options["threads"])) if options.get("threads") else task_threads(self.spark)
+        self.documents = self.held_out = self.units = self.corpus = None
+
+    @classmethod
+    def over(cls, documents, threads: int | None = None, options: dict | None = None) -> "SparkEngine":
+        """An engine over a DataFrame of documents (``text: binary``) already read in a running session (tests,
+        notebooks): nothing held out, ``threads`` counting threads per task (default the session's)."""
+        from pipelines.spark.session import task_threads
+
+        engine = cls.__new__(cls)
+        engine.options = {"holdout_fraction": 0.0, "text_column": "text", "reader": "spark", **(options or {})}
+        engine.reason = "a DataFrame given"
+        engine.spark = documents.sparkSession
+        engine.threads = max(1, int(threads)) if threads else task_threads(engine.spark)
+        engine.documents, engine.held_out, engine.units, engine.corpus = documents, None, None, None
+        return engine
+
+    # ------------------------------------------------------------------------------------------------ reading
+    def fingerprint(self, inputs: list[str], hash_cache: str) -> dict:
+        from pipelines.manifest import input_fingerprint
+
+        return input_fingerprint(self.spark, inputs, hash_cache=hash_cache)
+
+    def label(self, stage: str) -> None:
+        from pipelines.spark.session import describe_jobs
+
+        describe_jobs(self.spark, stage)
+
+    def read(self, direct: bool, log) -> tuple[dict, str, str | None]:
+        """Read the input: ``(read counts, reader, input format)``; ``direct``: a one-pass count may read local
+        files in its tasks (then nothing is read here and the counts are ``{}``). ``log``: the run's
+        :class:`~pipelines.train.workdir.StageLog` (the counts are a stage of the work directory)."""
+        options = self.options
+        if direct and options["reader"] == "auto" and not options.get("partitions"):
+            from pipelines.spark.direct_count import direct_units
+
+            self.units = direct_units(self.spark, options["input"], options.get("input_format"),
+                                      options["text_column"])
+            if self.units is not None:
+                return {}, "pyarrow in the tasks", options.get("input_format")
+        from pipelines.read.readers import read_corpus
+
+        self.label("read")
+        corpus = self.corpus = read_corpus(self.spark, options["input"], input_format=options.get("input_format"),
+                                           text_column=options["text_column"], partitions=options.get("partitions"))
+        counts = log.run("read", lambda: corpus.compute_stats().to_dict(), JSON,
+                         lambda value: {k: value[k] for k in READ_COUNTS})
+        self.documents, self.held_out = split_holdout(corpus.documents, float(options["holdout_fraction"]))
+        return counts, "spark", corpus.input_format
+
+    # ------------------------------------------------------------------------------------------------ counting
+    def count(self, counter: Counter, kind: str, *, keep: Callable | None = None, groups: KeyGroups | None = None,
+              limit: int | None = None, set_aside: bool = False, keep_documents: int = 0) -> Reduced:
+        """See :mod:`pipelines.train.engine`; a set-aside part stays in Spark (``reduced.aside``, a persisted
+        DataFrame) until :meth:`release`."""
+        from pyspark import StorageLevel
+
+        if self.units is not None:
+            from pipelines.spark.direct_count import count_chunks_direct
+
+            if keep is not None or groups is not None or set_aside:
+                raise ValueError("a count over files read in the tasks takes no keep, groups or set_aside")
+            return count_chunks_direct(self.spark, self.units, counter, float(self.options["holdout_fraction"]),
+                                       threads=self.threads, keep_documents=keep_documents,
+                                       text_column=self.options["text_column"], limit=limit)
+        frame = reduce.reduced_frame(self.documents, counter, kind, keep, self.threads, set_aside, groups)
+        if set_aside:
+            frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            reduced = reduce.bounded_collect(frame, kind, limit)
+        except BaseException:
+            frame.unpersist()
+            raise
+        if set_aside:
+            reduced.aside = frame
+        if keep_documents:
+            reduced.held_out, reduced.training = evaluation_sample(self.documents, self.held_out, keep_documents)
+        return reduced
+
+    def release(self, reduced: Reduced) -> None:
+        """Free what :meth:`count` left in Spark for :meth:`map_aside`."""
+        if reduced.aside is not None:
+            reduced.aside.unpersist()
+            reduced.aside = None
+
+    def map_aside(self, reduced: Reduced, kind: str, function: Callable[[Iterator, int], Any]) -> list:
+        frame = reduced.aside.where(reduced.aside["bucket"] == reduce.SET_ASIDE_BUCKET)
+        return self._results(frame.mapInArrow(_results_partition(function, self.threads, kind), "result binary"))
+
+    def map_documents(self, function: Callable[[Iterator, int], Any]) -> list:
+        return self._results(self.documents.mapInArrow(_results_partition(function, self.threads, None),
+                                                       "result binary"))
+
+    @staticmethod
+    def _results(frame) -> list:
+        blobs = sorted(bytes(row["result"]) for row in frame.collect())  # a fixed order for float sums
+        return [pickle.loads(blob) for blob in blobs]
+
+    def share(self, value: Any):
+        return self.spark.sparkContext.broadcast(value)
+
+    def estep_runner(self, table, estep: str):
+        """``(runner or None, mode)`` of unigram's E-steps (:func:`pipelines.spark.estep.estep_mode`); the runner
+        holds a persisted frame until :meth:`close`."""
+        from pipelines.spark import estep as E
+
+        mode = E.estep_mode(estep, table)
+        if mode != "spark":
+            return None, mode
+        frame = E.table_frame(self.spark, table, self.options.get("partitions"))
+        self._frames = getattr(self, "_frames", []) + [frame]
+        return E.spark_runner(frame), mode
+
+    def driver_threads(self) -> int:
+        """Threads of E-steps on the driver: the local master's cores, 1 on a cluster master."""
+        from pipelines.spark.estep import driver_threads
+
+        return int(self.options.get("threads") or driver_threads(self.spark.sparkContext.master))
+
+    def evaluation_sample(self, limit: int) -> tuple[list[bytes], list[bytes]]:
+        if self.documents is None:
+            return [], []
+        self.label("evaluate")
+        return evaluation_sample(self.documents, self.held_out, limit)
+
+    # ------------------------------------------------------------------------------------------------ the run
+    def describe(self) -> dict:
+        from pipelines.manifest import versions
+
+        context = self.spark.sparkContext
+        return {"engine": self.name, "engine_reason": self.reason, "spark_version": self.spark.version,
+                "spark_master": context.master, "default_parallelism": context.defaultParallelism,
+                "threads": self.threads, "versions": versions(self.spark)}
+
+    def close(self) -> None:
+        for frame in getattr(self, "_frames", []):
+            frame.unpersist()
+        if self.corpus is not None:
+            self.corpus.raw.unpersist()
+
