@@ -46,39 +46,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import argparse  # noqa: E402
 import json  # noqa: E402
 
-from benchmarks import common, processes  # noqa: E402
+from benchmarks import common, peers, processes  # noqa: E402
 
 GPT2_PAT_STR = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-SPECIAL_TOKENS = ("<pad>", "<s>", "</s>")
 SPARK_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
 SHARDPIECE_SYSTEMS = ("shardpiece", "shardpiece-local", "shardpiece-sp", "shardpiece-sp-local",
                       "shardpiece-parquet", "shardpiece-parquet-spark-reader", "shardpiece-spark-reader")
 ALL_SYSTEMS = SHARDPIECE_SYSTEMS + ("tokenizers", "sentencepiece")
-
-HF_TRAIN_SCRIPT = r"""
-import os, sys
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-path, out, vocab = sys.argv[1], sys.argv[2], int(sys.argv[3])
-specials = sys.argv[4:]
-tok = Tokenizer(models.BPE())
-tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-tok.decoder = decoders.ByteLevel()
-trainer = trainers.BpeTrainer(vocab_size=vocab, min_frequency=2, special_tokens=specials, show_progress=False,
-                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-tok.train([path], trainer)
-tok.save(out + ".tmp")
-os.replace(out + ".tmp", out)
-"""
-
-SP_TRAIN_SCRIPT = r"""
-import sys
-import sentencepiece as spm
-path, prefix, vocab = sys.argv[1], sys.argv[2], int(sys.argv[3])
-spm.SentencePieceTrainer.train(input=path, model_prefix=prefix, model_type="bpe", vocab_size=vocab,
-                               normalization_rule_name="identity", byte_fallback=True,
-                               remove_extra_whitespaces=False, add_dummy_prefix=False,
-                               allow_whitespace_only_pieces=True, num_threads=2, minloglevel=2)
-"""
 
 
 def parquet_copy(train_path: str, work: str) -> str:
@@ -128,10 +102,9 @@ def train_all(train_path: str, train_bytes: int, args: argparse.Namespace) -> tu
                                                       "--reader", "spark"),
         "shardpiece-spark-reader": shardpiece("shardpiece-spark-reader", "byte_level", args.master, "--reader",
                                               "spark"),
-        "tokenizers": ([common.PYTHON, "-c", HF_TRAIN_SCRIPT, train_path, paths["tokenizers"],
-                        str(args.vocab_size), *SPECIAL_TOKENS], {"RAYON_NUM_THREADS": "2"}),
-        "sentencepiece": ([common.PYTHON, "-c", SP_TRAIN_SCRIPT, train_path, paths["sentencepiece"][:-len(".model")],
-                           str(args.vocab_size)], {}),
+        "tokenizers": peers.tokenizers_command(train_path, paths["tokenizers"], args.vocab_size, threads=2),
+        "sentencepiece": peers.sentencepiece_command(train_path, paths["sentencepiece"],
+                                                     peers.sentencepiece_settings("bpe", args.vocab_size, 2)),
     }
     measured = {}
     for name, (command, env) in commands.items():

@@ -304,14 +304,20 @@ def bytepiece_model_path(work: str, name: str, train_bytes: int, vocab_size: int
     return os.path.join(work, f"bytepiece-{name}-{train_bytes}b-o{s['order']}-m{s['min_count']}-v{vocab_size}.json")
 
 
+def bytepiece_command(train_path: str, out: str, vocab_size: int, workers: int = 2) -> tuple[list[str], dict]:
+    """The subprocess (command, extra environment) that trains BytePiece (:data:`BYTEPIECE_SETTINGS`,
+    ``vocab_size``; NFC is built in) on ``train_path``'s non-empty lines with ``workers`` processes, writing its JSON
+    to ``out``."""
+    s = BYTEPIECE_SETTINGS
+    return ([PYTHON, "-c", BYTEPIECE_TRAIN_SCRIPT, train_path, out, str(s["order"]), str(s["min_count"]),
+             str(vocab_size), str(workers)], {"TQDM_DISABLE": "1"})
+
+
 def train_bytepiece_measured(train_path: str, out: str, workers: int, vocab_size: int,
                              log_path: str | None = None) -> Measured:
-    """Train BytePiece (order 6, min_count 8, ``vocab_size``; NFC is built in) on ``train_path``'s non-empty lines in a
-    subprocess with ``workers`` processes, writing its JSON to ``out``; returns the measured run."""
-    s = BYTEPIECE_SETTINGS
-    command = [PYTHON, "-c", BYTEPIECE_TRAIN_SCRIPT, train_path, out, str(s["order"]), str(s["min_count"]),
-               str(vocab_size), str(workers)]
-    measured = run_measured(command, log_path=log_path, env={"TQDM_DISABLE": "1"})
+    """:func:`bytepiece_command`, measured; raises when it fails."""
+    command, env = bytepiece_command(train_path, out, vocab_size, workers)
+    measured = run_measured(command, log_path=log_path, env=env)
     if measured.returncode != 0:
         raise RuntimeError(f"bytepiece training failed ({measured.returncode}):\n{measured.output_tail}")
     return measured
