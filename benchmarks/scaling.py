@@ -50,7 +50,7 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(_HERE))
 
-from benchmarks import common, processes  # noqa: E402
+from benchmarks import common, peers, processes  # noqa: E402
 
 SLICES = (64, 128, 256, 512, 1024)
 #: system -> (algorithm it trains, whose it is)
@@ -60,33 +60,6 @@ SYSTEMS = {
     "shardpiece-bpe-sp": "sentencepiece-style bpe", "sentencepiece-bpe": "sentencepiece-style bpe",
     "shardpiece-bpe-bl": "byte-level bpe", "tokenizers-bpe": "byte-level bpe",
 }
-SPECIAL_TOKENS = ("<pad>", "<s>", "</s>")
-
-SENTENCEPIECE_TRAIN_SCRIPT = r"""
-import os, sys
-import sentencepiece as spm
-path, prefix, vocab, model_type = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-lossless = dict(byte_fallback=True, remove_extra_whitespaces=False, add_dummy_prefix=False,
-                allow_whitespace_only_pieces=True) if model_type == "bpe" else {}
-spm.SentencePieceTrainer.train(input=path, model_prefix=prefix + ".tmp", model_type=model_type, vocab_size=vocab,
-                               normalization_rule_name="identity", num_threads=2, minloglevel=2,
-                               train_extremely_large_corpus=True, **lossless)
-os.replace(prefix + ".tmp.model", prefix + ".model")
-"""
-
-TOKENIZERS_TRAIN_SCRIPT = r"""
-import os, sys
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-path, out, vocab = sys.argv[1], sys.argv[2], int(sys.argv[3])
-tok = Tokenizer(models.BPE())
-tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-tok.decoder = decoders.ByteLevel()
-trainer = trainers.BpeTrainer(vocab_size=vocab, min_frequency=2, special_tokens=sys.argv[4:], show_progress=False,
-                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-tok.train([path], trainer)
-tok.save(out + ".tmp")
-os.replace(out + ".tmp", out)
-"""
 
 
 def model_path(run_dir: str, system: str) -> str:
@@ -100,15 +73,16 @@ def train_command(system: str, train: str, run_dir: str, args) -> tuple[list[str
     out = model_path(run_dir, system)
     vocab = str(args.vocab_size)
     if system == "bytepiece":
-        s = common.BYTEPIECE_SETTINGS
-        return ([common.PYTHON, "-c", common.BYTEPIECE_TRAIN_SCRIPT, train, out, str(s["order"]), str(s["min_count"]),
-                 vocab, "2"], {"TQDM_DISABLE": "1"})
-    if system.startswith("sentencepiece-"):
-        return ([common.PYTHON, "-c", SENTENCEPIECE_TRAIN_SCRIPT, train, out[:-len(".model")], vocab,
-                 system.split("-")[1]], {})
+        return common.bytepiece_command(train, out, args.vocab_size, workers=2)
+    if system == "sentencepiece-unigram":  # the identity normalizer only: sentencepiece's defaults otherwise
+        return peers.sentencepiece_command(train, out, {"model_type": "unigram", "vocab_size": args.vocab_size,
+                                                        "normalization_rule_name": "identity", "num_threads": 2,
+                                                        "train_extremely_large_corpus": True})
+    if system == "sentencepiece-bpe":
+        return peers.sentencepiece_command(train, out, peers.sentencepiece_settings(
+            "bpe", args.vocab_size, 2, train_extremely_large_corpus=True))
     if system == "tokenizers-bpe":
-        return [common.PYTHON, "-c", TOKENIZERS_TRAIN_SCRIPT, train, out, vocab, *SPECIAL_TOKENS], {
-            "RAYON_NUM_THREADS": "2"}
+        return peers.tokenizers_command(train, out, args.vocab_size, threads=2)
     events = os.path.join(run_dir, "events")
     os.makedirs(events, exist_ok=True)
     algorithm = {"shardpiece-bytepiece": ["--algorithm", "bytepiece", "--order", "6", "--min-count", "8",
