@@ -60,7 +60,9 @@ form).
 Targets (shardpiece's wall time): <= 1.0x the peer's for bytepiece, unigram and bpe-byte-level;
 bpe-sentencepiece <= 1.5x on en, zh, ja and <= 1.0x on kernel64; on the 2 MB slice every shardpiece run <= 5 s.
 ``--skip-peers``/``--skip-shardpiece``: one side only (a peer model an earlier run left in ``--work`` is still
-evaluated, untimed); ``--limit-minutes``: kill a run that takes longer; ``--scaling``: also shardpiece bytepiece on
+evaluated, untimed); ``--limit-minutes``: kill a run that takes longer; ``--peer-limit-minutes``: stop a peer
+after that long (bytepiece's trainer takes many times shardpiece's time): its wall time is then a lower bound,
+shown ``> N (stopped)``, and the ratio an upper bound, ``< x``; ``--scaling``: also shardpiece bytepiece on
 1x, 2x, 4x copies of zh.train (capped) written into ``--work``.
 
 Results: a table per corpus on stdout as it finishes, and the run in ``benchmarks/results/train.json``, keyed by its
@@ -165,7 +167,8 @@ def train_shardpiece(algorithm: str, inputs: list[str], output: str, args) -> pr
 
 
 def train_peer(algorithm: str, train_path: str, model: str, args) -> processes.Measured:
-    kwargs = {"max_seconds": limit_seconds(args)}
+    limits = [seconds for seconds in (limit_seconds(args), args.peer_limit_minutes * 60) if seconds]
+    kwargs = {"max_seconds": min(limits) if limits else None}
     if algorithm == "bytepiece":
         return peers.train_bytepiece(train_path, model, args.vocab_size, workers=args.peer_threads, **kwargs)
     if algorithm == "bpe-byte-level":
@@ -211,14 +214,16 @@ def target(algorithm: str, corpus: str, row: dict) -> dict:
     """The row's target, its value and whether it is met (``met`` None: not measured)."""
     ours, theirs = row.get("shardpiece"), row.get("peer")
     ok = ours is not None and not ours.get("failed")
-    timed = theirs is not None and not theirs.get("failed") and theirs.get("seconds")  # not failed, not cached
-    ratio = ours["seconds"] / theirs["seconds"] if ok and timed else None
+    stopped = theirs is not None and theirs.get("stopped_by") == "time"  # the peer ran past --peer-limit-minutes
+    timed = theirs is not None and (not theirs.get("failed") or stopped) and theirs.get("seconds")  # not cached
+    ratio = ours["seconds"] / theirs["seconds"] if ok and timed else None  # an upper bound when it was stopped
     if corpus == SLICE:
         text, limit, value = f"<= {SLICE_SECONDS:g} s", SLICE_SECONDS, ours["seconds"] if ok else None
     else:
         limit = 1.5 if algorithm == "bpe-sentencepiece" and corpus != "kernel64" else 1.0
         text, value = f"<= {limit:.1f}x", ratio
     return {"corpus": corpus, "algorithm": algorithm, "target": text, "wall_ratio": ratio,
+            "peer_stopped": bool(stopped),
             "value": None if value is None else round(value, 3), "met": None if value is None else value <= limit}
 
 
@@ -334,10 +339,12 @@ def report_corpus(record: dict, args) -> None:
             mine = side == "shardpiece"
             met = "—" if t["met"] is None else ("met" if t["met"] else "NOT met")
             rows.append((ALGORITHMS[algorithm].label, run["system"],
-                         (f"failed ({run['returncode']})" if run.get("failed") else run["seconds"]) if timed else
+                         (f"> {run['seconds']:.0f} (stopped)" if run.get("stopped_by") == "time" else
+                          f"failed ({run['returncode']})" if run.get("failed") else run["seconds"]) if timed else
                          "cached", run["cpu_seconds"] if timed else nan,
                          round(run["memory"]["peak_total_mib"]) if timed else nan,
-                         (t["wall_ratio"] if t["wall_ratio"] is not None else nan) if mine else "",
+                         ((f"< {t['wall_ratio']:.3f}" if t.get("peer_stopped") else t["wall_ratio"])
+                          if t["wall_ratio"] is not None else nan) if mine else "",
                          t["target"] if mine else "", met if mine else "",
                          f"{ev['bytes_per_token']:.4f}" if ev else "—", f"{ev['round_trip']:.2%}" if ev else "—",
                          ev.get("vocab_size", "—"),
@@ -391,6 +398,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="do not train the peers (a model an earlier run left in --work is still evaluated)")
     parser.add_argument("--skip-shardpiece", action="store_true")
     parser.add_argument("--limit-minutes", type=float, default=0, help="kill a training run that takes longer")
+    parser.add_argument("--peer-limit-minutes", type=float, default=0,
+                        help="stop a peer's training after this long: its time is then a lower bound, the ratio an "
+                             "upper bound (met when shardpiece finished sooner)")
     parser.add_argument("--scaling", action="store_true", help="also train shardpiece bytepiece on 1x, 2x, 4x zh")
     parser.add_argument("--scaling-copies", type=int, nargs="+", default=[1, 2, 4])
     args = parser.parse_args(argv)

@@ -72,13 +72,19 @@ def fresh_array(count: int, dtype) -> np.ndarray:
 def release_freed_memory() -> None:
     """Collect garbage and hand freed memory back to the system: glibc's free heap pages (``malloc_trim``; a no-op
     elsewhere) and pyarrow's pool when pyarrow is loaded. Memory a stage freed (a collected table's Arrow copy, sort
-    temporaries) otherwise stays resident through the next stages, which then add their own on top."""
+    temporaries) otherwise stays resident through the next stages, which then add their own on top.
+
+    What survives the collection is frozen (``gc.freeze``): the modules, Numba dispatchers and types loaded so far
+    (most of a driver's tracked objects) are then not walked again by the next call, which scans only what was
+    allocated since. Frozen objects are still freed by reference counting; only a reference cycle among them that
+    becomes garbage later would stay (the job's data are arrays and flat lists, not cycles)."""
     import ctypes
     import ctypes.util
     import gc
     import sys
 
     gc.collect()
+    gc.freeze()
     if "pyarrow" in sys.modules:
         sys.modules["pyarrow"].default_memory_pool().release_unused()
     try:

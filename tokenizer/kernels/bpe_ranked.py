@@ -467,15 +467,18 @@ class ByteLevelEncoder:
         self.is_bpe = model.algorithm == "bpe"
         self.ignore_merges = bool(model.pretokenizer.get("ignore_merges", False))
         # learned pieces only: an added token (e.g. "\n", CONTROL or USER_DEFINED) must not stand for its bytes
-        normal_id = {p: i for i, p in enumerate(model.pieces) if model.types[i] in (PieceType.NORMAL, PieceType.UNUSED)}
+        types = np.asarray(model.types)
+        learned = np.flatnonzero((types == int(PieceType.NORMAL)) | (types == int(PieceType.UNUSED))).tolist()
+        normal_id = {model.pieces[i]: i for i in learned}  # as one pass over the pieces: a repeated piece's last id
         byte_to_id = np.array([normal_id.get(bytes([b]), -1) for b in range(256)], dtype=np.int32)
         if self.is_bpe:
             if (byte_to_id < 0).any():
                 raise ModelError("a byte_level BPE model needs all 256 single bytes as pieces")
             self.byte_to_id = byte_to_id
-            normal = [i for i in range(model.vocab_size)
-                      if model.types[i] == PieceType.NORMAL and len(model.pieces[i]) > 1]
-            normal.sort(key=lambda i: (-float(model.scores[i]), i))
+            lengths_of = np.fromiter(map(len, model.pieces), np.int64, len(model.pieces))
+            merged = np.flatnonzero((types == int(PieceType.NORMAL)) & (lengths_of > 1))
+            scores = np.asarray(model.scores, np.float64)[merged]
+            normal = merged[np.lexsort((merged, -scores))].tolist()  # by score, highest first; ties by id
             lengths = ((model.provenance or {}).get("bpe_merges") or {}).get("left_lengths")
             if lengths is None or len(lengths) != len(normal):
                 raise ModelError(
