@@ -141,16 +141,22 @@ def run(args: argparse.Namespace) -> int:
     from pyspark.sql import SparkSession
     from pipelines.tokenize import run_tokenize
 
-    owned = SparkSession.getActiveSession() is None
-    # A small driver JVM (serial GC, C1 only: on the Parquet path it only schedules tasks) with a 4g heap ceiling
-    # for the Spark-reader inputs (text, JSONL), and one reused Python worker per core.
-    spark = build_session(master, app_name="shardpiece-tokenize", small_driver=True,
-                          driver_memory=driver_memory or os.environ.get("SHARDPIECE_DRIVER_MEMORY") or "4g")
-    try:
-        summary = run_tokenize(spark, config, versions=versions(spark))
-    finally:
-        if owned:
-            spark.stop()
+    from pipelines.lease import Lease, lease_beside
+
+    # the output directory's lease before anything starts: a second run into it (a nightly job that overran) stops
+    # here with exit 2, naming the first, before its JVM starts
+    with Lease(lease_beside(config.output), f"output directory {os.path.abspath(config.output)}",
+               progress=lambda message: print(f"shardpiece tokenize: {message}", file=sys.stderr)):
+        owned = SparkSession.getActiveSession() is None
+        # A small driver JVM (serial GC, C1 only: on the Parquet path it only schedules tasks) with a 4g heap
+        # ceiling for the Spark-reader inputs (text, JSONL), and one reused Python worker per core.
+        spark = build_session(master, app_name="shardpiece-tokenize", small_driver=True,
+                              driver_memory=driver_memory or os.environ.get("SHARDPIECE_DRIVER_MEMORY") or "4g")
+        try:
+            summary = run_tokenize(spark, config, versions=versions(spark))
+        finally:
+            if owned:
+                spark.stop()
     print(json.dumps(summary, indent=2, ensure_ascii=False))
     return 0
 

@@ -75,6 +75,39 @@ def evaluation_texts(held_out: list[bytes], training: list[bytes], limit: int) -
     return texts, kind if texts else "none"
 
 
+def writable_directory(path: str, what: str) -> None:
+    """Raise :class:`~tokenizer.errors.ConfigError` unless files can be created in directory ``path`` (made on
+    demand): its nearest existing ancestor must be a writable directory. ``what`` names the option."""
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise ConfigError(f"{what} {path}: {probe} is a file, not a directory; give a path in a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} {path}: the directory {probe} is not writable; fix its permissions or give "
+                          "another path")
+
+
+def check_before_start(options: dict, outputs: list[str], work_root: str) -> None:
+    """The checks that need no data, before any engine starts (a JVM takes seconds; a run, minutes): the output
+    files can be written (none is a directory, their directories can be made), the work directory is writable,
+    and local inputs match files that hold something. Each failure is one :class:`~tokenizer.errors.ConfigError`
+    or :class:`~tokenizer.errors.InputError` naming the path and the fix."""
+    from pipelines.inprocess.read import list_local_inputs
+    from tokenizer.errors import InputError
+
+    for path in outputs:
+        if os.path.isdir(path):
+            raise ConfigError(f"--output {path} is a directory: give a file path for one vocab size, or several "
+                              "--vocab-size values to write a directory of models")
+        writable_directory(os.path.dirname(path) or ".", "--output")
+    writable_directory(work_root, "--work-dir")
+    listed = list_local_inputs(list(options["input"]))  # raises "matches no file" for a local input
+    if listed is not None and not listed[0]:
+        raise InputError(f"the corpus has no text (every file of --input {' '.join(options['input'])} is empty, 0 "
+                         "bytes): check --input and --text-column")
+
+
 def open_engine(options: dict, progress: Callable[[str], None]):
     """The engine :func:`pipelines.train.engine.choose_engine` picks for these options, started."""
     from pipelines.inprocess.read import local_input_bytes
@@ -94,6 +127,7 @@ def open_engine(options: dict, progress: Callable[[str], None]):
 def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Train with resolved options (local paths absolute, ``work_dir`` set); ``config_text`` is the resolved
     config written beside the models. Returns the manifest (also written beside the models)."""
+    from pipelines.lease import Lease
     from pipelines.manifest import file_checksums, write_manifest
     from pipelines.train.algorithms import ALGORITHMS
     from pipelines.train.workdir import StageLog, WorkDir
@@ -108,7 +142,9 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
     paths, manifest_path = model_paths(options["output"], sizes, algorithm.name)
     resolved_path = config_path(options["output"], sizes)
     wall = time.perf_counter()
+    check_before_start(options, [*paths.values(), manifest_path, resolved_path], options["work_dir"])
     engine = open_engine(options, progress)
+    lease = None
     try:
         started = time.perf_counter()
         work_root = options["work_dir"]
@@ -123,6 +159,8 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
             "text_column": options["text_column"], "holdout_fraction": float(options["holdout_fraction"]),
             "max_table_entries": options["max_table_entries"],
         }, resume=options.get("resume", True) is not False, progress=progress)
+        lease = Lease(os.path.join(work.path, "lease.json"), f"work directory {work.path} (this run's key)",
+                      progress=progress).acquire()  # two runs of one key would write the same stage files
         log = StageLog(work, progress)
         read_counts, reader, input_format = engine.read(algorithm.reads_files_in_tasks, log)
         if read_counts:
@@ -145,6 +183,8 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
         log.add("evaluate", started, documents=len(texts))
         described = engine.describe()
     finally:
+        if lease is not None:
+            lease.release()
         engine.close()
     if not read_counts:
         read_counts = {"files": len([f for f in fingerprint["files"] if f["size"] > 0]),

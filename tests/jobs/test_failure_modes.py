@@ -65,6 +65,56 @@ def test_input_matching_nothing_is_a_clear_error(spark, tmp_path, capsys):
     assert "matches no file: check the path" in capsys.readouterr().err
 
 
+# ------------------------------------------------------------------------------------------------ before the engine
+CHECKS_BEFORE_START = r"""
+import json, sys
+from jobs.train import main
+out = {}
+for name, argv in json.loads(sys.argv[1]).items():
+    out[name] = main(argv)
+out["spark_modules"] = [m for m in sys.modules if m.startswith(("pyspark", "py4j"))]
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_paths_are_checked_before_spark_starts(tmp_path):
+    """Each bad path is one exit-2 line naming it and the fix, found before any engine starts: with --master
+    local[2] given, no Spark module is ever imported (a fresh interpreter runs every case)."""
+    import json
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(b"some text\n" * 50)
+    (tmp_path / "empty.txt").write_bytes(b"")
+    (tmp_path / "a-dir").mkdir()
+    (tmp_path / "a-file").write_bytes(b"x")
+
+    def argv(source, output, *extra):
+        return ["train", "--input", str(source), "--vocab-size", "300", "--output", str(output), "--quiet",
+                "--master", "local[2]", *extra]
+
+    cases = {
+        "output is a directory": argv(corpus, tmp_path / "a-dir"),
+        "output inside a file": argv(corpus, tmp_path / "a-file" / "m.model"),
+        "work dir inside a file": argv(corpus, tmp_path / "m.model", "--work-dir", str(tmp_path / "a-file" / "w")),
+        "missing input": argv(tmp_path / "missing-*.txt", tmp_path / "m.model"),
+        "empty input": argv(tmp_path / "empty.txt", tmp_path / "m.model"),
+    }
+    result = subprocess.run([sys.executable, "-c", CHECKS_BEFORE_START, json.dumps(cases)], capture_output=True,
+                            text=True, timeout=300)
+    out = json.loads(result.stdout.split("RESULT ", 1)[1])
+    assert out.pop("spark_modules") == []
+    assert out == {name: 2 for name in cases}
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == len(cases)  # one line each
+    expected = ["is a directory: give a file path", "a-file is a file, not a directory",
+                "a-file is a file, not a directory", "matches no file: check the path", "the corpus has no text"]
+    for line, text in zip(lines, expected):
+        assert text in line, line
+    assert not (tmp_path / "m.model").exists()
+
+
 # ------------------------------------------------------------------------------------------------ vocab size
 def test_vocab_size_below_the_byte_alphabet_fails_before_spark(tmp_path, capsys):
     (tmp_path / "corpus.txt").write_bytes(b"some text\n")
