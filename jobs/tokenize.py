@@ -114,6 +114,20 @@ def make_config(args: argparse.Namespace):
     return TokenizeConfig(**values), args.master or master, args.driver_memory or driver_memory
 
 
+def check_before_start(config) -> None:
+    """What needs no data, before the JVM starts: the output is a directory (or not there yet) in a writable place,
+    and local inputs match files. Each failure is one exit-2 line naming the path and the fix."""
+    from pipelines.inprocess.read import list_local_inputs
+    from tokenizer.files import writable_directory
+
+    output = config.output
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise ConfigError(f"--output {output} is a file: tokenize writes a directory of shards; give a directory "
+                          "path (made if missing)")
+    writable_directory(output, "--output")
+    list_local_inputs(list(config.inputs))  # a local input that matches nothing: its one-line error, now
+
+
 def main(argv: list[str] | None = None) -> int:
     from jobs.exit_codes import run_command
 
@@ -136,17 +150,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
     config, master, driver_memory = make_config(args)
     config.validate()
-    from pipelines.manifest import versions
-    from pipelines.spark.session import build_session
-    from pyspark.sql import SparkSession
-    from pipelines.tokenize import run_tokenize
-
+    check_before_start(config)
     from pipelines.lease import Lease, lease_beside
 
     # the output directory's lease before anything starts: a second run into it (a nightly job that overran) stops
     # here with exit 2, naming the first, before its JVM starts
     with Lease(lease_beside(config.output), f"output directory {os.path.abspath(config.output)}",
                progress=lambda message: print(f"shardpiece tokenize: {message}", file=sys.stderr)):
+        from pyspark.sql import SparkSession
+
+        from pipelines.manifest import versions
+        from pipelines.spark.session import build_session
+        from pipelines.tokenize import run_tokenize
+
         owned = SparkSession.getActiveSession() is None
         # A small driver JVM (serial GC, C1 only: on the Parquet path it only schedules tasks) with a 4g heap
         # ceiling for the Spark-reader inputs (text, JSONL), and one reused Python worker per core.

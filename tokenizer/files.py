@@ -106,3 +106,19 @@ def write_error(path: str, exc: OSError, what: str = "output") -> OutputWriteErr
     error = OutputWriteError(f"cannot write the {what} {path}: {reason}; {fix}. Nothing was overwritten")
     error.errno = exc.errno
     return error
+
+
+def writable_directory(path: str, what: str) -> None:
+    """Raise :class:`~tokenizer.errors.ConfigError` unless files can be created in directory ``path`` (made on
+    demand): its nearest existing ancestor must be a writable directory. ``what`` names the option. Checked
+    before a job starts its work, so a bad output path costs nothing."""
+    from tokenizer.errors import ConfigError
+
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise ConfigError(f"{what} {path}: {probe} is a file, not a directory; give a path in a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} {path}: the directory {probe} is not writable; fix its permissions or give "
+                          "another path")

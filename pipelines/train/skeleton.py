@@ -75,19 +75,6 @@ def evaluation_texts(held_out: list[bytes], training: list[bytes], limit: int) -
     return texts, kind if texts else "none"
 
 
-def writable_directory(path: str, what: str) -> None:
-    """Raise :class:`~tokenizer.errors.ConfigError` unless files can be created in directory ``path`` (made on
-    demand): its nearest existing ancestor must be a writable directory. ``what`` names the option."""
-    probe = os.path.abspath(path)
-    while not os.path.exists(probe):
-        probe = os.path.dirname(probe)
-    if not os.path.isdir(probe):
-        raise ConfigError(f"{what} {path}: {probe} is a file, not a directory; give a path in a directory")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(f"{what} {path}: the directory {probe} is not writable; fix its permissions or give "
-                          "another path")
-
-
 def check_before_start(options: dict, outputs: list[str], work_root: str) -> None:
     """The checks that need no data, before any engine starts (a JVM takes seconds; a run, minutes): the output
     files can be written (none is a directory, their directories can be made), the work directory is writable,
@@ -95,6 +82,7 @@ def check_before_start(options: dict, outputs: list[str], work_root: str) -> Non
     or :class:`~tokenizer.errors.InputError` naming the path and the fix."""
     from pipelines.inprocess.read import list_local_inputs
     from tokenizer.errors import InputError
+    from tokenizer.files import writable_directory
 
     for path in outputs:
         if os.path.isdir(path):

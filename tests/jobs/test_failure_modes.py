@@ -115,6 +115,37 @@ def test_paths_are_checked_before_spark_starts(tmp_path):
     assert not (tmp_path / "m.model").exists()
 
 
+def test_tokenize_paths_are_checked_before_spark_starts(tmp_path):
+    """``tokenize`` with an output that is a file, an output under a file, or a local input matching nothing:
+    one exit-2 line each, and no Spark module imported (no JVM)."""
+    import json
+    import subprocess
+    import sys
+
+    from tokenizer import Model
+
+    model = tmp_path / "m.model"
+    Model.byte_level([b"ab"], [-1.0]).save(str(model))
+    (tmp_path / "in.txt").write_text("abab\n")
+    (tmp_path / "a-file").write_bytes(b"x")
+    script = CHECKS_BEFORE_START.replace("from jobs.train import main", "from jobs.tokenize import main")
+
+    def argv(source, output):
+        return ["tokenize", "--model", str(model), "--input", str(source), "--output", str(output)]
+
+    cases = {"output is a file": argv(tmp_path / "in.txt", tmp_path / "a-file"),
+             "output under a file": argv(tmp_path / "in.txt", tmp_path / "a-file" / "out"),
+             "missing input": argv(tmp_path / "missing-*.txt", tmp_path / "out")}
+    result = subprocess.run([sys.executable, "-c", script, json.dumps(cases)], capture_output=True, text=True,
+                            timeout=300)
+    out = json.loads(result.stdout.split("RESULT ", 1)[1])
+    assert out.pop("spark_modules") == [] and out == {name: 2 for name in cases}
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    expected = ["is a file: tokenize writes a directory", "a-file is a file, not a directory", "matches no file"]
+    assert len(lines) == len(cases) and all(text in line for line, text in zip(lines, expected)), lines
+    assert not (tmp_path / "out").exists()
+
+
 # ------------------------------------------------------------------------------------------------ vocab size
 def test_vocab_size_below_the_byte_alphabet_fails_before_spark(tmp_path, capsys):
     (tmp_path / "corpus.txt").write_bytes(b"some text\n")
