@@ -63,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         argv = argv[1:]
     parser = argparse.ArgumentParser(prog="shardpiece demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", metavar="DIR", help="where the models go (default: out/demo)")
-    parser.add_argument("--master", metavar="URL", help="auto (the config's: this process for the small sample), none, or a Spark master such as local[2]")
+    parser.add_argument("--master", metavar="URL",
+                        help="auto (the config's: this process for the small sample), none, or a Spark master "
+                             "such as local[2]")
     parser.add_argument("--partitions", type=int, metavar="N", help="document partitions (Spark only)")
     args = parser.parse_args(argv)
 

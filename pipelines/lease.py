@@ -6,8 +6,9 @@ pid, start time, run id, last renewal), taken atomically before the job touches 
 ends:
 
 * taking it: under an exclusive ``flock`` of the directory that holds it (held for the few milliseconds of the
-  check; no lock file is left behind), the lease is read; absent or stale, it is written (atomically: a temporary name, then a rename) with
-  this run's identity; held by a live run, :class:`LeaseHeld` names that run and the job exits 2;
+  check; no lock file is left behind), the lease is read; absent or stale, it is written (atomically: a
+  temporary name, then a rename) with this run's identity; held by a live run, :class:`LeaseHeld` names that run
+  and the job exits 2;
 * stale: its process is gone (same host: no such pid) or it has not been renewed for :data:`STALE_SECONDS` (another
   host, or a hung process); taking it over prints one line saying whose it was;
 * renewing: a daemon thread rewrites the renewal time every :data:`RENEW_SECONDS` while the job runs;

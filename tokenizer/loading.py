@@ -24,6 +24,12 @@ def load_model_bytes(data: bytes, source: str = "<bytes>") -> Model:
             obj = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ModelFileError(source, f"looks like JSON but does not parse ({exc}); the file is corrupted") from None
+        if isinstance(obj, dict) and str(obj.get("command", "")).startswith("shardpiece "):
+            models = obj.get("models") if isinstance(obj.get("models"), dict) else {}
+            paths = [str(info.get("path")) for info in models.values() if isinstance(info, dict)]
+            raise ModelFileError(source, f"this is the manifest of a '{obj['command']}' run, not a model: give "
+                                 + (f"the model file it names ({', '.join(paths[:3])})" if paths else
+                                    "the model file beside it"))
         if isinstance(obj, dict) and "model" in obj and "normalizer" in obj:
             from tokenizer.interop.huggingface import model_from_tokenizer_json
 

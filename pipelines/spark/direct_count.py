@@ -5,10 +5,10 @@ Spark's text reader hands every line from the JVM to the Python worker as Arrow,
 more than the counting itself (``benchmarks/bpe.py``, its reader rows in BENCHMARKS.md). Here each task opens its
 files with pyarrow (:func:`pipelines.read.arrow_read.read_text_units`: the same lines as Spark's text source;
 :func:`pipelines.read.arrow_read.read_units`: a Parquet file's text column, nulls dropped), drops the held-out
-documents by Spark's own ``xxhash64`` rule (:mod:`tokenizer.kernels.xxhash`, so ``pipelines.spark.train_engine.split_holdout``
-would hold out the same ones), counts the rest with the job's counter and hands its table to the job's reduce
-(:mod:`pipelines.spark.reduce`, with its memory bound). The result equals the Spark path's table on the same training
-documents, so the models' bytes are the same.
+documents by Spark's own ``xxhash64`` rule (:mod:`tokenizer.kernels.xxhash`, so
+``pipelines.spark.train_engine.split_holdout`` would hold out the same ones), counts the rest with the job's
+counter and hands its table to the job's reduce (:mod:`pipelines.spark.reduce`, with its memory bound). The result
+equals the Spark path's table on the same training documents, so the models' bytes are the same.
 
 Example::
 

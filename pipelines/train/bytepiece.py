@@ -225,9 +225,9 @@ def reduce_pieces(engine, lm, settings: bp.TrainSettings, shard_bytes: int = SHA
 # ---------------------------------------------------------------------------------------------- EM refinement
 def em_statistics(model_shared, settings: bp.TrainSettings, batches: Iterator, threads: int,
                   shard_bytes: int = SHARD_BYTES):
-    """``map_documents``' function of one EM E-step: the documents' :class:`~tokenizer.trainers.bytepiece.EStepStatistics`
-    (piece statistics and adjacent-pair counts; ``threads`` shards at once, summed in shard order), ``None`` for
-    no documents."""
+    """``map_documents``' function of one EM E-step: the documents'
+    :class:`~tokenizer.trainers.bytepiece.EStepStatistics` (piece statistics and adjacent-pair counts; ``threads``
+    shards at once, summed in shard order), ``None`` for no documents."""
     pieces, counts = model_shared.value
 
     def shard_statistics(shard: tuple[np.ndarray, np.ndarray]):
@@ -359,7 +359,9 @@ def train_bytepiece(engine, settings: bp.TrainSettings, *, provenance: dict | No
 
     started = time.perf_counter()
     pruned, resumed = work.run("prune", lambda: bp.prune_candidates(pieces, counts, settings), PRUNED)
-    stage("prune", started, resumed, **{f"pieces_{size}": len(p) for size, (p, _) in sorted(pruned.items())})
+    specials = len(settings.special_tokens)  # each model's vocab: its pieces (all 256 bytes among them), then these
+    stage("prune", started, resumed,
+          **{f"vocab_{size}": len(p) + specials for size, (p, _) in sorted(pruned.items())})
 
     final = {}
     for vocab_size, (kept, kept_counts) in sorted(pruned.items()):

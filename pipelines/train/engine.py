@@ -55,8 +55,8 @@ class Choice:
 def choose_engine(options: dict, local_bytes: Callable[[list[str]], int | None]) -> Choice:
     """``--master``: ``none`` runs in this process, a Spark master URL on Spark, ``auto`` (the default) in this
     process when every input is local and they hold at most ``in_process_max_mib`` MiB, and Spark's reader,
-    partitioning or E-steps were not asked for. ``local_bytes(inputs)`` is the inputs' total size, ``None`` when one is not a
-    local file the in-process reader opens.
+    partitioning or E-steps were not asked for. ``local_bytes(inputs)`` is the inputs' total size, ``None`` when
+    one is not a local file the in-process reader opens.
 
     >>> choose_engine({"master": "auto", "input": ["a.txt"], "in_process_max_mib": 256}, lambda i: 2 << 20).engine
     'in-process'

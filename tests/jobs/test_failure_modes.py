@@ -284,6 +284,11 @@ def test_corrupt_model_files_are_refused_with_the_reason(tmp_path, capsys):
         assert encode_main(["encode", "--model", path, "--input", str(tmp_path / "in.txt")]) == 2, name
         err = capsys.readouterr().err
         assert path in err, (name, err)
+    manifest = tmp_path / "m.model.manifest.json"  # the file beside a model, given by mistake
+    manifest.write_text(json.dumps({"command": "shardpiece train", "models": {"300": {"path": "/models/m.model"}}}))
+    assert encode_main(["encode", "--model", str(manifest), "--input", str(tmp_path / "in.txt")]) == 2
+    assert "is the manifest of a 'shardpiece train' run, not a model: give the model file it names " \
+           "(/models/m.model)" in capsys.readouterr().err
 
 
 @pytest.mark.spark

@@ -25,7 +25,8 @@ ALGORITHMS = {  # name: flags (small vocabularies, settings that make every stag
 
 def corpus_lines(n: int = 2500, seed: int = 5) -> list[str]:
     rng = random.Random(seed)
-    words = ["token", "piece", "engine", "spark", "the", "of", "data", "東京", "日本語", "数据", "café", "42", "x=1;"]
+    words = ["token", "piece", "engine", "spark", "the", "of", "data", "東京", "日本語", "数据", "café", "42",
+             "x=1;"]
     return [" ".join(rng.choice(words) for _ in range(rng.randint(1, 10))) for _ in range(n)]
 
 
