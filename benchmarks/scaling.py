@@ -87,7 +87,7 @@ def train_command(system: str, train: str, run_dir: str, args) -> tuple[list[str
     os.makedirs(events, exist_ok=True)
     algorithm = {"shardpiece-bytepiece": ["--algorithm", "bytepiece", "--order", "6", "--min-count", "8",
                                           "--normalization", "nfc"],
-                 "shardpiece-unigram": ["--algorithm", "unigram"],
+                 "shardpiece-unigram": ["--algorithm", "unigram", "--unigram-defaults", "sentencepiece"],
                  "shardpiece-bpe-sp": ["--algorithm", "bpe", "--pretokenizer", "sentencepiece"],
                  "shardpiece-bpe-bl": ["--algorithm", "bpe", "--pretokenizer", "byte_level", "--pattern", "gpt2"]}
     command = [common.PYTHON, "-m", "jobs.cli", "train", *algorithm[system], "--input", train, "--vocab-size", vocab,

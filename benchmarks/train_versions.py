@@ -27,8 +27,9 @@ from benchmarks import processes  # noqa: E402  (common put the repository on sy
 
 RUNS = {  # name: (algorithm options, extra options for the new tree only)
     "bytepiece": (["--algorithm", "bytepiece", "--min-count", "8", "--normalization", "nfc", "--no-resume"], []),
-    "unigram (pyarrow in tasks)": (["--algorithm", "unigram"], ["--no-resume"]),
-    "unigram (Spark reader)": (["--algorithm", "unigram", "--reader", "spark"], ["--no-resume"]),
+    "unigram (pyarrow in tasks)": (["--algorithm", "unigram"], ["--no-resume", "--unigram-defaults", "sentencepiece"]),
+    "unigram (Spark reader)": (["--algorithm", "unigram", "--reader", "spark"],
+                               ["--no-resume", "--unigram-defaults", "sentencepiece"]),
     "bpe (pyarrow in tasks)": (["--algorithm", "bpe"], ["--no-resume"]),
     "bpe (Spark reader)": (["--algorithm", "bpe", "--reader", "spark"], ["--no-resume"]),
 }

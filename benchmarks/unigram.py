@@ -1,6 +1,7 @@
 """Unigram training side by side: ``shardpiece train --algorithm unigram`` (Spark, start-up included) vs
-sentencepiece's unigram trainer (same normalizer: identity; same settings; 2 threads), then bytes/token of both on
-the test split, and whether sentencepiece, loading shardpiece's exported .model, gives shardpiece's ids.
+sentencepiece's unigram trainer (same normalizer: identity; SentencePiece's own defaults on both sides: shardpiece
+with ``--unigram-defaults sentencepiece``; 2 threads), then bytes/token of both on the test split, and whether
+sentencepiece, loading shardpiece's exported .model, gives shardpiece's ids.
 
     .venv/bin/python benchmarks/unigram.py --corpus en --vocab-size 32000 [--master local[2]] [--test-lines N]
         [--reuse-models]
@@ -61,7 +62,8 @@ def main() -> int:
             print(f"{corpus}: sentencepiece trained in {sp_seconds} s", flush=True)
         if not (args.reuse_models and os.path.exists(ours_path)):
             started = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "jobs.cli", "train", "--algorithm", "unigram", "--input", train,
+            subprocess.run([sys.executable, "-m", "jobs.cli", "train", "--algorithm", "unigram",
+                            "--unigram-defaults", "sentencepiece", "--input", train,
                             "--vocab-size", str(args.vocab_size), "--output", ours_path, "--master", args.master,
                             "--holdout-fraction", "0", "--eval-documents", "10", "--quiet", "--no-resume"],
                            check=True, cwd=REPO)

@@ -79,6 +79,9 @@ def format_summary(manifest: dict[str, Any]) -> str:
         if short:
             lines.append(f"                    only {info['vocab_size']:,} of the {short['requested']:,} pieces asked: "
                          f"{short['hint']}")
+    if manifest.get("lossy_settings"):
+        lines.append(f"  not lossless      {'; '.join(manifest['lossy_settings'])} (these settings were asked for; "
+                     "--unigram-defaults lossless keeps every byte)")
     lines.append(f"  manifest          {manifest['manifest_path']}")
     return "\n".join(lines)
 

@@ -190,8 +190,13 @@ OPTIONS: tuple[Option, ...] = (
        algorithms=UG, default=2, type=int),
     _o("max_sentence_length", _int, "an integer", "skip longer sentences, in bytes, as SentencePiece (default "
        "4192; 0: no limit)", "unigram", algorithms=UG, default=4192, type=int),
-    _o("byte_fallback", _bool, "true or false", "256 byte pieces for characters outside the vocabulary",
-       "unigram", algorithms=UG, default=False, action="store_true"),
+    _o("unigram_defaults", _str, "a string (lossless or sentencepiece)", "lossless (default): byte fallback, "
+       "whitespace kept as it is, no dummy prefix, whitespace-only pieces allowed (every byte round-trips); "
+       "sentencepiece: SentencePiece's own defaults (no byte fallback, runs of spaces collapsed, a '▁' before "
+       "the first word), which drop what they cannot represent; the four flags below override either",
+       "unigram", algorithms=UG, default="lossless", choices=("lossless", "sentencepiece")),
+    _o("byte_fallback", _bool, "true or false", "256 byte pieces for characters outside the vocabulary "
+       "(--no-byte-fallback: <unk>)", "unigram", algorithms=UG, action="store_true"),
     _o("split_by_whitespace", _bool, "true or false", "let pieces cross whitespace", "unigram", algorithms=UG,
        default=True, flags=("--no-split-by-whitespace",), action="store_false"),
     _o("split_by_number", _bool, "true or false", "let pieces join digits and letters", "unigram",
@@ -200,12 +205,13 @@ OPTIONS: tuple[Option, ...] = (
        default=True, flags=("--no-split-by-unicode-script",), action="store_false"),
     _o("treat_whitespace_as_suffix", _bool, "true or false", "'▁' ends a word instead of starting it",
        "unigram", algorithms=UG, default=False, action="store_true"),
-    _o("allow_whitespace_only_pieces", _bool, "true or false", "allow pieces of several '▁'", "unigram",
-       algorithms=UG, default=False, action="store_true"),
-    _o("add_dummy_prefix", _bool, "true or false", "no '▁' before the first word", "unigram", algorithms=UG,
-       default=True, flags=("--no-dummy-prefix",), action="store_false"),
-    _o("remove_extra_whitespaces", _bool, "true or false", "keep runs of spaces as they are", "unigram",
-       algorithms=UG, default=True, flags=("--keep-extra-whitespaces",), action="store_false"),
+    _o("allow_whitespace_only_pieces", _bool, "true or false", "allow pieces of several '▁' "
+       "(--no-whitespace-only-pieces: not)", "unigram", algorithms=UG, action="store_true"),
+    _o("add_dummy_prefix", _bool, "true or false", "no '▁' before the first word (--add-dummy-prefix: one)",
+       "unigram", algorithms=UG, flags=("--no-dummy-prefix",), action="store_false"),
+    _o("remove_extra_whitespaces", _bool, "true or false", "keep runs of spaces as they are "
+       "(--remove-extra-whitespaces: collapse them)", "unigram", algorithms=UG, flags=("--keep-extra-whitespaces",),
+       action="store_false"),
     _o("normalizer_model", _str, "a path", "use this SentencePiece .model's normalizer (default identity)",
        "unigram", algorithms=UG, metavar="SP_MODEL"),
     _o("user_defined_symbols", C.is_str_list, "a list of strings", "pieces always kept whole", "unigram",
@@ -222,6 +228,19 @@ OPTIONS: tuple[Option, ...] = (
        algorithms=BPE, default="gpt2", choices=("gpt2", "llama3")),
 )
 BY_KEY = {option.key: option for option in OPTIONS}
+#: what ``--unigram-defaults`` sets, for the options not given: lossless, or SentencePiece's own defaults (the
+#: models of earlier versions' defaults, byte for byte)
+UNIGRAM_DEFAULTS = {
+    "lossless": {"byte_fallback": True, "remove_extra_whitespaces": False, "add_dummy_prefix": False,
+                 "allow_whitespace_only_pieces": True},
+    "sentencepiece": {"byte_fallback": False, "remove_extra_whitespaces": True, "add_dummy_prefix": True,
+                      "allow_whitespace_only_pieces": False},
+}
+#: the flag that sets each of those options the other way than its own flag does
+UNIGRAM_OPPOSITE_FLAGS = {"byte_fallback": ("--no-byte-fallback", False),
+                          "remove_extra_whitespaces": ("--remove-extra-whitespaces", True),
+                          "add_dummy_prefix": ("--add-dummy-prefix", True),
+                          "allow_whitespace_only_pieces": ("--no-whitespace-only-pieces", False)}
 ALIASES = {alias: option.key for option in OPTIONS for alias in option.aliases}
 #: old names that keep working with a notice; each maps to the piece-length option of the model's unit
 DEPRECATED = {"max_piece_length": "--max-piece-length is deprecated: use --max-piece-bytes or --max-piece-chars "
@@ -271,6 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
             if option.metavar is None and option.type in (int, float):
                 kwargs["metavar"] = "N" if option.type is int else "F"
         groups[option.group].add_argument(*strings, **kwargs)
+    for key, (flag, value) in UNIGRAM_OPPOSITE_FLAGS.items():
+        groups["unigram"].add_argument(flag, dest=key, action="store_const", const=value,
+                                       help=f"sets {key} to {str(value).lower()} [unigram]")
     groups["run"].add_argument("--quiet", action="store_true", help="print only the summary")
     groups["model"].add_argument("--max-piece-length", dest="max_piece_length", type=int, help=argparse.SUPPRESS)
     return parser
@@ -341,6 +363,9 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
             default = option.default_for(algorithm)
             if default is not None:
                 options[option.key] = list(default) if isinstance(default, list) else default
+    if algorithm == "unigram":
+        for key, value in UNIGRAM_DEFAULTS[options["unigram_defaults"]].items():
+            options.setdefault(key, value)
     for key in ("input", "vocab_size", "output"):
         if options.get(key) in (None, [], ""):
             raise ConfigError(f"--{key.replace('_', '-')} is required: give it in {source}")

@@ -66,7 +66,9 @@ VARIANTS = (
     Variant("bytepiece", ("--algorithm", "bytepiece")),
     Variant("bytepiece-nfc-refine-em", ("--algorithm", "bytepiece", "--normalization", "nfc", "--refine-em-rounds",
                                         "2", "--refine-em-mode", "expected"), ("--partitions", "3")),
-    Variant("unigram", ("--algorithm", "unigram")),  # the default variant: SentencePiece-compatible
+    # SentencePiece's own defaults: the models earlier versions trained by default, byte for byte
+    Variant("unigram", ("--algorithm", "unigram", "--unigram-defaults", "sentencepiece")),
+    Variant("unigram-lossless", ("--algorithm", "unigram")),  # the default: byte fallback, whitespace kept
     Variant("unigram-byte", ("--algorithm", "unigram", "--unigram-variant", "byte"),
             (*SPARK_REREAD, "--estep", "spark")),
     Variant("bpe-byte-level", ("--algorithm", "bpe")),  # the gpt2 pattern
@@ -154,6 +156,32 @@ PINNED: dict[str, dict] = {
             (999, "|", -11.7578125, "NORMAL"),
         ],
         "sha256": "4f64e1ff7670143baeba4ead76165c0a6f64839b00304c9b1793502ef3066c27",
+    },
+    "unigram-lossless": {
+        "vocab_size": 1000,
+        "head": [
+            (0, "<unk>", 0.0, "UNKNOWN"),
+            (1, "<s>", 0.0, "CONTROL"),
+            (2, "</s>", 0.0, "CONTROL"),
+            (3, "<0x00>", 0.0, "BYTE"),
+            (4, "<0x01>", 0.0, "BYTE"),
+            (5, "<0x02>", 0.0, "BYTE"),
+            (6, "<0x03>", 0.0, "BYTE"),
+            (7, "<0x04>", 0.0, "BYTE"),
+            (8, "<0x05>", 0.0, "BYTE"),
+            (9, "<0x06>", 0.0, "BYTE"),
+        ],
+        "tail": [
+            (992, "▁above", -8.84375, "NORMAL"),
+            (993, "False", -8.84375, "NORMAL"),
+            (994, "MyClass", -8.84375, "NORMAL"),
+            (995, "▁fact", -8.84375, "NORMAL"),
+            (996, "<", -8.94921875, "NORMAL"),
+            (997, "|", -11.171875, "NORMAL"),
+            (998, "V", -11.86328125, "NORMAL"),
+            (999, "~", -11.86328125, "NORMAL"),
+        ],
+        "sha256": "f21203e499c381e89781c3376872afe1aa6f71987867cfcc810f5bd4e5da806a",
     },
     "unigram-byte": {
         "vocab_size": 1000,

@@ -93,6 +93,11 @@ class Algorithm:
     def check_read(read_stats, settings) -> None:
         """Raise :class:`InputError` when the read corpus cannot be trained with these settings."""
 
+    @staticmethod
+    def lossy_settings(settings) -> list[str]:
+        """What in these settings keeps a model from giving back every byte it encodes (``[]``: nothing)."""
+        return []
+
 
 # ---------------------------------------------------------------------------------------------------- bytepiece
 class BytePiece(Algorithm):
@@ -236,6 +241,22 @@ class Unigram(Algorithm):
         common.update(extra)
         return {int(size): UnigramSettings(vocab_size=int(size), **common).validate()
                 for size in options["vocab_size"]}
+
+    @staticmethod
+    def lossy_settings(settings: dict) -> list[str]:
+        """SentencePiece's lossy choices among the settings (``--unigram-defaults sentencepiece`` makes them all).
+        ``Unigram.lossy_settings({8000: UnigramSettings(byte_fallback=False)})[0]`` -> ``'no byte fallback: ...'``."""
+        first = next(iter(settings.values()))
+        if first.variant == "byte":
+            return []
+        reasons = []
+        if not first.byte_fallback:
+            reasons.append("no byte fallback: characters outside the vocabulary become <unk>")
+        if first.remove_extra_whitespaces:
+            reasons.append("runs of spaces are collapsed, leading and trailing ones dropped")
+        if first.normalizer_name not in ("identity", ""):
+            reasons.append(f"the {first.normalizer_name} normalizer changes the text")
+        return reasons
 
     @staticmethod
     def settings_dict(settings: dict) -> dict:

@@ -31,7 +31,8 @@ SCRIPT = textwrap.dedent("""
     corpus = os.path.join(out, "in", "corpus.txt")
     common = ["--input", corpus, "--master", "local[1]", "--quiet", "--holdout-fraction", "0.1"]
     runs = [["--algorithm", "bytepiece", "--vocab-size", "300", "--output", f"{out}/train/bp.model"],
-            ["--algorithm", "unigram", "--vocab-size", "40", "60", "--output", f"{out}/train/uni"],
+            ["--algorithm", "unigram", "--unigram-defaults", "sentencepiece", "--vocab-size", "40", "60",
+             "--output", f"{out}/train/uni"],
             ["--algorithm", "bpe", "--vocab-size", "300", "--output", f"{out}/train/bpe.model"]]
     for argv in runs:
         assert main(["train", *argv, *common]) == 0, argv

@@ -51,14 +51,16 @@ def stage_files(work_root) -> dict[str, int]:
 
 MANIFEST_KEYS = {
     "algorithm", "command", "config", "config_path", "corpus_fingerprint", "created_unix", "created_utc",
-    "default_parallelism", "details", "engine", "engine_reason", "holdout_fraction", "host", "input", "input_fingerprint", "input_format",
-    "models", "outputs", "partitions", "python", "read", "reader", "seconds_total", "settings", "spark_master",
-    "spark_version", "stages", "table_bounds", "text_column", "threads", "training_documents", "versions", "work_dir"}
+    "default_parallelism", "details", "engine", "engine_reason", "holdout_fraction", "host", "input",
+    "input_fingerprint", "input_format", "lossy_settings", "models", "outputs", "partitions", "python", "read",
+    "reader", "seconds_total", "settings", "spark_master", "spark_version", "stages", "table_bounds", "text_column",
+    "threads", "training_documents", "versions", "work_dir"}
 RUNS = {  # algorithm: (its options, its stages in order, the vocab sizes); bpe trains in this process (the default
     # --master auto on a small local file), the others on Spark
     "bytepiece": (["--min-count", "3", "--order", "4", "--partitions", "2"],
                   ["read", "ngrams", "ngram_model", "candidates", "prune", "models"], (300, 330)),
-    "unigram": (["--master", "local[2]", "--holdout-fraction", "0.05"], ["chunks", "em_60", "em_80", "models"],
+    "unigram": (["--master", "local[2]", "--holdout-fraction", "0.05", "--unigram-defaults", "sentencepiece"],
+                ["chunks", "em_60", "em_80", "models"],
                 (60, 80)),
     "bpe": (["--min-count", "2", "--pretokenizer", "sentencepiece"], ["chunks", "merges", "models"], (300, 330)),
 }

@@ -152,3 +152,30 @@ def test_local_cluster_gives_the_same_model_bytes(tmp_path):
         assert (output / f"bytepiece-{size}.model").read_bytes() == expected[size].to_bytes()
     manifest = json.loads((output / "manifest.json").read_text())
     assert manifest["spark_master"] == "local-cluster[2,1,1024]"
+
+
+def test_unigram_defaults_are_lossless_and_the_sentencepiece_preset_says_what_it_drops(tmp_path, capsys):
+    """Unigram's defaults keep every byte (tabs, CR, runs and leading spaces, rare characters): every training line
+    decodes back to itself; ``--unigram-defaults sentencepiece`` (SentencePiece's own defaults) does not, and the
+    summary names why."""
+    import random
+
+    from tokenizer import Tokenizer
+
+    rng = random.Random(3)
+    words = ["alpha", "beta", "gamma", "delta", "tab\there", "two  spaces", "café", "naïve", "東京", "x\r"]
+    lines = ["  " * (i % 3) + " ".join(rng.choice(words) for _ in range(rng.randint(1, 8))) + "  " * (i % 2)
+             for i in range(1500)] + ["rare: ǂ ʬ ⺀ 𝔘"]
+    (tmp_path / "c.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for preset, lossless in (("lossless", True), ("sentencepiece", False)):
+        output = tmp_path / f"{preset}.model"
+        assert main(["train", "--algorithm", "unigram", "--unigram-defaults", preset, "--input",
+                     str(tmp_path / "c.txt"), "--vocab-size", "400", "--output", str(output),
+                     "--holdout-fraction", "0"]) == 0
+        out = capsys.readouterr().out
+        tokenizer = Tokenizer.load(output)
+        round_trips = [tokenizer.decode(tokenizer.encode(line)) == line for line in lines]
+        assert all(round_trips) is lossless, preset
+        assert ("not lossless" in out) is not lossless
+        if not lossless:
+            assert "no byte fallback" in out and "runs of spaces are collapsed" in out

@@ -17,7 +17,7 @@ from pipelines.train.engine import Choice, choose_engine
 
 ALGORITHMS = {  # name: flags (small vocabularies, settings that make every stage run)
     "bytepiece": ["--algorithm", "bytepiece", "--min-count", "2", "--order", "4", "--vocab-size", "400"],
-    "unigram": ["--algorithm", "unigram", "--vocab-size", "200"],
+    "unigram": ["--algorithm", "unigram", "--vocab-size", "400"],  # lossless: byte fallback's 256 pieces too
     "bpe byte-level": ["--algorithm", "bpe", "--vocab-size", "400"],
     "bpe sentencepiece": ["--algorithm", "bpe", "--pretokenizer", "sentencepiece", "--vocab-size", "300"],
 }
@@ -92,7 +92,7 @@ def test_in_process_training_starts_no_jvm(tmp_path):
         "import sys\n"
         "from jobs.train import main\n"
         f"code = main(['train', '--algorithm', 'unigram', '--input', {str(tmp_path / 'c.txt')!r}, '--vocab-size', "
-        f"'150', '--output', {str(tmp_path / 'm.model')!r}, '--quiet'])\n"
+        f"'400', '--output', {str(tmp_path / 'm.model')!r}, '--quiet'])\n"
         "assert code == 0, code\n"
         "loaded = [m for m in sys.modules if m.startswith(('pyspark', 'py4j'))]\n"
         "assert not loaded, loaded\n"

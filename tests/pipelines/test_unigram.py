@@ -20,6 +20,10 @@ def sentences(seed: int = 7, lines: int = 300) -> list[bytes]:
     return [" ".join(rng.choice(words) for _ in range(rng.randint(1, 9))).encode() for _ in range(lines)]
 
 
+#: the small vocabularies here leave no room for byte fallback's 256 pieces: SentencePiece's own defaults
+SENTENCEPIECE_DEFAULTS = ("--unigram-defaults", "sentencepiece")
+
+
 def fit(table, settings, runner=None, threads: int = 1) -> bytes:
     return ug.train_from_chunks(table.chunks, table.counts, settings, runner=runner, threads=threads).to_bytes()
 
@@ -71,7 +75,8 @@ def test_train_job_writes_a_model_and_manifest(spark, tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_bytes(b"\n".join(sentences(3, 200)) + b"\n")
     output = tmp_path / "u.model"
-    code = main(["train", "--algorithm", "unigram", "--input", str(corpus), "--vocab-size", "100", "--output",
+    code = main(["train", "--algorithm", "unigram", *SENTENCEPIECE_DEFAULTS,
+                 "--input", str(corpus), "--vocab-size", "100", "--output",
                  str(output), "--partitions", "3", "--holdout-fraction", "0", "--quiet", "--master", "local[2]",
                  "--threads", "2"])
     assert code == 0
@@ -81,7 +86,8 @@ def test_train_job_writes_a_model_and_manifest(spark, tmp_path):
     assert tok.decode(tok.encode(line)) == line
     manifest = json.loads((tmp_path / "u.model.manifest.json").read_text())
     assert manifest["models"]["100"]["evaluation"]["bytes_per_token"] > 1.0
-    assert main(["train", "--algorithm", "unigram", "--input", str(corpus), "--vocab-size", "100", "--output",
+    assert main(["train", "--algorithm", "unigram", *SENTENCEPIECE_DEFAULTS,
+                 "--input", str(corpus), "--vocab-size", "100", "--output",
                  str(tmp_path / "bad.model"), "--threads", "0", "--quiet", "--master", "local[2]"]) == 2
 
 
@@ -128,7 +134,8 @@ def test_unigram_job_reads_local_text_directly_with_the_same_model(spark, tmp_pa
     manifests = {}
     for reader in ("auto", "spark"):
         output = tmp_path / f"{reader}.model"
-        assert main(["train", "--algorithm", "unigram", "--input", str(corpus), "--vocab-size", "100", "--output",
+        assert main(["train", "--algorithm", "unigram", *SENTENCEPIECE_DEFAULTS,
+                     "--input", str(corpus), "--vocab-size", "100", "--output",
                      str(output), "--holdout-fraction", "0.05", "--quiet", "--master", "local[2]",
                      "--reader", reader]) == 0
         manifests[reader] = json.loads((tmp_path / f"{reader}.model.manifest.json").read_text())
@@ -144,7 +151,8 @@ def test_unigram_job_names_a_corrupt_compressed_input(spark, tmp_path, capsys):
     from jobs.train import main
 
     (tmp_path / "bad.txt.gz").write_bytes(gzip.compress(b"\n".join(sentences(4, 200)))[:-20])
-    code = main(["train", "--algorithm", "unigram", "--input", str(tmp_path / "bad.txt.gz"), "--vocab-size", "100",
+    code = main(["train", "--algorithm", "unigram", *SENTENCEPIECE_DEFAULTS,
+                 "--input", str(tmp_path / "bad.txt.gz"), "--vocab-size", "100",
                  "--output", str(tmp_path / "m.model"), "--quiet", "--master", "local[2]"])
     err = capsys.readouterr().err
     assert code != 0 and "bad.txt.gz" in err and "corrupt, truncated" in err
@@ -183,7 +191,8 @@ def test_unigram_job_reads_parquet_in_the_tasks_with_the_same_model(spark, tmp_p
     pq.write_table(pa.table({"content": column}), tmp_path / "part-0.parquet", row_group_size=64)
     manifests = {}
     for reader in ("auto", "spark"):
-        assert main(["train", "--algorithm", "unigram", "--input", str(tmp_path / "part-0.parquet"), "--text-column",
+        assert main(["train", "--algorithm", "unigram", *SENTENCEPIECE_DEFAULTS,
+                     "--input", str(tmp_path / "part-0.parquet"), "--text-column",
                      "content", "--vocab-size", "100", "--output", str(tmp_path / f"{reader}.model"),
                      "--holdout-fraction", "0.1", "--quiet", "--master", "local[2]", "--reader", reader]) == 0
         manifests[reader] = json.loads((tmp_path / f"{reader}.model.manifest.json").read_text())

@@ -147,7 +147,8 @@ def train_from_chunks(chunks: list[bytes], counts: np.ndarray, settings: Unigram
         if len(required) + len(settings.meta_pieces()) > settings.vocab_size:
             raise ConfigError(
                 f"vocab_size={settings.vocab_size} is smaller than the {len(required)} required characters plus "
-                f"{len(settings.meta_pieces())} meta pieces: raise --vocab-size or lower --character-coverage")
+                f"{len(settings.meta_pieces())} meta pieces: raise --vocab-size or lower --character-coverage"
+                + (" (byte fallback's 256 byte pieces are among the meta pieces)" if settings.byte_fallback else ""))
     report.required_characters = len(required)
     checkpoints = checkpoints or Checkpoints()
     pieces, scores = [], np.zeros(0)

@@ -73,7 +73,9 @@ class UnigramSettings:
             if len(meta) + 1 > self.vocab_size:
                 raise ConfigError(
                     f"vocab_size={self.vocab_size} leaves no room beside {len(meta)} meta pieces (special, "
-                    "user-defined, control and byte pieces): raise --vocab-size")
+                    "user-defined, control and byte pieces): raise --vocab-size"
+                    + (" (byte fallback's 256 byte pieces are among them; --no-byte-fallback leaves them out, "
+                       "and characters outside the vocabulary then become <unk>)" if self.byte_fallback else ""))
         elif self.vocab_size <= 256 + len(self.byte_specials()):
             raise ConfigError(f"vocab_size={self.vocab_size}: the byte variant needs more than the 256 byte pieces "
                               f"and its {len(self.byte_specials())} control tokens: raise --vocab-size")
