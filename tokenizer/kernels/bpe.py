@@ -83,9 +83,8 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
     ends = np.empty(len(pieces), np.int64)
     symbol_starts(data, offsets, byte_mode, starts, ends)
     pseudo: dict[bytes, int] = {}
-
-    def symbol_id(text: bytes) -> int:  # its piece, else its pseudo character, else -1
-        return symbol_of.get(text, pseudo.get(text, -1))
+    symbols = dict(symbol_of)  # every piece and, as they are met, every pseudo character (the two never share a key)
+    symbol_id = symbols.get  # its piece, else its pseudo character; None: neither
 
     left, right, merged = [], [], []
     join_left: list[int] = []
@@ -99,15 +98,15 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
             continue
         chars = [piece[a:b] for a, b in zip(bounds, bounds[1:])]
         for char in chars:
-            if char not in symbol_of and char not in pseudo:
-                pseudo[char] = vocab_size + len(pseudo)
-        merged_pieces.append((piece, z, bounds, [symbol_id(char) for char in chars]))
-        for x, y in zip(chars, chars[1:]):  # characters that meet inside a piece: no cut between them
-            join_left.append(symbol_id(x))
-            join_right.append(symbol_id(y))
+            if char not in symbols:
+                pseudo[char] = symbols[char] = vocab_size + len(pseudo)
+        char_ids = [symbols[char] for char in chars]
+        merged_pieces.append((piece, z, bounds, char_ids))
+        join_left.extend(char_ids[:-1])  # characters that meet inside a piece: no cut between them
+        join_right.extend(char_ids[1:])
         for b in bounds[1:-1]:
             ix, iy = symbol_id(piece[:b]), symbol_id(piece[b:])
-            if ix >= 0 and iy >= 0:
+            if ix is not None and iy is not None:
                 left.append(ix)
                 right.append(iy)
                 merged.append(z)
