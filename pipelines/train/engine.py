@@ -26,8 +26,9 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-#: ``--master auto`` trains local inputs up to this many MiB in this process (``--in-process-max-mib``); above it
-#: Spark's parallel reduce and spilling pay for its start-up (``benchmarks/train.py``, BENCHMARKS.md)
+#: ``--master auto`` trains local inputs up to this many MiB in this process (``--in-process-max-mib``): the largest
+#: slice of ``benchmarks/engines.py`` where it holds no more memory than Spark (faster at every slice; above it the
+#: documents and the one table it holds outgrow Spark's spilling reduce: BENCHMARKS.md, engines.py)
 IN_PROCESS_MAX_MIB = 256
 #: what the ``read`` stage reports of :class:`pipelines.read.readers.ReadStats`
 READ_COUNTS = ("files", "empty_files", "rows", "documents", "document_bytes", "null_rows", "empty_rows",

@@ -1,7 +1,9 @@
 """The one training skeleton: everything a run needs that is not the algorithm, the same for all of them.
 
-    options (resolved by the job)  ->  engine (choose_engine: this process or Spark)  ->  input fingerprint
-      -> work directory keyed by (version, algorithm, settings, input digest, ...)  ->  read (the engine)
+    options (resolved by the job)  ->  paths checked (outputs, work directory, local inputs)
+      -> engine (choose_engine: this process or Spark)  ->  input fingerprint
+      -> work directory keyed by (version, algorithm, settings, input digest, ...), its lease (one run per key)
+      -> read (the engine)
       -> the algorithm's fit: its stages on the engine, each stored in the work directory (resume)
       -> models written atomically, the resolved config, the evaluation (bytes per token, round trip)
       -> the manifest (engine and why, stages, bounds, versions, checksums)
@@ -117,12 +119,12 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
     config written beside the models. Returns the manifest (also written beside the models)."""
     from pipelines.lease import Lease
     from pipelines.manifest import file_checksums, write_manifest
-    from pipelines.train.algorithms import ALGORITHMS
+    from pipelines.read.readers import ReadStats
+    from pipelines.train.algorithms import ALGORITHMS, Source
     from pipelines.train.workdir import StageLog, WorkDir
     from tokenizer import __version__
     from tokenizer.evaluation import bytes_per_token
     from tokenizer.files import write_atomic
-    from pipelines.read.readers import ReadStats
 
     algorithm = ALGORITHMS[options["algorithm"]]
     settings = algorithm.settings(options)  # invalid settings fail before any engine starts
@@ -153,9 +155,6 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
         read_counts, reader, input_format = engine.read(algorithm.reads_files_in_tasks, log)
         if read_counts:
             algorithm.check_read(ReadStats(**read_counts), settings)
-
-        from pipelines.train.algorithms import Source
-
         trained = algorithm.fit(Source(engine, options, work, log), settings, progress)
         started = time.perf_counter()
         for size, model in trained.models.items():
