@@ -25,9 +25,11 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 import os
 import platform
 import socket
+import threading
 import time
 from typing import Any, Callable
 
@@ -133,6 +135,10 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
     resolved_path = config_path(options["output"], sizes)
     wall = time.perf_counter()
     check_before_start(options, [*paths.values(), manifest_path, resolved_path], options["work_dir"])
+    # the evaluation's encoder modules import while the stages run (their kernels release the GIL): a small run
+    # then does not wait for them at its end
+    threading.Thread(target=importlib.import_module, args=("tokenizer.core",), name="import-encoder",
+                     daemon=True).start()
     engine = open_engine(options, progress)
     lease = None
     try:
