@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
              "text, as with every export of the model")
     add("--partitions", type=int, help="repartition the documents into N tasks/shards (default: as read)")
     add("--master", help="Spark master URL (default local[*])")
+    add("--verbose", action="store_true",
+        help="Spark's log and the Java and Python stacks of a failure on the terminal (default: in a log file in "
+             ".OUTPUT.logs/ beside the output directory, named by the error line)")
     add("--driver-memory", help="Spark driver memory (default 4g, or $SHARDPIECE_DRIVER_MEMORY)")
     add("--mode", choices=["error", "overwrite", "skip", "incremental"],
         help="what to do with a non-empty output: error (default), overwrite, skip if complete, incremental")
@@ -95,7 +98,7 @@ def make_config(args: argparse.Namespace):
     if "input" in values:
         values["inputs"] = values.pop("input")
     for key, value in vars(args).items():
-        if value is not None and key not in ("config", "master", "merge_megatron", "driver_memory"):
+        if value is not None and key not in ("config", "master", "merge_megatron", "driver_memory", "verbose"):
             values[key] = value
     for key in _LIST_KEYS:
         if isinstance(values.get(key), str):
@@ -115,10 +118,19 @@ def make_config(args: argparse.Namespace):
 
 
 def check_before_start(config) -> None:
-    """What needs no data, before the JVM starts: the output is a directory (or not there yet) in a writable place,
-    and local inputs match files. Each failure is one exit-2 line naming the path and the fix."""
+    """What needs no data, before the JVM starts: the model is a readable model file, the output is a directory (or
+    not there yet) in a writable place, and local inputs match files. Each failure is one exit-2 line naming the
+    path and the fix."""
     from pipelines.inprocess.read import list_local_inputs
     from tokenizer.files import writable_directory
+    from tokenizer.loading import load_model_bytes
+
+    try:
+        with open(config.model, "rb") as handle:
+            load_model_bytes(handle.read(), config.model)  # a corrupt or wrong file: its own message, now
+    except OSError as exc:
+        raise ConfigError(f"--model {config.model}: cannot read it ({exc.strerror}): give a model file written by "
+                          "shardpiece train (or a SentencePiece .model or tokenizer.json)") from None
 
     output = config.output
     if os.path.exists(output) and not os.path.isdir(output):
@@ -135,7 +147,18 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "tokenize":
         argv = argv[1:]
     args = build_parser().parse_args(argv)
-    return run_command("shardpiece tokenize", lambda: run(args))
+    return run_command("shardpiece tokenize", lambda: run(args), after_interrupt=lambda: rerun_hint(args),
+                       verbose=args.verbose)
+
+
+def rerun_hint(args: argparse.Namespace) -> str:
+    """What a stopped run leaves and how to finish its output (Ctrl-C's line)."""
+    if not args.output or args.merge_megatron:
+        return ""
+    mode = args.mode or "error"
+    finish = "rerun the same command" if mode in ("overwrite", "incremental") else "rerun with --mode skip"
+    return (f"nothing of this run was committed ({args.output} keeps what earlier runs committed); {finish} to "
+            "tokenize what is missing")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -160,14 +183,17 @@ def run(args: argparse.Namespace) -> int:
         from pyspark.sql import SparkSession
 
         from pipelines.manifest import versions
-        from pipelines.spark.session import build_session
+        from pipelines.spark.session import build_session, log_file_in
+        from tokenizer.files import hidden_beside
         from pipelines.tokenize import run_tokenize
 
         owned = SparkSession.getActiveSession() is None
         # A small driver JVM (serial GC, C1 only: on the Parquet path it only schedules tasks) with a 4g heap
         # ceiling for the Spark-reader inputs (text, JSONL), and one reused Python worker per core.
         spark = build_session(master, app_name="shardpiece-tokenize", small_driver=True,
-                              driver_memory=driver_memory or os.environ.get("SHARDPIECE_DRIVER_MEMORY") or "4g")
+                              driver_memory=driver_memory or os.environ.get("SHARDPIECE_DRIVER_MEMORY") or "4g",
+                              log_file=None if args.verbose else
+                              log_file_in(hidden_beside(config.output, "logs"), "tokenize"))
         try:
             summary = run_tokenize(spark, config, versions=versions(spark))
         finally:

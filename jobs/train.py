@@ -36,15 +36,19 @@ def resolved_config(options: dict[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-def run(options: dict[str, Any], *, progress: Callable[[str], None] = print) -> dict[str, Any]:
+def run(options: dict[str, Any], *, progress: Callable[[str], None] = print,
+        spark_log_to_terminal: bool = False) -> dict[str, Any]:
     """Train with options from :func:`jobs.train_options.resolve_options` (:func:`pipelines.train.skeleton.run`);
-    returns the manifest (also written beside the models)."""
+    returns the manifest (also written beside the models). A Spark engine writes its log to a new file in the work
+    directory's ``logs/`` (``spark_log_to_terminal``: to the terminal)."""
+    from pipelines.spark.session import log_file_in
     from pipelines.train.algorithms import ALGORITHMS
     from pipelines.train.skeleton import run as train
 
     ALGORITHMS[options["algorithm"]].settings(options)  # invalid settings fail before anything starts
     options = resolved_config(options)
-    return train(options, dump_config(options), progress=progress)
+    log_file = None if spark_log_to_terminal else log_file_in(os.path.join(options["work_dir"], "logs"), "train")
+    return train({**options, "spark_log_file": log_file}, dump_config(options), progress=progress)
 
 
 def format_summary(manifest: dict[str, Any]) -> str:
@@ -93,16 +97,23 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     quiet = getattr(args, "quiet", False)
     progress = (lambda message: None) if quiet else (lambda message: print(message, flush=True))
+    verbose = getattr(args, "verbose", False)
     outcome = {}
 
     def body() -> int:
         options, notices = resolve_options(args)
         for notice in notices:
             print(f"shardpiece train: {notice}", file=sys.stderr)
-        outcome["manifest"] = run(options, progress=progress)
+        outcome["work_dir"] = resolved_config(options)["work_dir"]
+        outcome["manifest"] = run(options, progress=progress, spark_log_to_terminal=verbose)
         return 0
 
-    code = run_command("shardpiece train", body)
+    def after_interrupt() -> str:
+        if "work_dir" not in outcome:
+            return "nothing was started"
+        return f"the stages done so far are kept in {outcome['work_dir']}; rerun the same command to resume"
+
+    code = run_command("shardpiece train", body, after_interrupt=after_interrupt, verbose=verbose)
     if code:
         return code
     print(format_summary(outcome["manifest"]), flush=True)

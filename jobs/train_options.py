@@ -294,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
         groups["unigram"].add_argument(flag, dest=key, action="store_const", const=value,
                                        help=f"sets {key} to {str(value).lower()} [unigram]")
     groups["run"].add_argument("--quiet", action="store_true", help="print only the summary")
+    groups["run"].add_argument("--verbose", action="store_true",
+                               help="Spark's log and the Java and Python stacks of a failure on the terminal "
+                                    "(default: in a log file under the work directory, named by the error line)")
     groups["model"].add_argument("--max-piece-length", dest="max_piece_length", type=int, help=argparse.SUPPRESS)
     return parser
 
@@ -329,7 +332,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
         source = f"{args.config} or the command line"
     overrides = C.parse_overrides(getattr(args, "overrides", None), ACCEPTED)
     given = C.merge_options(given, canonical(overrides, "--set", notices))
-    flags = {k: v for k, v in vars(args).items() if k not in ("config", "overrides", "quiet")}
+    flags = {k: v for k, v in vars(args).items() if k not in ("config", "overrides", "quiet", "verbose")}
     if "max_piece_length" in flags:
         notices.append(DEPRECATED["max_piece_length"])
     given = C.merge_options(given, {ALIASES.get(k, k): v for k, v in flags.items()})

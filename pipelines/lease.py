@@ -60,8 +60,9 @@ def process_alive(pid: int) -> bool:
 def lease_beside(path: str) -> str:
     """The lease file of a directory that readers open whole (a tokenize output): a hidden file beside it, not in
     it. ``lease_beside("/d/out/")`` -> ``"/d/.out.lease"``."""
-    path = os.path.abspath(path).rstrip("/")
-    return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.lease")
+    from tokenizer.files import hidden_beside
+
+    return hidden_beside(path, "lease")
 
 
 def describe(holder: dict) -> str:
@@ -129,10 +130,14 @@ class Lease:
         self._thread.start()
         hold = os.environ.get(HOLD_ENV)
         if hold:  # testing aid (module docstring): say we hold it, then wait to be let go
-            with open(hold + ".held", "w", encoding="utf-8") as handle:
-                handle.write(json.dumps(self.identity))
-            while not os.path.exists(hold):
-                self._stop.wait(0.05)
+            try:
+                with open(hold + ".held", "w", encoding="utf-8") as handle:
+                    handle.write(json.dumps(self.identity))
+                while not os.path.exists(hold):
+                    self._stop.wait(0.05)
+            except BaseException:  # stopped while held (Ctrl-C): the caller never got the lease to release
+                self.release()
+                raise
         return self
 
     def _renew(self) -> None:

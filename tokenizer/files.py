@@ -122,3 +122,10 @@ def writable_directory(path: str, what: str) -> None:
     if not os.access(probe, os.W_OK | os.X_OK):
         raise ConfigError(f"{what} {path}: the directory {probe} is not writable; fix its permissions or give "
                           "another path")
+
+
+def hidden_beside(path: str, suffix: str) -> str:
+    """A hidden path beside ``path`` (a directory that readers open whole, such as a tokenize output, so that what
+    belongs to its runs stays out of it): ``hidden_beside("/d/out/", "lease")`` -> ``"/d/.out.lease"``."""
+    path = os.path.abspath(path).rstrip("/")
+    return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{suffix}")

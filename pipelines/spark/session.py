@@ -11,6 +11,8 @@
 * limits Numba to ``threads_per_task`` threads per task (``NUMBA_NUM_THREADS`` in every Python worker), so
   ``cores x threads`` never oversubscribes the machine;
 * logs only errors (the log4j2 configuration is written to a temporary file and passed to the driver JVM);
+  with ``log_file`` the driver JVM's whole output (Spark's log, the Java stacks of failed tasks, what a local
+  master's Python workers print) goes to that file instead of the terminal (:func:`spark_log_file` names it);
 * with ``small_driver=True`` and a local master (``local``, ``local[N]``, ``local[*]``: every task runs inside the
   driver JVM), starts that JVM small: a 512m heap unless a driver memory is given, the serial collector (the heap
   grows only as far as the live data needs), the C1 compiler only, capped code cache, direct (off-heap) memory and
@@ -187,12 +189,48 @@ def session_config(
     return conf
 
 
-def build_session(master: str | None = None, **options: Any):
-    """Start a loopback-bound SparkSession (or return the running one, with the SQL options updated), configured
-    by :func:`session_config` (``options``: its keywords).
+_spark_log_file: str | None = None
 
-    Driver-JVM options (master, memory, log configuration) only take effect when no session is running yet;
-    the runtime SQL options (shuffle partitions, Arrow) are applied to a reused session too.
+
+def spark_log_file() -> str | None:
+    """The file the driver JVM of this process writes its output to (``build_session(log_file=...)``), or
+    ``None`` when it writes to the terminal (no such session yet, or ``--verbose``)."""
+    return _spark_log_file
+
+
+def log_file_in(folder: str, command: str) -> str:
+    """A new log file's path in ``folder`` for one run of ``command``, named by its UTC start and process id:
+    ``log_file_in("/w/logs", "train")`` -> ``"/w/logs/train-20261207T111500Z-4242.log"``."""
+    import time
+
+    return os.path.join(folder, f"{command}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.log")
+
+
+def _start_jvm_logging_to(conf: Mapping[str, str], path: str) -> None:
+    """Start the driver JVM (as ``SparkSession.builder.getOrCreate`` would, with the same ``conf``) with its
+    stdout and stderr appended to ``path``; the session built next uses it."""
+    global _spark_log_file
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with SparkContext._lock:
+        if SparkContext._gateway is not None:
+            return
+        with open(path, "ab") as handle:  # the JVM keeps its own copy of the descriptor
+            gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(conf.items())),
+                                     popen_kwargs={"stdout": handle, "stderr": handle})
+        SparkContext._gateway, SparkContext._jvm = gateway, gateway.jvm
+    _spark_log_file = os.path.abspath(path)
+
+
+def build_session(master: str | None = None, *, log_file: str | None = None, **options: Any):
+    """Start a loopback-bound SparkSession (or return the running one, with the SQL options updated), configured
+    by :func:`session_config` (``options``: its keywords). ``log_file``: where the driver JVM writes its output
+    (made with its folder; ``None``: the terminal).
+
+    Driver-JVM options (master, memory, log configuration, log file) only take effect when no session is running
+    yet; the runtime SQL options (shuffle partitions, Arrow) are applied to a reused session too.
     """
     conf = session_config(master, **options)
     small_driver = bool(options.get("small_driver")) and is_local_master(conf["spark.master"])
@@ -225,6 +263,8 @@ def build_session(master: str | None = None, **options: Any):
         archive_options = driver_archive_options(conf["spark.driver.extraJavaOptions"])
         if archive_options:
             conf["spark.driver.extraJavaOptions"] += " " + archive_options
+    if log_file and SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        _start_jvm_logging_to(conf, log_file)
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -114,7 +114,7 @@ class SparkEngine:
                                    extra={**counting_session_options(master),
                                           **(options.get("spark") or {})},
                                    shuffle_partitions=options.get("partitions"), small_driver=True,
-                                   single_worker=True)
+                                   single_worker=True, log_file=options.get("spark_log_file"))
         progress(f"[spark] session on {self.spark.sparkContext.master} in {time.perf_counter() - started:.1f} s")
         self.threads = max(1, int(options["threads"])) if options.get("threads") else task_threads(self.spark)
         self.documents = self.held_out = self.units = self.corpus = None
@@ -244,11 +244,12 @@ class SparkEngine:
     # ------------------------------------------------------------------------------------------------ the run
     def describe(self) -> dict:
         from pipelines.manifest import versions
+        from pipelines.spark.session import spark_log_file
 
         context = self.spark.sparkContext
         return {"engine": self.name, "engine_reason": self.reason, "spark_version": self.spark.version,
                 "spark_master": context.master, "default_parallelism": context.defaultParallelism,
-                "threads": self.threads, "versions": versions(self.spark)}
+                "threads": self.threads, "spark_log": spark_log_file(), "versions": versions(self.spark)}
 
     def close(self) -> None:
         for frame in getattr(self, "_frames", []):
