@@ -116,8 +116,8 @@ def test_paths_are_checked_before_spark_starts(tmp_path):
 
 
 def test_tokenize_paths_are_checked_before_spark_starts(tmp_path):
-    """``tokenize`` with an output that is a file, an output under a file, or a local input matching nothing:
-    one exit-2 line each, and no Spark module imported (no JVM)."""
+    """``tokenize`` with an output that is a file, an output under a file, a local input matching nothing, a missing
+    or corrupt model: one exit-2 line each, and no Spark module imported (no JVM)."""
     import json
     import subprocess
     import sys
@@ -128,20 +128,25 @@ def test_tokenize_paths_are_checked_before_spark_starts(tmp_path):
     Model.byte_level([b"ab"], [-1.0]).save(str(model))
     (tmp_path / "in.txt").write_text("abab\n")
     (tmp_path / "a-file").write_bytes(b"x")
+    corrupt = tmp_path / "corrupt.model"
+    corrupt.write_bytes(model.read_bytes()[:-3])
     script = CHECKS_BEFORE_START.replace("from jobs.train import main", "from jobs.tokenize import main")
 
-    def argv(source, output):
-        return ["tokenize", "--model", str(model), "--input", str(source), "--output", str(output)]
+    def argv(source, output, model_path=model):
+        return ["tokenize", "--model", str(model_path), "--input", str(source), "--output", str(output)]
 
     cases = {"output is a file": argv(tmp_path / "in.txt", tmp_path / "a-file"),
              "output under a file": argv(tmp_path / "in.txt", tmp_path / "a-file" / "out"),
-             "missing input": argv(tmp_path / "missing-*.txt", tmp_path / "out")}
+             "missing input": argv(tmp_path / "missing-*.txt", tmp_path / "out"),
+             "missing model": argv(tmp_path / "in.txt", tmp_path / "out", tmp_path / "no.model"),
+             "corrupt model": argv(tmp_path / "in.txt", tmp_path / "out", corrupt)}
     result = subprocess.run([sys.executable, "-c", script, json.dumps(cases)], capture_output=True, text=True,
                             timeout=300)
     out = json.loads(result.stdout.split("RESULT ", 1)[1])
     assert out.pop("spark_modules") == [] and out == {name: 2 for name in cases}
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    expected = ["is a file: tokenize writes a directory", "a-file is a file, not a directory", "matches no file"]
+    expected = ["is a file: tokenize writes a directory", "a-file is a file, not a directory", "matches no file",
+                "no.model: cannot read it (No such file or directory)", "corrupt.model"]
     assert len(lines) == len(cases) and all(text in line for line, text in zip(lines, expected)), lines
     assert not (tmp_path / "out").exists()
 
