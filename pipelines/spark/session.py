@@ -306,11 +306,14 @@ def task_error_message(exc: BaseException) -> str | None:
     return lines[0] if lines else type(exc).__name__
 
 
-def describe_jobs(spark, stage: str) -> None:
+def describe_jobs(spark, stage: str) -> str:
     """Name the Spark jobs this thread starts from now on after the training ``stage`` (``[ngrams]``), as the
     progress lines name it: Spark's UI and event log (``spark.job.description``) then say which stage a job
-    belongs to (``benchmarks/bytepiece_stages.py`` groups task metrics by it)."""
-    spark.sparkContext.setJobDescription(f"[{stage}]")
+    belongs to (``benchmarks/bytepiece_stages.py`` groups task metrics by it). Returns their job group
+    (``shardpiece-ngrams``), whose jobs Spark's status tracker lists (:mod:`pipelines.progress`)."""
+    group = f"shardpiece-{stage}"
+    spark.sparkContext.setJobGroup(group, f"[{stage}]")
+    return group
 
 
 def task_threads(spark) -> int:

@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import pickle
+import sys
 import time
 from typing import Any, Callable, Iterator
 
@@ -106,7 +107,7 @@ class SparkEngine:
         from pipelines.spark.session import build_session, task_threads
 
         started = time.perf_counter()
-        self.options, self.reason = options, reason
+        self.options, self.reason, self.progress = options, reason, progress
         # a lean local driver JVM and one Python worker at a time using every local core through threads
         master = None if (options.get("master") or "auto").lower() == "auto" else options["master"]
         self.spark = build_session(master, app_name=f"shardpiece-train-{options['algorithm']}",
@@ -127,7 +128,7 @@ class SparkEngine:
 
         engine = cls.__new__(cls)
         engine.options = {"holdout_fraction": 0.0, "text_column": "text", "reader": "spark", **(options or {})}
-        engine.reason = "a DataFrame given"
+        engine.reason, engine.progress = "a DataFrame given", lambda message: None
         engine.spark = documents.sparkSession
         engine.threads = max(1, int(threads)) if threads else task_threads(engine.spark)
         engine.documents, engine.held_out, engine.units, engine.corpus = documents, None, None, None
@@ -140,9 +141,20 @@ class SparkEngine:
         return input_fingerprint(self.spark, inputs, hash_cache=hash_cache)
 
     def label(self, stage: str) -> None:
+        """Name the Spark jobs of ``stage`` and show their progress while it runs (:mod:`pipelines.progress`)."""
+        from pipelines.progress import SparkStageWatcher, StageProgress
         from pipelines.spark.session import describe_jobs
 
-        describe_jobs(self.spark, stage)
+        group = describe_jobs(self.spark, stage)
+        self._stop_watching()
+        self._watcher = SparkStageWatcher(self.spark.sparkContext.statusTracker(), group,
+                                          StageProgress(stage, self.progress, terminal=sys.stdout.isatty()))
+        self._watcher.start()
+
+    def _stop_watching(self) -> None:
+        watcher, self._watcher = getattr(self, "_watcher", None), None
+        if watcher is not None:
+            watcher.stop()
 
     def read(self, direct: bool, log) -> tuple[dict, str, str | None]:
         """Read the input: ``(read counts, reader, input format)``; ``direct``: a one-pass count may read local
@@ -252,6 +264,7 @@ class SparkEngine:
                 "threads": self.threads, "spark_log": spark_log_file(), "versions": versions(self.spark)}
 
     def close(self) -> None:
+        self._stop_watching()
         for frame in getattr(self, "_frames", []):
             frame.unpersist()
         if self.corpus is not None:

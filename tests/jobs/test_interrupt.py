@@ -27,6 +27,8 @@ def test_a_body_returns_its_value_and_raises_its_own_errors():
 
 def test_ctrl_c_raises_interrupted_in_the_body_and_its_finally_runs():
     started, stop, cleaned = threading.Event(), threading.Event(), []
+    # as in a command's process (a SparkContext started earlier in this test session set its own handler)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def body():
         try:
@@ -41,10 +43,13 @@ def test_ctrl_c_raises_interrupted_in_the_body_and_its_finally_runs():
         os.kill(os.getpid(), signal.SIGINT)
 
     threading.Thread(target=press_ctrl_c).start()
-    with pytest.raises(Interrupted):
-        run_interruptible(body)
-    assert cleaned == [True]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    try:
+        with pytest.raises(Interrupted):
+            run_interruptible(body)
+        assert cleaned == [True]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def start(argv: list[str], marker: str, env: dict | None = None) -> subprocess.Popen:
