@@ -24,8 +24,8 @@ from typing import Any, Callable
 
 from jobs import config as C
 from tokenizer.errors import ConfigError
-from tokenizer.trainers.bpe import BYTE_LEVEL_MAX_PIECE_BYTES
-from tokenizer.trainers.table_bound import MIN_LIMIT
+from tokenizer.trainers.limits import BYTE_LEVEL_MAX_PIECE_BYTES
+from tokenizer.trainers.limits import MIN_TABLE_ENTRIES as MIN_LIMIT
 
 ALGORITHMS = ("bytepiece", "unigram", "bpe")
 ALL = frozenset(ALGORITHMS)

@@ -22,6 +22,22 @@ def test_import_tokenizer_loads_no_pyspark():
     assert result.stdout.strip() == "", f"pyspark modules loaded: {result.stdout.strip()}"
 
 
+def heavy_modules_after(code: str) -> list[str]:
+    """The Numba, pyspark and numpy modules a fresh interpreter has loaded after running ``code``."""
+    probe = code + ("\nimport sys\nprint(','.join(sorted(m for m in sys.modules\n"
+                    "    if m.split('.')[0] in ('numba', 'pyspark', 'numpy'))))\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return [m for m in result.stdout.strip().splitlines()[-1].split(",") if m] if result.stdout.strip() else []
+
+
+def test_train_help_loads_no_numba_numpy_or_pyspark():
+    code = ("import contextlib, io\nfrom jobs.train_options import build_parser\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n        build_parser().parse_args(['--help'])\n    except SystemExit:\n        pass")
+    assert heavy_modules_after(code) == []
+
+
 # ---------------------------------------------------------------------------------------------- import graph
 PACKAGES = ("tokenizer", "pipelines", "jobs")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

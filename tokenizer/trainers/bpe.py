@@ -64,9 +64,7 @@ from tokenizer.packed import PackedBytes, as_packed, pack
 from tokenizer.trainers.bytepiece.chunks import pack_texts  # noqa: F401  (re-exported: count_chunks(*pack_texts(...)))
 
 PRETOKENIZERS = ("byte_level", "sentencepiece")
-#: byte_level's default longest piece: a guard against runaway pieces, far above what a vocabulary learns (Hugging
-#: Face's trainer and tiktoken set none; a lower cap costs compression where long runs repeat, as in source code)
-BYTE_LEVEL_MAX_PIECE_BYTES = 256
+from tokenizer.trainers.limits import BYTE_LEVEL_MAX_PIECE_BYTES  # noqa: E402  (byte_level's default)
 SPACE_SYMBOL = "\u2581".encode()
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-MIN_LIMIT = 1 << 16  # a bound below this would not leave room for a useful vocabulary
+from tokenizer.trainers.limits import MIN_TABLE_ENTRIES as MIN_LIMIT  # noqa: E402
 
 
 def histogram(counts: np.ndarray) -> dict[int, int]:
