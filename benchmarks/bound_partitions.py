@@ -25,7 +25,7 @@ from benchmarks import common, processes, scaling  # noqa: E402
 
 ALGORITHMS = {"bytepiece": "shardpiece-bytepiece", "unigram": "shardpiece-unigram",
               "bpe-sp": "shardpiece-bpe-sp", "bpe-bl": "shardpiece-bpe-bl"}
-MIN_LIMIT = 65536  # the option's minimum (tokenizer.trainers.table_bound.MIN_LIMIT)
+MIN_LIMIT = 65536  # the option's minimum (tokenizer.trainers.limits.MIN_TABLE_ENTRIES)
 
 
 def largest_table(system: str, row: dict) -> int:

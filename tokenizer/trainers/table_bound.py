@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenizer.trainers.limits import MIN_TABLE_ENTRIES as MIN_LIMIT  # noqa: E402
 
 
 def histogram(counts: np.ndarray) -> dict[int, int]:
