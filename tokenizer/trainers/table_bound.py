@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 
 
-
 def histogram(counts: np.ndarray) -> dict[int, int]:
     """``{count: number of entries with that count}`` of an int64 count array."""
     values, entries = np.unique(np.asarray(counts, np.int64), return_counts=True)
