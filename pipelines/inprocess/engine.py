@@ -105,7 +105,7 @@ class InProcessEngine:
         from pipelines.manifest import versions
 
         return {"engine": self.name, "engine_reason": self.reason, "spark_version": None, "spark_master": "none",
-                "default_parallelism": None, "threads": self.threads, "versions": versions(None)}
+                "default_parallelism": None, "threads": self.threads, "spark_log": None, "versions": versions(None)}
 
     def close(self) -> None:
         self.corpus = None
