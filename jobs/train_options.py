@@ -404,8 +404,8 @@ def dump_config(options: dict[str, Any]) -> str:
 
 
 def option_table() -> list[tuple[str, str]]:
-    """``[(flag, "bytepiece, unigram, bpe")]`` of every option with a flag: which algorithms take it (the README's
-    table). ``option_table()[0]`` -> ``('--algorithm', 'all')``."""
+    """``[(flag, "bytepiece, unigram, bpe")]`` of every option with a flag: which algorithms take it (the table in
+    docs/training.md). ``option_table()[0]`` -> ``('--algorithm', 'all')``."""
     rows = []
     for option in OPTIONS:
         strings = option.option_strings()

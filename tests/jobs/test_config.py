@@ -163,13 +163,14 @@ def test_help_lists_every_algorithms_options_in_groups(capsys):
 
 
 def test_readme_option_table_matches_the_registry():
-    """The README's table of which algorithm takes which option is the registry's (every flag, every column)."""
+    """The table in docs/training.md of which algorithm takes which option is the registry's (every flag, every
+    column)."""
     import re
 
     from jobs.train_options import ALGORITHMS, OPTIONS
 
     flags = {string: option for option in OPTIONS for string in option.option_strings()}
-    text = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    text = open(os.path.join(REPO, "docs", "training.md"), encoding="utf-8").read()
     table = text[text.index("| option | bytepiece | unigram | bpe |"):]
     table = table[:table.index("\n\n")]
     seen = set()

@@ -1,7 +1,8 @@
 """Bad input and bad conditions: each gives a clear error that says how to fix it, or is handled correctly.
 
-One test (at least) per row of the README's "Failure modes" table. The huge-line test uses a generated line of
-``$SHARDPIECE_HUGE_LINE_MB`` MB (default 2, so CI stays fast); BENCHMARKS.md gives the by-hand command for 300 MB.
+One test (at least) per row of the "Failure modes" table (docs/failure-modes.md). The huge-line test uses a
+generated line of ``$SHARDPIECE_HUGE_LINE_MB`` MB (default 2, so CI stays fast); BENCHMARKS.md gives the by-hand
+command for 300 MB.
 """
 
 from __future__ import annotations
