@@ -99,19 +99,19 @@ class _Parser:
             self.fail(f"unexpected {self.tokens[self.at][1]!r}")
         return node
 
-    def or_(self):
-        parts = [self.and_()]
-        while self.peek("keyword", "or"):
+    def joined(self, keyword: str, part):
+        """``part ("KEYWORD" part)*``: one node, or ``(keyword, [nodes])``."""
+        parts = [part()]
+        while self.peek("keyword", keyword):
             self.at += 1
-            parts.append(self.and_())
-        return parts[0] if len(parts) == 1 else ("or", parts)
+            parts.append(part())
+        return parts[0] if len(parts) == 1 else (keyword, parts)
+
+    def or_(self):
+        return self.joined("or", self.and_)
 
     def and_(self):
-        parts = [self.not_()]
-        while self.peek("keyword", "and"):
-            self.at += 1
-            parts.append(self.not_())
-        return parts[0] if len(parts) == 1 else ("and", parts)
+        return self.joined("and", self.not_)
 
     def not_(self):
         if self.peek("keyword", "not"):
