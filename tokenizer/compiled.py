@@ -205,7 +205,7 @@ class CompiledModel:
 
     def piece_bpe_record(self, keys: list[bytes], ids: np.ndarray, vocab_size: int, words: bool) -> tuple:
         """The record of :func:`tokenizer.kernels.batch.piece_bpe_entry` for the matchable ``keys``."""
-        from tokenizer.kernels.bpe import build_piece_pairs
+        from tokenizer.kernels.bpe_tables import build_piece_pairs
 
         pair_table, bits, byte_piece, bmp_symbol, pseudo_units, has_pseudo, match = build_piece_pairs(
             keys, ids, self.merge_score, vocab_size, self.byte_mode, self.is_user_defined, self.units)

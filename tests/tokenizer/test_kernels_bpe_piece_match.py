@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from tokenizer import Model, PieceType, Tokenizer
 from tokenizer.kernels.batch import piece_bpe_model
-from tokenizer.kernels.bpe import replayed_splits
+from tokenizer.kernels.bpe_tables import replayed_splits
 from tokenizer.kernels.bpe_match import MEMO_WORDS, NOT_USABLE, match_pieces
 from tokenizer.kernels.bpe_ranked import build_pair_table, merge_ranks
 from tokenizer.kernels.tables import part
