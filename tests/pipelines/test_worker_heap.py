@@ -9,10 +9,13 @@ from pipelines.spark.worker_heap import freeze_worker_heap
 pytestmark = pytest.mark.spark
 
 
-def test_outside_a_spark_task_nothing_is_frozen():
-    before = gc.get_freeze_count()
+def test_outside_a_spark_task_nothing_is_frozen(monkeypatch):
+    # counted calls, not gc.get_freeze_count(): this process's frozen objects (tests that trained in-process froze
+    # theirs) leave the count whenever another thread frees one of them
+    calls = []
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
     assert freeze_worker_heap() is False
-    assert gc.get_freeze_count() == before
+    assert calls == []
 
 
 def _heap_after(run_task):
