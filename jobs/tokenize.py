@@ -1,7 +1,8 @@
 """``shardpiece tokenize``: tokenize a dataset with Spark into Parquet, Megatron or npy shards (safe to rerun).
 
     shardpiece tokenize --model MODEL --input PATH [PATH ...] --output DIR
-        [--input-format text|jsonl|parquet] [--text-column text] [--keep-columns a,b]
+        [--input-format text|jsonl|parquet|delta|iceberg] [--text-column text] [--keep-columns a,b]
+        [--table-version N | --snapshot-id ID | --as-of TIME] [--where FILTER]
         [--output-format parquet|megatron|npy] [--parquet-ids-dtype int32|uint16]
         [--parquet-compression zstd|snappy|lz4|none] [--add-bos] [--add-eos]
         [--partitions N] [--master URL] [--mode error|overwrite|skip|incremental]
@@ -12,8 +13,8 @@ Options given on the command line override the same keys of ``--config FILE`` (Y
 ``_`` or ``-``; see ``configs/tokenize.yaml``; a value of the wrong type is an error naming the file and the key).
 The run's summary, with the resolved options (``config``) and the versions of shardpiece, Spark, PySpark, NumPy,
 PyArrow, Numba and Python (``versions``, the same blocks as a training manifest's), is printed as JSON and kept
-in ``DIR/_manifest.parquet`` (``shardpiece inspect DIR`` prints it). Exit codes are every command's (:mod:`jobs.exit_codes`): 0 success, 1 the run failed,
-2 invalid options, input or model.
+in ``DIR/_manifest.parquet`` (``shardpiece inspect DIR`` prints it). Exit codes are every command's
+(:mod:`jobs.exit_codes`): 0 success, 1 the run failed, 2 invalid options, input or model.
 """
 
 from __future__ import annotations
@@ -37,7 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
     add("--model", help="model file (shardpiece, SentencePiece .model or tokenizer.json)")
     add("--input", dest="inputs", nargs="+", help="input files, globs or directories (any Hadoop filesystem)")
     add("--output", help="output directory (or, with --merge-megatron, the merged dataset's path prefix)")
-    add("--input-format", choices=["text", "jsonl", "parquet"], help="default: guessed from file names")
+    add("--input-format", choices=["text", "jsonl", "parquet", "delta", "iceberg"],
+        help="default: guessed from file names; delta: --input is the table's path; iceberg: --input is its "
+             "namespace.table name, the catalog in --config's catalog: section")
+    add("--table-version", type=int, help="a Delta table's version to read (default: the current one)")
+    add("--snapshot-id", type=int, help="an Iceberg table's snapshot to read (default: the current one)")
+    add("--as-of", help="read the table version current at this time (ISO 8601, e.g. 2026-12-07T02:00:00Z)")
+    add("--where", help="row filter for Parquet and tables, e.g. \"lang = 'en' AND quality >= 0.5\" (=, !=, <, <=, "
+                        ">, >=, IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT)")
     add("--text-column", help="JSONL field / Parquet column holding the text (default: text)")
     add("--keep-columns", help="comma-separated input columns copied to Parquet output (e.g. id,url)")
     add("--output-format", choices=["parquet", "megatron", "npy"], help="default: parquet")
@@ -122,6 +130,7 @@ def check_before_start(config) -> None:
     not there yet) in a writable place, and local inputs match files. Each failure is one exit-2 line naming the
     path and the fix."""
     from pipelines.inprocess.read import list_local_inputs
+    from pipelines.read.tables import refuse_table_folder
     from tokenizer.files import writable_directory
     from tokenizer.loading import load_model_bytes
 
@@ -137,7 +146,10 @@ def check_before_start(config) -> None:
         raise ConfigError(f"--output {output} is a file: tokenize writes a directory of shards; give a directory "
                           "path (made if missing)")
     writable_directory(output, "--output")
+    if config.input_format == "iceberg":  # a table name in a catalog, not a path
+        return
     list_local_inputs(list(config.inputs))  # a local input that matches nothing: its one-line error, now
+    refuse_table_folder(config.inputs, config.input_format)  # a table's folder read as files, or a folder as a table
 
 
 def main(argv: list[str] | None = None) -> int:

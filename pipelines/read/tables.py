@@ -133,27 +133,34 @@ def delta_snapshot(path: str, version: int | None = None, as_of: str | None = No
 
 
 # --------------------------------------------------------------------------------------------------- Apache Iceberg
-def iceberg_snapshot(name: str, catalog: Mapping[str, Any], snapshot_id: int | None = None,
-                     as_of: str | None = None) -> TableSnapshot:
-    """The Iceberg table ``name`` (``namespace.table``) of the catalog whose properties are ``catalog`` (the
+def load_iceberg_table(name: str, catalog: Mapping[str, Any]):
+    """The pyiceberg ``Table`` ``name`` (``namespace.table``) of the catalog whose properties are ``catalog`` (the
     config file's ``catalog:`` section, e.g. ``{"name": "lake", "type": "sql", "uri": "sqlite:///c.db",
-    "warehouse": "file:///w"}``) at ``snapshot_id`` (or the snapshot current at ``as_of``; default: the current)."""
+    "warehouse": "file:///w"}``)."""
     try:
         from pyiceberg.catalog import load_catalog
         from pyiceberg.exceptions import NoSuchTableError
-        from pyiceberg.io.pyarrow import schema_to_pyarrow
     except ImportError:
         raise ConfigError(f"--input-format iceberg needs the pyiceberg package: {_INSTALL}") from None
     if not catalog:
         raise ConfigError("--input-format iceberg needs the catalog: a 'catalog:' section in --config with the "
                           "catalog's properties (name, type, uri, warehouse, ...)")
-    if snapshot_id is not None and as_of is not None:
-        raise ConfigError("--snapshot-id and --as-of: give one of them")
     properties = {str(k): str(v) for k, v in catalog.items() if k != "name"}
     try:
-        table = load_catalog(str(catalog.get("name", "default")), **properties).load_table(name)
+        return load_catalog(str(catalog.get("name", "default")), **properties).load_table(name)
     except NoSuchTableError:
         raise InputError(f"Iceberg table {name!r} is not in the catalog: check the name (namespace.table)") from None
+
+
+def iceberg_snapshot(name: str, catalog: Mapping[str, Any], snapshot_id: int | None = None,
+                     as_of: str | None = None) -> TableSnapshot:
+    """The Iceberg table ``name`` of ``catalog`` (:func:`load_iceberg_table`) at ``snapshot_id`` (or the snapshot
+    current at ``as_of``; default: the current)."""
+    if snapshot_id is not None and as_of is not None:
+        raise ConfigError("--snapshot-id and --as-of: give one of them")
+    table = load_iceberg_table(name, catalog)
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
     if as_of is not None:
         moment = int(_as_of_datetime(as_of).timestamp() * 1000)
         found = table.snapshot_as_of_timestamp(moment)
@@ -181,27 +188,34 @@ def iceberg_snapshot(name: str, catalog: Mapping[str, Any], snapshot_id: int | N
 
 # ------------------------------------------------------------------------------------------------------- reading
 def read_table_file(file: TableFile, columns: Sequence[str], schema: pa.Schema) -> pa.Table:
-    """``columns`` of ``file`` as the table's ``schema`` types them: partition columns from ``file.partition``,
-    columns missing from the file (added to the table after it was written) as nulls."""
-    partition = dict(file.partition)
+    """``columns`` of ``file`` as the table's ``schema`` types them (:func:`table_columns`)."""
     missing = [name for name in columns if name not in schema.names]
     if missing:
         raise InputError(f"column {missing[0]!r} is not in the table (its columns: {', '.join(schema.names)}): "
                          "pass the column that holds the text with --text-column NAME")
     stored = pq.ParquetFile(file.path).schema_arrow.names
+    partition = dict(file.partition)
     table = pq.read_table(file.path, columns=[c for c in columns if c in stored and c not in partition])
+    return pa.table(table_columns(table, file, columns, schema), names=list(columns))
+
+
+def table_columns(read: pa.Table | pa.RecordBatch, file: TableFile, names: Sequence[str], schema: pa.Schema) -> list:
+    """The arrays of columns ``names`` for rows ``read`` from ``file``, typed as the table's ``schema``: stored
+    columns cast, partition columns (Delta keeps them in the path, not in the file) from ``file.partition``, columns
+    the file predates (a schema change that added one) as nulls."""
+    partition = dict(file.partition)
     arrays = []
-    for name in columns:
+    for name in names:
         field = schema.field(name)
         if name in partition:
-            value = pa.array([partition[name]] * table.num_rows, pa.string())
+            value = pa.array([partition[name]] * read.num_rows, pa.string())
             arrays.append(value if field.type == pa.string() else value.cast(field.type))
-        elif name in stored:
-            column = table.column(name)
+        elif name in read.schema.names:
+            column = read.column(name)
             arrays.append(column if column.type == field.type else column.cast(field.type))
         else:
-            arrays.append(pa.nulls(table.num_rows, field.type))
-    return pa.table(arrays, names=list(columns))
+            arrays.append(pa.nulls(read.num_rows, field.type))
+    return arrays
 
 
 def table_folder_kind(path: str) -> str | None:
@@ -218,11 +232,14 @@ def table_folder_kind(path: str) -> str | None:
 
 
 def refuse_table_folder(inputs: Sequence[str], input_format: str | None) -> None:
-    """Raise :class:`InputError` when a local input folder holds a table and the format is not the table's: its
+    """Raise :class:`InputError` when a local input folder holds a table and the format is not the table's (its
     folder keeps files that deletes, updates and compactions replaced, so reading it as files would tokenize removed
-    rows and double rewritten ones."""
+    rows and double rewritten ones), or when ``--input-format delta`` names a local folder that holds none."""
     for path in inputs:
         kind = table_folder_kind(path)
+        if input_format == "delta" and kind != "delta" and os.path.isdir(path):
+            raise InputError(f"{path} is no Delta table (it has no _delta_log/ folder): give the table's own folder "
+                             "with --input-format delta, or the format its files have")
         if kind is not None and input_format != kind:
             option = "--input-format delta (the table's path)" if kind == "delta" else \
                 "--input-format iceberg (the table's name, with its catalog in --config)"

@@ -254,9 +254,10 @@ class OutputDirectory:
 
     def commit(
         self, run_id: str, output_format: str, settings: dict[str, Any], inputs: Iterable[InputFile],
-        results: Iterable[TaskResult], summary: dict[str, Any],
+        results: Iterable[TaskResult], summary: dict[str, Any], table: dict[str, Any] | None = None,
     ) -> dict:
-        """Publish the winners' shards, then the manifest with the summary (see the module docstring).
+        """Publish the winners' shards, then the manifest with the summary (see the module docstring). ``table``:
+        the table version the run read (:meth:`pipelines.read.tables.TableSnapshot.describe`), kept with the run.
 
         ``results`` must hold exactly one result per partition; raises InputError otherwise (nothing is renamed).
         """
@@ -295,6 +296,7 @@ class OutputDirectory:
             "shards": shards,
             "documents": sum(s["documents"] for s in shards),
             "tokens": sum(s["tokens"] for s in shards),
+            **({"table": table} if table is not None else {}),
         })
         manifest["documents"] = sum(run["documents"] for run in manifest["runs"])
         manifest["tokens"] = sum(run["tokens"] for run in manifest["runs"])

@@ -1,16 +1,21 @@
-"""The tokenize job's input side, on the driver: list the input files with sizes and modification times, plan
-the direct read (pyarrow in the Python tasks, :mod:`pipelines.read.arrow_read`) or fall back to Spark's reader, and
-Spark's reader itself (:func:`read_documents`)."""
+"""The tokenize job's input side, on the driver: list the input files with sizes and modification times (or a
+table version's data files: :func:`table_inputs`), plan the direct read (pyarrow in the Python tasks,
+:mod:`pipelines.read.arrow_read`, :mod:`pipelines.read.table_units`) or fall back to Spark's reader, and Spark's
+reader itself (:func:`read_documents`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Sequence
 
 import pyarrow as pa
 
 from pipelines.read.arrow_read import TextPlan, plan_parquet, plan_text
-from pipelines.tokenize.commit import InputFile
+from pipelines.read.table_changes import refuse_rewrites, table_changes
+from pipelines.read.table_units import plan_table
+from pipelines.read.tables import TableFile, TableSnapshot, delta_snapshot, iceberg_snapshot
+from pipelines.tokenize.commit import InputFile, OutputDirectory
 from pipelines.read.readers import InputFiles, _read_lines, detect_format, list_input_files, missing_column_error
 from pipelines.tokenize.options import MALFORMED, TEXT, TokenizeConfig
 from tokenizer.errors import ConfigError, InputError
@@ -25,6 +30,28 @@ def list_inputs(spark, inputs: Sequence[str]) -> tuple[list[InputFile], list[Inp
 
     guessed = detect_format(listed.files + listed.empty_files)
     return [status(p) for p in listed.files], [status(p) for p in listed.empty_files], guessed
+
+
+def table_inputs(config: TokenizeConfig, out: OutputDirectory) -> tuple[TableSnapshot, list[InputFile],
+                                                                        list[InputFile]]:
+    """``(snapshot, new files, covered files)`` of the table version this run reads: every data file for an output
+    without runs; else the files whose rows the output lacks, and those a compaction wrote from tokenized files
+    (recorded with this run, never tokenized again: :mod:`pipelines.read.table_changes`). A commit since the
+    output's last table version that removed tokenized rows is refused, naming it."""
+    if config.input_format == "delta":
+        snapshot = delta_snapshot(config.inputs[0], config.table_version, config.as_of)
+    else:
+        snapshot = iceberg_snapshot(config.inputs[0], config.catalog or {}, config.snapshot_id, config.as_of)
+    runs = (out.manifest() or {"runs": []})["runs"]
+    versions = [run["table"]["version"] for run in runs if run.get("table")]
+    by_path = {f.path: f for f in snapshot.files}
+    if not versions:
+        return snapshot, [InputFile(f.path, f.size, 0) for f in snapshot.files], []
+    changes = table_changes(snapshot, [f["path"] for run in runs for f in run["inputs"]], versions[-1],
+                            config.catalog)
+    refuse_rewrites(changes, snapshot, versions[-1])
+    return (snapshot, [InputFile(p, by_path[p].size, 0) for p in changes.new],
+            [InputFile(p, by_path[p].size, 0) for p in changes.covered])
 
 
 def read_documents(spark, files: Sequence[str], input_format: str, text_column: str, keep_columns: Sequence[str]):
@@ -69,10 +96,25 @@ def read_documents(spark, files: Sequence[str], input_format: str, text_column: 
     )
 
 
-def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[InputFile]):
-    """``(work units, kept columns' Arrow schema)`` for reading Parquet in the Python tasks
-    (:mod:`pipelines.read.arrow_read`), or ``(None, None)`` for Spark's reader (text/JSONL input, ``reader: spark``, or
-    files pyarrow cannot take, said on stderr). A missing column raises the Spark path's error."""
+def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[InputFile],
+                 snapshot: TableSnapshot | None = None):
+    """``(work units, kept columns' Arrow schema)`` for reading Parquet, text or a table's files (``snapshot``: of
+    them, ``files``) in the Python tasks (:mod:`pipelines.read.arrow_read`), or ``(None, None)`` for Spark's reader
+    (text/JSONL input, ``reader: spark``, or files pyarrow cannot take, said on stderr). A missing column raises
+    the Spark path's error. Parquet with ``--where`` is read as a table of those files."""
+    if snapshot is not None:
+        wanted = {f.path for f in files}
+        chosen = dataclasses.replace(snapshot, files=tuple(f for f in snapshot.files if f.path in wanted))
+        return plan_table(chosen, config.text_column, config.keep_columns, config.where)
+    if input_format == "parquet" and config.where is not None:
+        from pipelines.read.table_units import parquet_footer
+
+        schema = parquet_footer(files[0].path).schema.to_arrow_schema()
+        plain = TableSnapshot("parquet", files[0].path, 0, tuple(TableFile(f.path, f.size, None) for f in files),
+                              schema)
+        return plan_table(plain, config.text_column, config.keep_columns, config.where)
+    if config.where is not None:
+        raise ConfigError(f"--where filters Parquet files and tables, not {input_format} input")
     if input_format == "text" and config.keep_columns:  # for either reader
         raise ConfigError("--keep-columns: text input has no columns; use JSONL or Parquet input")
     if config.reader == "spark":

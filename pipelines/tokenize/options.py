@@ -16,6 +16,7 @@ MALFORMED = "__malformed"
 BAD_ROW_POLICIES = ("error", "skip", "keep")
 BAD_ROW_KINDS = ("null", "malformed", "invalid_utf8", "too_large")
 READERS = ("auto", "arrow", "spark")
+INPUT_FORMATS = ("text", "jsonl", "parquet", "delta", "iceberg")
 #: One row of counts per task (both read paths); the Spark path's ``mapInArrow`` gets it as a Spark schema.
 RESULT_SCHEMA = pa.schema([("partition", pa.int32()), ("attempt", pa.int64()), ("stem", pa.string()),
                            ("documents", pa.int64()), ("tokens", pa.int64()), ("bytes", pa.int64()),
@@ -29,7 +30,15 @@ class TokenizeConfig:
     model: str
     inputs: list[str]
     output: str
-    input_format: str | None = None          # text | jsonl | parquet; guessed from file names when None
+    input_format: str | None = None          # text | jsonl | parquet | delta | iceberg; default: from file names
+    #: Tables (``delta``: the input is the table's path; ``iceberg``: its ``namespace.table`` name in ``catalog``,
+    #: the catalog's properties, given in the config file): the version read, by default the current one.
+    table_version: int | None = None          # Delta's version
+    snapshot_id: int | None = None            # Iceberg's snapshot id
+    as_of: str | None = None                  # either: the version current at this time (ISO 8601, UTC by default)
+    catalog: dict | None = None
+    #: A row filter (``lang = 'en' AND quality >= 0.5``: :mod:`pipelines.read.row_filter`) for Parquet and tables.
+    where: str | None = None
     text_column: str = "text"
     keep_columns: list[str] = field(default_factory=list)
     output_format: str = "parquet"            # parquet | megatron | npy
@@ -74,9 +83,36 @@ class TokenizeConfig:
                               "input_ids already (keep a copy under another name in the input if you need it)")
         if self.keep_columns and self.output_format != "parquet":
             raise ConfigError("--keep-columns needs --output-format parquet (Megatron and npy shards hold ids only)")
+        self._validate_table_options()
+
+    def _validate_table_options(self) -> None:
+        from pipelines.read.row_filter import parse_row_filter
+        from pipelines.read.tables import TABLE_FORMATS
+
+        if self.input_format is not None and self.input_format not in INPUT_FORMATS:
+            raise ConfigError(f"input format {self.input_format!r}: use one of {', '.join(INPUT_FORMATS)}")
+        for name, kind in (("table_version", "delta"), ("snapshot_id", "iceberg"), ("catalog", "iceberg")):
+            if getattr(self, name) is not None and self.input_format != kind:
+                raise ConfigError(f"--{name.replace('_', '-')} is for --input-format {kind} (a {kind} table)")
+        if self.as_of is not None and self.input_format not in TABLE_FORMATS:
+            raise ConfigError("--as-of picks a table version: use it with --input-format delta or iceberg")
+        if self.input_format in TABLE_FORMATS:
+            if len(self.inputs) != 1:
+                what = "path" if self.input_format == "delta" else "name (namespace.table)"
+                raise ConfigError(f"--input-format {self.input_format} reads one table: give its {what} as the one "
+                                  f"--input, not {len(self.inputs)}")
+            if self.reader == "spark":
+                raise ConfigError("reader: spark cannot read tables (their files are read with pyarrow); use reader: "
+                                  "auto")
+        if self.where is not None:
+            parse_row_filter(self.where)  # a syntax error: its own message
+            if self.input_format in ("text", "jsonl") or self.reader == "spark":
+                raise ConfigError("--where filters Parquet files and tables (read with pyarrow): not text or JSONL "
+                                  "input, nor reader: spark")
 
     def settings(self, model_sha256: str) -> dict[str, Any]:
-        """What must not change between runs appending to one output (checked in incremental and skip modes).
+        """What must not change between runs appending to one output (checked in incremental and skip modes): also
+        the row filter and the table, when given.
 
         The bad-row policy may change from run to run (each run's summary records it)."""
         return {
@@ -85,7 +121,17 @@ class TokenizeConfig:
             "add_bos": self.add_bos, "add_eos": self.add_eos,
             # only when on, so that outputs written before the option existed keep their settings
             **({"control_tokens_in_text": True} if self.control_tokens_in_text else {}),
+            **({"where": _normal_where(self.where)} if self.where is not None else {}),
+            **({"table": {"format": self.input_format, "table": self.inputs[0]}}
+               if self.input_format in ("delta", "iceberg") else {}),
         }
+
+
+def _normal_where(where: str) -> str:
+    """The filter in its normal spelling (what two runs into one output must agree on)."""
+    from pipelines.read.row_filter import parse_row_filter
+
+    return parse_row_filter(where).text
 
 
 #: The :class:`TokenizeConfig` fields a task reads (:func:`encode_task`'s ``config``).

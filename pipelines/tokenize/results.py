@@ -85,7 +85,8 @@ def merge_megatron(output_dir: str, prefix: str):
     out = OutputDirectory(output_dir)
     manifest = out.manifest()
     if manifest is None or not out.is_complete():
-        raise InputError(f"{out.path} is not a complete tokenize output (its _manifest.parquet is missing or marks a commit under way): finish or rerun the job first")
+        raise InputError(f"{out.path} is not a complete tokenize output (its _manifest.parquet is missing or marks a "
+                         "commit under way): finish or rerun the job first")
     if manifest.get("output_format") != "megatron":
         raise InputError(f"{out.path} holds {manifest.get('output_format')} shards, not megatron")
     stems = out.committed_stems()

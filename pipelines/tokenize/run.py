@@ -14,7 +14,8 @@ from typing import Any
 from pipelines.read.arrow_read import assign_units, default_tasks
 from pipelines.tokenize.commit import OutputDirectory, TaskResult
 from pipelines.spark.session import default_parallelism
-from pipelines.tokenize.inputs import _direct_plan, list_inputs, read_documents
+from pipelines.read.tables import TABLE_FORMATS, refuse_table_folder
+from pipelines.tokenize.inputs import _direct_plan, list_inputs, read_documents, table_inputs
 from pipelines.tokenize.options import RESULT_SCHEMA, TokenizeConfig, resolved_options, task_options
 from pipelines.tokenize.results import _check_results, _summary
 from pipelines.tokenize.task import _special_id, encode_partition, encode_units, load_tokenizer_bytes
@@ -72,8 +73,14 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     if state == "complete":
         print(f"tokenize: {out.path} is complete; --mode skip: nothing to do", file=sys.stderr)
         return {"status": "skipped", "output": out.path}
-    files, empty_files, guessed = list_inputs(spark, config.inputs)
-    input_format = config.input_format or guessed
+    snapshot, covered = None, []
+    if config.input_format in TABLE_FORMATS:
+        snapshot, files, covered = table_inputs(config, out)
+        empty_files, input_format = [], config.input_format
+    else:
+        refuse_table_folder(config.inputs, config.input_format)
+        files, empty_files, guessed = list_inputs(spark, config.inputs)
+        input_format = config.input_format or guessed
     recorded = out.recorded_inputs()
     for item in files + empty_files:
         old = recorded.get(item.path)
@@ -89,7 +96,7 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     results: list[TaskResult] = []
     reader = None
     if new_files:
-        plan, keep_schema = _direct_plan(config, input_format, new_files)
+        plan, keep_schema = _direct_plan(config, input_format, new_files, snapshot)
         if plan is None:
             frame = read_documents(spark, [f.path for f in new_files], input_format, config.text_column,
                                    config.keep_columns)
@@ -141,11 +148,16 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     summary["config"] = resolved_options(config, spark.sparkContext.master)
     summary["versions"] = dict(versions) if versions is not None else None
     summary["reader"] = reader
+    table = None if snapshot is None else {**snapshot.describe(), "covered_files": len(covered)}
+    if table is not None:
+        summary["table"] = table
+    if config.where is not None:
+        summary["where"] = config.settings(sha256)["where"]
     if not new_files and not new_empty and state == "continue":
         summary["status"] = "up to date: no new input files"
         out.mark_complete_without_run(summary)
     else:
-        out.commit(run_id, config.output_format, settings, new_files + new_empty, results, summary)
+        out.commit(run_id, config.output_format, settings, new_files + new_empty + covered, results, summary, table)
     print(f"tokenize: {summary['documents']:,} documents, {summary['tokens']:,} tokens, "
           f"{summary['bytes_per_token']:.2f} bytes/token, {summary['seconds']:.1f} s -> {out.path}", file=sys.stderr)
     return summary

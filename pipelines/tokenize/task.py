@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipelines.read.arrow_read import read_work_units
+from pipelines.read.table_units import TableUnit, read_table_units
 from pipelines.tokenize.commit import OutputDirectory
 from pipelines.tokenize.options import BAD_ROW_KINDS, MALFORMED, RESULT_SCHEMA, TEXT
 from pipelines.tokenize.stats import token_buckets
@@ -124,12 +125,13 @@ def encode_units(
     groups: Iterator[list], *, text_column: str, keep_schema: pa.Schema, model: Any, model_sha256: str,
     output: str, run_id: str, config: dict[str, Any],
 ) -> Iterator[dict]:
-    """RDD step of the direct read path: this partition's Parquet work units (one list per partition, see
-    :mod:`pipelines.read.arrow_read`) are read with pyarrow in this Python task, encoded and written as its shard;
-    yields one dict of counts (the ``RESULT_SCHEMA`` fields)."""
+    """RDD step of the direct read path: this partition's work units (one list per partition, see
+    :mod:`pipelines.read.arrow_read` and :mod:`pipelines.read.table_units`) are read with pyarrow in this Python
+    task, encoded and written as its shard; yields one dict of counts (the ``RESULT_SCHEMA`` fields)."""
     partition, attempt = _task_identity()
     for units in groups:
-        batches = read_work_units(units, text_column, keep_schema, TEXT, MALFORMED)
+        read = read_table_units if units and isinstance(units[0], TableUnit) else read_work_units
+        batches = read(units, text_column, keep_schema, TEXT, MALFORMED)
         yield encode_task(batches, partition=partition, attempt=attempt, model=model, model_sha256=model_sha256,
                           output=output, run_id=run_id, config=config,
                           empty_schema=keep_schema if len(keep_schema) else None)

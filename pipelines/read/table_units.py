@@ -1,0 +1,137 @@
+"""A table version (:class:`pipelines.read.tables.TableSnapshot`) as the tokenize job's work units: one per row group
+of each data file, read with pyarrow in the Python tasks, the ``--where`` filter applied there.
+
+A unit carries what its task needs to give every batch the table's columns (partition values and columns a file
+predates come from the unit, not the file) and the filter's text (parsed again in the task: a pyarrow expression is
+rebuilt, never pickled). The batches have the direct Parquet path's layout
+(:func:`pipelines.read.arrow_read.read_units`): the text column as read, a malformed flag (all false), the kept
+columns cast to the kept schema.
+
+Example: a Delta table of one file with two row groups gives two units, ``(file, 0)`` and ``(file, 1)``, each
+weighted by its uncompressed bytes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipelines.read.arrow_read import BATCH_ROWS, _falses, arrow_filesystem, spark_arrow_type
+from pipelines.read.row_filter import parse_row_filter
+from pipelines.read.tables import TableFile, TableSnapshot, table_columns
+from tokenizer.errors import InputError
+
+
+@dataclass(frozen=True)
+class TableUnit:
+    """Row group ``row_group`` of the table's data file ``file``; ``schema``: the table's columns (partition
+    columns included); ``where``: the ``--where`` filter's text or ``None``; ``weight``: uncompressed bytes (for
+    balancing tasks); ``rows``: the row group's rows."""
+
+    file: TableFile
+    row_group: int
+    schema: pa.Schema
+    where: str | None
+    weight: int
+    rows: int
+
+    @property
+    def path(self) -> str:
+        return self.file.path
+
+
+@dataclass
+class TablePlan:
+    """Work units in the snapshot's file order; ``rows``: the rows the files hold (``None`` with a filter: then
+    only reading tells)."""
+
+    units: list[TableUnit]
+    rows: int | None
+
+
+def _checked_columns(schema: pa.Schema, text_column: str, keep_columns: Sequence[str], where: str | None,
+                     table: str) -> pa.Schema:
+    """The kept columns' schema; every column the run names must be the table's (the fix names the option)."""
+    names = set(schema.names)
+    wanted = [(text_column, "--text-column NAME"), *((c, "--keep-columns a,b") for c in keep_columns)]
+    row_filter = parse_row_filter(where)
+    wanted += [(c, "--where") for c in (row_filter.columns if row_filter else ())]
+    for name, option in wanted:
+        if name not in names:
+            raise InputError(f"table {table} has no column {name!r} (its columns: {', '.join(schema.names)}): "
+                             f"fix {option}")
+    text_type = schema.field(text_column).type
+    if not (pa.types.is_string(text_type) or pa.types.is_large_string(text_type) or pa.types.is_binary(text_type)
+            or pa.types.is_large_binary(text_type)):
+        raise InputError(f"column {text_column!r} of table {table} has type {text_type}, not string or binary: pass "
+                         "the column that holds the text with --text-column NAME")
+    kept = []
+    for name in keep_columns:
+        arrow_type = spark_arrow_type(schema.field(name).type)
+        if arrow_type is None:
+            raise InputError(f"--keep-columns {name}: its type {schema.field(name).type} cannot be kept in the "
+                             "output; keep columns of numbers, booleans, strings or binaries")
+        kept.append(pa.field(name, arrow_type))
+    return pa.schema(kept)
+
+
+def _open_file(path: str):
+    """A pyarrow input file for ``path`` (a local path or a URI pyarrow opens); the caller closes it."""
+    located = arrow_filesystem(path)
+    if located is None:
+        raise InputError(f"{path}: pyarrow cannot open this path (--where and tables read files with pyarrow): give a "
+                         "local path or a URI of a filesystem pyarrow knows (s3://, gs://, hdfs://)")
+    filesystem, inner = located
+    return filesystem.open_input_file(inner)
+
+
+def parquet_footer(path: str) -> pq.FileMetaData:
+    """The footer of the Parquet file at ``path``."""
+    with _open_file(path) as handle:
+        return pq.ParquetFile(handle).metadata
+
+
+def plan_table(snapshot: TableSnapshot, text_column: str, keep_columns: Sequence[str],
+               where: str | None) -> tuple[TablePlan, pa.Schema]:
+    """``(plan, kept columns' schema)`` for the files of ``snapshot`` (their footers read here, on the driver)."""
+    keep_schema = _checked_columns(snapshot.schema, text_column, keep_columns, where, snapshot.table)
+    units, rows = [], 0
+    for file in snapshot.files:
+        metadata = parquet_footer(file.path)
+        for group in range(metadata.num_row_groups):
+            info = metadata.row_group(group)
+            if info.num_rows:
+                units.append(TableUnit(file, group, snapshot.schema, where, max(1, info.total_byte_size),
+                                       info.num_rows))
+        rows += metadata.num_rows
+    return TablePlan(units, None if where else rows), keep_schema
+
+
+def read_table_units(units: Sequence[TableUnit], text_column: str, keep_schema: pa.Schema, text_name: str,
+                     malformed_name: str) -> Iterator[pa.RecordBatch]:
+    """Batches of ``text_name``, ``malformed_name`` (all false) and the kept columns for ``units`` in order: every
+    row of each row group that the filter keeps, once."""
+    row_filter = parse_row_filter(units[0].where) if units else None
+    names = [text_column, *keep_schema.names]
+    needed = list(dict.fromkeys(names + list(row_filter.columns if row_filter else ())))
+    for path, same_file in itertools.groupby(units, key=lambda unit: unit.path):
+        with _open_file(path) as handle:
+            parquet = pq.ParquetFile(handle)
+            for unit in same_file:
+                partition = dict(unit.file.partition)
+                stored = [n for n in needed if n in parquet.schema_arrow.names and n not in partition]
+                for batch in parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[unit.row_group],
+                                                  columns=stored, use_threads=False):
+                    columns = pa.RecordBatch.from_arrays(table_columns(batch, unit.file, needed, unit.schema), needed)
+                    if row_filter is not None:
+                        kept = pa.Table.from_batches([columns]).filter(row_filter.expression).combine_chunks()
+                        if not kept.num_rows:
+                            continue
+                        columns = kept.to_batches()[0]
+                    arrays = [columns.column(text_column), pa.array(_falses(columns.num_rows))]
+                    arrays += [columns.column(f.name).cast(f.type) for f in keep_schema]
+                    yield pa.RecordBatch.from_arrays(arrays, [text_name, malformed_name, *keep_schema.names])
