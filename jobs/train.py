@@ -65,6 +65,8 @@ def format_summary(manifest: dict[str, Any]) -> str:
         counts += f"{', ' if counts else ''}driver peak {peak:,.0f} MiB" if peak else ""
         lines.append(f"  {stage['name']:<17} {stage['seconds']:8.1f} s{resumed}   {counts}")
     lines.append(f"  total             {manifest['seconds_total']:8.1f} s")
+    if (manifest.get("bad_rows") or {}).get("summary"):  # pipelines.train.bad_rows.bad_row_report
+        lines.append(f"  bad rows          {manifest['bad_rows']['summary']}")
     for name, bound in (manifest.get("table_bounds") or {}).items():
         if bound.get("dropped_entries"):
             lines.append(f"  memory bound      {name}: kept the {bound['kept_entries']:,} most frequent of "

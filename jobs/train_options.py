@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from jobs import config as C
+from tokenizer.bad_rows import BAD_ROW_POLICIES
 from tokenizer.errors import ConfigError
 from tokenizer.trainers.limits import BYTE_LEVEL_MAX_PIECE_BYTES
 from tokenizer.trainers.limits import MIN_TABLE_ENTRIES as MIN_LIMIT
@@ -117,6 +118,12 @@ OPTIONS: tuple[Option, ...] = (
        type=float, metavar="F"),
     _o("eval_documents", _int, "an integer", "documents encoded to measure bytes/token (default 2000)", "input",
        default=2000, type=int, metavar="N"),
+    _o("on_bad_row", _str, "a string (error, skip or keep)", "what a bad row does: error (default) stops naming "
+       "its file and line; skip drops it; keep trains on it (a malformed JSON line as an empty document, invalid "
+       "UTF-8 as U+FFFD). Bad rows: JSON lines that are not objects (every algorithm), and documents that are not "
+       "valid UTF-8 for the character models (unigram, bpe --pretokenizer sentencepiece); byte-level models keep "
+       "any bytes. Rows without text are skipped and counted under every policy; the summary and the manifest "
+       "count every kind", "input", default="error", choices=BAD_ROW_POLICIES),
     _o("reader", _str, "a string (auto or spark)", "auto: local text and Parquet files on a local master are read "
        "by pyarrow in the tasks (unigram, bpe; same model bytes); spark: always Spark's reader (and Spark under "
        "--master auto)", "input", default="auto", choices=("auto", "spark")),
@@ -376,6 +383,8 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
         options["input"] = [options["input"]]
     if isinstance(options["vocab_size"], int):
         options["vocab_size"] = [options["vocab_size"]]
+    if options["on_bad_row"] not in BAD_ROW_POLICIES:
+        raise ConfigError(f"on_bad_row {options['on_bad_row']!r}: use one of {', '.join(BAD_ROW_POLICIES)}")
     if not 0.0 <= float(options["holdout_fraction"]) <= 0.5:
         raise ConfigError(f"--holdout-fraction {options['holdout_fraction']} is outside 0..0.5")
     for key in ("partitions", "threads", "eval_documents", "in_process_max_mib"):

@@ -43,14 +43,16 @@ class InProcessEngine:
         """Stages need no label here (Spark names its jobs after them)."""
 
     def read(self, direct: bool, log) -> tuple[dict, str, str | None]:
-        """Read every document into memory: ``(read counts, "pyarrow in this process", input format)``. The
-        counts are computed again on a resumed run (reading is what gives the documents)."""
+        """Read every document into memory: ``(read counts, "pyarrow in this process", input format)``, bad rows
+        as ``--on-bad-row`` says (:mod:`pipelines.train.bad_rows`). The counts are computed again on a resumed run
+        (reading is what gives the documents)."""
         from pipelines.inprocess.read import read_local_corpus
+        from pipelines.train.bad_rows import TrainBadRows
 
         options = self.options
         started = time.perf_counter()
         self.corpus = read_local_corpus(options["input"], options.get("input_format"), options["text_column"],
-                                        float(options["holdout_fraction"]))
+                                        float(options["holdout_fraction"]), TrainBadRows.of(options))
         counts = self.corpus.stats.to_dict()
         log.add("read", started, **{k: counts[k] for k in READ_COUNTS}, held_out_documents=len(self.corpus.held_out))
         return counts, "pyarrow in this process", self.corpus.input_format

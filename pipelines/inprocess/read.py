@@ -22,7 +22,6 @@ Example (hand-checkable): a file ``a.txt`` holding ``b"a\n\nb\xff\n"`` ->
 
 from __future__ import annotations
 
-import codecs
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -33,10 +32,10 @@ from pipelines.read.arrow_read import BATCH_ROWS, plan_text, read_text_units
 from pipelines.read.readers import (FORMATS, TEXT, ReadStats, _no_match, detect_format, list_local_files,
                                     missing_column_error)
 from pipelines.read.shards import binary_buffers, check_holdout_fraction
+from pipelines.train.bad_rows import TrainBadRows, check_bad_rows, invalid_utf8_mask
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.packed import from_arrow
 
-_CHECK_BYTES = 8 << 20  # bytes decoded at a time when checking UTF-8
 _KEY_SAMPLE = 50        # field names a missing-field error lists, as Spark's check collects
 
 
@@ -92,13 +91,16 @@ def list_local_inputs(inputs: Sequence[str] | str) -> tuple[list[tuple[str, int]
 
 
 def read_local_corpus(inputs: Sequence[str] | str, input_format: str | None = None, text_column: str = TEXT,
-                      holdout_fraction: float = 0.0) -> LocalCorpus:
+                      holdout_fraction: float = 0.0, bad_rows: TrainBadRows | None = None) -> LocalCorpus:
     """Read local ``inputs`` (paths, globs, directories) into a :class:`LocalCorpus`: the documents and statistics
     Spark's ``read_corpus(...)`` and ``compute_stats()`` give, with ``holdout_fraction`` (0..0.5) of the documents
     held out as Spark's ``split_holdout`` holds them out. ``input_format`` is guessed from the file names when
     ``None``. Errors are the Spark path's (a missing column or field, an input matching nothing); an input that is
     not local, or compressed with a codec other than gzip and zstd, is a :class:`ConfigError` saying to run with
-    Spark."""
+    Spark. ``bad_rows`` (:class:`~pipelines.train.bad_rows.TrainBadRows`, default ``keep``: every document read,
+    nothing is an error) decides what happens to bad rows: ``skip`` drops the documents that are not valid UTF-8
+    for a character model (``documents`` and ``document_bytes`` then leave them out; ``invalid_utf8_rows`` counts
+    them), ``error`` stops at the first batch holding a bad row with the one-line error naming its file and line."""
     check_holdout_fraction(holdout_fraction)
     if input_format is not None and input_format not in FORMATS:
         raise InputError(f"unknown input format {input_format!r}: use one of {', '.join(FORMATS)}")
@@ -113,16 +115,20 @@ def read_local_corpus(inputs: Sequence[str] | str, input_format: str | None = No
     stats = ReadStats(files=len(files) + len(empty), empty_files=len(empty), input_bytes=sum(n for _, n in files))
     split = _Split(holdout_fraction)
     fields = _FieldNames(text_column)
+    rule = bad_rows or TrainBadRows("keep")
+    dropped = 0
     if files:
         if input_format == "parquet":
-            arrays = _parquet_arrays(files, names, text_column)
+            arrays = ((array, malformed, None) for array, malformed in _parquet_arrays(files, names, text_column))
         elif input_format == "text":
-            arrays = ((lines, 0) for lines in _line_arrays(files))
+            arrays = ((lines, 0, None) for lines in _line_arrays(files))
         else:
             arrays = _jsonl_arrays(_line_arrays(files), text_column, fields)
-        for array, malformed in arrays:
-            _account(array, malformed, stats, split)
-    stats.documents = stats.rows - stats.null_rows - stats.empty_rows - stats.malformed_rows
+        for array, malformed, line_invalid in arrays:
+            dropped += _account(array, malformed, stats, split, rule, line_invalid)
+            if rule.policy == "error" and rule.bad_counts(stats.to_dict()):  # stop at the first bad batch
+                check_bad_rows(stats.to_dict(), rule, [path for path, _ in files], input_format, text_column)
+    stats.documents = stats.rows - stats.null_rows - stats.empty_rows - stats.malformed_rows - dropped
     if (input_format == "jsonl" and stats.rows > stats.malformed_rows
             and stats.null_rows == stats.rows - stats.malformed_rows and not fields.found):
         raise missing_column_error(text_column, sorted(fields.sample), "field", names[:3])
@@ -159,11 +165,13 @@ class _Split:
             self.training.append(documents)
 
 
-def _account(array: pa.Array, malformed: int, stats: ReadStats, split: _Split) -> None:
+def _account(array: pa.Array, malformed: int, stats: ReadStats, split: _Split, rule: TrainBadRows,
+             line_invalid: np.ndarray | None = None) -> int:
     """Count one batch's rows as ``Corpus.compute_stats`` does (``array``: binary, null for null and malformed
-    rows; ``malformed`` of its nulls are malformed rows) and pass its documents to ``split``."""
+    rows; ``malformed`` of its nulls are malformed rows; ``line_invalid``: for JSON lines, which rows' lines are not
+    valid UTF-8) and pass its documents to ``split``, without those ``rule`` drops. Returns the documents dropped."""
     if not len(array):
-        return
+        return 0
     lengths = np.diff(from_arrow(array)[1])  # null rows' lengths are masked out below
     valid = np.asarray(array.is_valid()) if array.null_count else np.ones(len(array), bool)
     documents = valid & (lengths > 0)
@@ -171,38 +179,31 @@ def _account(array: pa.Array, malformed: int, stats: ReadStats, split: _Split) -
     stats.malformed_rows += malformed
     stats.null_rows += array.null_count - malformed
     stats.empty_rows += int(np.count_nonzero(valid & (lengths == 0)))
+    if line_invalid is not None:
+        invalid = documents & line_invalid
+    else:
+        invalid = np.zeros(len(array), bool)
+        if documents.any():
+            invalid[documents] = invalid_utf8_mask(*binary_buffers(array.filter(pa.array(documents))))
+    stats.invalid_utf8_rows += int(np.count_nonzero(invalid))
+    dropped = 0
+    if rule.drops_invalid_utf8 and invalid.any():
+        documents &= ~invalid
+        dropped = int(np.count_nonzero(invalid))
     stats.document_bytes += int(lengths[documents].sum())
     if not documents.all():
         array = array.filter(pa.array(documents))
-    stats.invalid_utf8_rows += invalid_utf8_rows(array)
     split.add(array)
+    return dropped
 
 
 def invalid_utf8_rows(array: pa.Array) -> int:
     """Rows of a binary array without nulls that are not valid UTF-8, as Spark's ``is_valid_utf8`` counts them
-    (overlong forms, surrogates and code points past U+10FFFF are invalid). Fast path: the batch's bytes decoded at
-    once, valid when no row starts with a continuation byte (which could complete its neighbour); otherwise row by
-    row. ``invalid_utf8_rows(pa.array([b"ok", b"\\xe4\\xb8", b"\\xad"]))`` -> ``2`` (though their bytes join into
-    valid UTF-8)."""
+    (:func:`pipelines.train.bad_rows.invalid_utf8_mask`). ``invalid_utf8_rows(pa.array([b"ok", b"\\xe4\\xb8",
+    b"\\xad"]))`` -> ``2`` (though their bytes join into valid UTF-8)."""
     if not len(array):
         return 0
-    data, offsets = binary_buffers(array)
-    lengths = np.diff(offsets)
-    firsts = data[offsets[:-1][lengths > 0]]
-    if not np.any(firsts & 0xC0 == 0x80) and _valid_utf8(data[offsets[0]:offsets[-1]]):
-        return 0
-    return sum(not _valid_utf8(data[offsets[k]:offsets[k + 1]]) for k in range(len(array)))
-
-
-def _valid_utf8(values: np.ndarray) -> bool:
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
-        for start in range(0, len(values), _CHECK_BYTES):
-            decoder.decode(values[start:start + _CHECK_BYTES].tobytes())
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return False
-    return True
+    return int(np.count_nonzero(invalid_utf8_mask(*binary_buffers(array))))
 
 
 # ---------------------------------------------------------------------------------------------- formats
@@ -231,16 +232,16 @@ class _FieldNames:
 
 
 def _jsonl_arrays(lines: Iterator[pa.Array], text_column: str, fields: _FieldNames
-                  ) -> Iterator[tuple[pa.Array, int]]:
-    """``(field values: binary, malformed rows)`` per batch of JSON lines; lines of only spaces are no rows (Spark
-    keeps a line when ``length(trim(line)) > 0``, and ``trim`` strips spaces only)."""
+                  ) -> Iterator[tuple[pa.Array, int, np.ndarray]]:
+    """``(field values: binary, malformed rows, whose lines are not valid UTF-8)`` per batch of JSON lines; lines of
+    only spaces are no rows (Spark keeps a line when ``length(trim(line)) > 0``, and ``trim`` strips spaces only)."""
     from pipelines.inprocess.jsonl import json_field
 
     if "'" in text_column or "\\" in text_column:
         raise InputError(f"--text-column {text_column!r}: field names with quotes or backslashes are not supported")
     for array in lines:
-        values, malformed = [], 0
-        for line in array.to_pylist():
+        values, malformed, rows = [], 0, []
+        for index, line in enumerate(array.to_pylist()):
             if not line.strip(b" "):
                 continue
             value, names = json_field(line, text_column)
@@ -249,7 +250,9 @@ def _jsonl_arrays(lines: Iterator[pa.Array], text_column: str, fields: _FieldNam
             else:
                 fields.add(names)
             values.append(value)
-        yield pa.array(values, pa.binary()), malformed
+            rows.append(index)
+        invalid = invalid_utf8_mask(*binary_buffers(array))[np.asarray(rows, dtype=np.int64)]
+        yield pa.array(values, pa.binary()), malformed, invalid
 
 
 def _parquet_arrays(files: list[tuple[str, int]], names: list[str], text_column: str

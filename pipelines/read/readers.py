@@ -83,22 +83,38 @@ class ReadStats:
 
 @dataclass
 class Corpus:
-    """A read corpus: ``documents`` (``text: binary``, no nulls, no empty rows) and how it was read."""
+    """A read corpus: ``documents`` (``text: binary``, no nulls, no empty rows, none the bad-row rule drops) and how
+    it was read. ``bad_rows``: a :class:`pipelines.train.bad_rows.TrainBadRows` (``None``: keep every document)."""
 
-    raw: object  # DataFrame with columns text (binary, nullable) and malformed (boolean)
+    raw: object  # DataFrame with columns text (binary, nullable) and malformed (boolean); JSONL: line (string)
     input_files: InputFiles
     input_format: str
     text_column: str
     stats: ReadStats | None = field(default=None)
+    bad_rows: object = None
 
     @property
     def documents(self):
         from pyspark.sql import functions as F
 
-        return self.raw.where(F.col(TEXT).isNotNull() & (F.length(TEXT) > 0)).select(TEXT)
+        kept = F.col(TEXT).isNotNull() & (F.length(TEXT) > 0)
+        if self.bad_rows is not None and self.bad_rows.drops_invalid_utf8:
+            kept = kept & ~self._invalid_utf8()
+        return self.raw.where(kept).select(TEXT)
+
+    def _invalid_utf8(self):
+        """Whether a row's bytes are not valid UTF-8: a JSON line's (the reader replaced what its document took from
+        them by U+FFFD), otherwise the document's."""
+        from pyspark.sql import functions as F
+
+        jsonl = self.input_format == "jsonl" and "line" in self.raw.columns
+        source = "line" if jsonl else f"cast({TEXT} as string)"
+        return ~F.expr(f"is_valid_utf8({source})")
 
     def compute_stats(self) -> ReadStats:
-        """Count rows, nulls, empty and malformed rows, invalid UTF-8 and bytes in one Spark aggregation.
+        """Count rows, nulls, empty and malformed rows, invalid UTF-8 and bytes in one Spark aggregation
+        (``invalid_utf8_rows`` counts documents; ``documents`` and ``document_bytes`` leave out the ones the bad-row
+        rule drops).
 
         For JSONL input whose every row lacks ``text_column`` this raises the missing-field error.
         """
@@ -107,6 +123,9 @@ class Corpus:
         from pyspark.sql import functions as F
 
         text, malformed = F.col(TEXT), F.col("malformed")
+        document = text.isNotNull() & (F.length(text) > 0)
+        invalid = document & self._invalid_utf8()
+        drops = self.bad_rows is not None and self.bad_rows.drops_invalid_utf8
 
         def count_if(condition):
             return F.sum(F.when(condition, 1).otherwise(0))
@@ -116,13 +135,14 @@ class Corpus:
             count_if(text.isNull() & ~malformed).alias("null_rows"),
             count_if(malformed).alias("malformed_rows"),
             count_if(text.isNotNull() & (F.length(text) == 0)).alias("empty_rows"),
-            count_if(text.isNotNull() & ~F.expr("is_valid_utf8(cast(text as string))")).alias("invalid_utf8_rows"),
-            F.sum(F.length(text)).alias("document_bytes"),
+            count_if(invalid).alias("invalid_utf8_rows"),
+            F.sum(F.when(~invalid, F.length(text)) if drops else F.length(text)).alias("document_bytes"),
         ).collect()[0]
         rows = int(row["rows"] or 0)
         null_rows = int(row["null_rows"] or 0)
         empty_rows = int(row["empty_rows"] or 0)
         malformed_rows = int(row["malformed_rows"] or 0)
+        invalid_rows = int(row["invalid_utf8_rows"] or 0)
         stats = ReadStats(
             files=len(self.input_files.files) + len(self.input_files.empty_files),
             empty_files=len(self.input_files.empty_files),
@@ -131,8 +151,8 @@ class Corpus:
             null_rows=null_rows,
             empty_rows=empty_rows,
             malformed_rows=malformed_rows,
-            invalid_utf8_rows=int(row["invalid_utf8_rows"] or 0),
-            documents=rows - null_rows - empty_rows - malformed_rows,
+            invalid_utf8_rows=invalid_rows,
+            documents=rows - null_rows - empty_rows - malformed_rows - (invalid_rows if drops else 0),
             document_bytes=int(row["document_bytes"] or 0),
         )
         if self.input_format == "jsonl" and stats.rows > stats.malformed_rows and stats.null_rows == (
@@ -307,11 +327,14 @@ def read_corpus(
     text_column: str = TEXT,
     partitions: int | None = None,
     persist: bool = True,
+    bad_rows=None,
 ) -> Corpus:
     """Read ``inputs`` into a :class:`Corpus` whose ``documents`` DataFrame has one ``text: binary`` column.
 
     ``input_format`` is guessed from the file names when ``None``. ``partitions`` repartitions the documents
     (default: as read). ``persist`` caches them (memory, then disk): training reads the corpus twice.
+    ``bad_rows``: training's :class:`~pipelines.train.bad_rows.TrainBadRows` (which documents to drop;
+    ``None``: none).
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -336,7 +359,8 @@ def read_corpus(
         raw = raw.repartition(int(partitions))
     if persist:
         raw = raw.persist(StorageLevel.MEMORY_AND_DISK)
-    return Corpus(raw=raw, input_files=listed, input_format=input_format, text_column=text_column)
+    return Corpus(raw=raw, input_files=listed, input_format=input_format, text_column=text_column,
+                  bad_rows=bad_rows)
 
 
 def _read_lines(spark, listed: InputFiles):
@@ -433,19 +457,21 @@ def zstd_lines(batches: Iterator) -> Iterator:
                                                  schema=schema)
 
 
-def _parse_jsonl(lines, text_column: str):
-    """JSON lines -> (text: binary, malformed: bool). Blank lines are skipped; a line that is not a JSON object
-    is ``malformed``; a missing or null field gives a null ``text``."""
+def _parse_jsonl(lines, text_column: str, keep: Sequence[str] = ()):
+    """JSON lines -> (text: binary, malformed: bool, line: string, and the ``keep`` columns of ``lines``). Blank
+    lines are skipped; a line that is not a JSON object is ``malformed``; a missing or null field gives a null
+    ``text``."""
     from pyspark.sql import functions as F
 
     if "'" in text_column or "\\" in text_column:
         raise InputError(f"--text-column {text_column!r}: field names with quotes or backslashes are not supported")
     line = F.col("line").cast("string")
-    frame = lines.select(line.alias("line")).where(F.length(F.trim(F.col("line"))) > 0)
+    frame = lines.select(line.alias("line"), *keep).where(F.length(F.trim(F.col("line"))) > 0)
     return frame.select(
         F.expr(f"get_json_object(line, '$[\\'{text_column}\\']')").cast("binary").alias(TEXT),
         F.expr("json_object_keys(line)").isNull().alias("malformed"),
         F.col("line"),
+        *keep,
     )
 
 

@@ -29,26 +29,38 @@ DIRECT_TASK_BYTES = 64 << 20  # text per task
 
 
 def direct_count_task(groups: list, counter: Counter, threads: int, holdout_fraction: float, keep_documents: int,
-                      text_column: str = "text", buckets: int = 1) -> Callable:
+                      text_column: str = "text", buckets: int = 1, bad_rows=None) -> Callable:
     """``mapInArrow`` function over ``spark.range(len(groups))`` (one id per partition): read the units of
     ``groups[id]`` with pyarrow (text lines, or a Parquet file's ``text_column``, nulls dropped and strings taken
     as their UTF-8 bytes, as Spark's reader gives them), drop the held-out documents, count the rest with
     ``counter`` (:data:`pipelines.train.tables.Counter`) on ``threads`` threads; yields the reduce's ``(bucket, blob)``
     rows (:func:`pipelines.spark.reduce.counted_rows`) and the first ``keep_documents`` held-out and training documents
-    (:func:`pipelines.spark.reduce.documents_row`), as Arrow batches."""
+    (:func:`pipelines.spark.reduce.documents_row`), as Arrow batches. With ``bad_rows``
+    (:class:`pipelines.train.bad_rows.TrainBadRows`) of a character model, documents that are not valid UTF-8 are
+    counted (the statistic ``invalid_utf8_rows``) and, unless it keeps them, dropped before the held-out split."""
 
     def run(batches):
         import pyarrow as pa
 
         from pipelines.read.arrow_read import read_work_units
+        from pipelines.train.bad_rows import invalid_utf8_mask
         from tokenizer.kernels.xxhash import held_out_documents
+
+        checks_utf8 = bad_rows is not None and bad_rows.invalid_utf8
+        found = [0]  # documents not valid UTF-8 in this partition
 
         def documents(units):
             for batch in read_work_units(units, text_column, pa.schema([]), "text", "malformed"):
                 column = batch.column(0)  # text lines: binary, never null; Parquet: string or binary, nullable
                 binary = pa.large_binary() if pa.types.is_large_string(column.type) or \
                     pa.types.is_large_binary(column.type) else pa.binary()
-                yield column.cast(binary).drop_null()
+                column = column.cast(binary).drop_null()
+                if checks_utf8 and len(column):
+                    invalid = invalid_utf8_mask(*binary_buffers(column))
+                    found[0] += int(invalid.sum())
+                    if bad_rows.drops_invalid_utf8 and invalid.any():
+                        column = column.filter(pa.array(~invalid))
+                yield column
 
         indices = [i for batch in batches for i in batch.column(0).to_pylist()]
         for index in indices:
@@ -67,7 +79,10 @@ def direct_count_task(groups: list, counter: Counter, threads: int, holdout_frac
                         train_docs.extend(d for d in column.slice(0, keep_documents).to_pylist() if d)
                     yield pa.RecordBatch.from_arrays([column], ["text"])
 
+            found[0] = 0
             table, stats = counter(training_batches(), threads)
+            if checks_utf8:
+                stats = {**stats, "invalid_utf8_rows": found[0]}
             for row in reduce.counted_rows("bytes", table, stats, buckets):
                 yield reduce._batch([row])
             del table
@@ -79,13 +94,14 @@ def direct_count_task(groups: list, counter: Counter, threads: int, holdout_frac
 
 def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float, *, threads: int | None = None,
                         keep_documents: int = 2000, text_column: str = "text",
-                        limit: int | None = None) -> Reduced:
+                        limit: int | None = None, bad_rows=None) -> Reduced:
     """The reduced chunk counts of local text or Parquet files (:func:`pipelines.read.arrow_read.plan_text` or
     :func:`~pipelines.read.arrow_read.plan_parquet` units; ``text_column`` is a Parquet file's text), ``counter`` run in
     Spark tasks of up to ``DIRECT_TASK_BYTES`` of text each (see the module docstring) with ``threads`` threads
     (default: the session's :func:`~pipelines.spark.session.task_threads`); the tasks' tables go through the job's
     reduce and its memory bound (``limit`` entries, :func:`pipelines.spark.reduce.bounded_collect`), with the first
-    ``keep_documents`` held-out and training documents in input order."""
+    ``keep_documents`` held-out and training documents in input order. ``bad_rows``: see :func:`direct_count_task`
+    (its ``invalid_utf8_rows`` are summed in the statistics)."""
     from pipelines.read.arrow_read import assign_units
     from pipelines.spark.session import task_threads
 
@@ -95,7 +111,7 @@ def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float,
     groups = [group for group in assign_units(units, tasks) if group] or [[]]
     counted = spark.range(len(groups), numPartitions=len(groups)).mapInArrow(
         direct_count_task(groups, counter, threads, holdout_fraction, keep_documents, text_column,
-                          reduce.shuffle_buckets(spark)), reduce.SCHEMA)
+                          reduce.shuffle_buckets(spark), bad_rows), reduce.SCHEMA)
     reduced = reduce.bounded_collect(reduce.merged_frame(counted, "bytes", threads=threads), "bytes", limit)
     reduced.held_out, reduced.training = reduced.held_out[:keep_documents], reduced.training[:keep_documents]
     return reduced

@@ -23,6 +23,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from pipelines.spark import reduce
+from pipelines.train.bad_rows import TrainBadRows, check_bad_rows
 from pipelines.train.engine import READ_COUNTS
 from pipelines.train.workdir import JSON
 from pipelines.train.tables import Counter, KeyGroups, Reduced, decode
@@ -80,6 +81,37 @@ def evaluation_sample(training, held_out, limit: int) -> tuple[list[bytes], list
     return [], [bytes(row["text"]) for row in training.select(capped).limit(limit).collect()]
 
 
+def first_bad_file(corpus, kinds) -> str | None:
+    """The path of a file of a read :class:`~pipelines.read.readers.Corpus` holding a bad row of one of ``kinds``
+    (``"malformed"``, ``"invalid_utf8"``), asked of Spark (``_metadata.file_path``): the bad-row error names it when
+    this process cannot open the files to find the line (:func:`pipelines.train.bad_rows.check_bad_rows`). ``None``
+    when none is found (``.zst`` files, read through ``binaryFile``, are not searched)."""
+    from pyspark.sql import functions as F
+
+    from pipelines.read.readers import TEXT, _parse_jsonl
+
+    spark, listed, column = corpus.raw.sparkSession, corpus.input_files, corpus.text_column
+    if corpus.input_format == "parquet":
+        frame = spark.read.parquet(*listed.files).select(
+            F.col(column).cast("binary").alias(TEXT), F.lit(False).alias("malformed"),
+            F.col("_metadata.file_path").alias("path"))
+    elif listed.other_files:
+        lines = spark.read.option("lineSep", "\n").text(listed.other_files).select(
+            F.col("value").cast("binary").alias("line"), F.col("_metadata.file_path").alias("path"))
+        frame = _parse_jsonl(lines, column, ("path",)) if corpus.input_format == "jsonl" else \
+            lines.select(F.col("line").alias(TEXT), F.lit(False).alias("malformed"), "path")
+    else:
+        return None
+    source = "line" if corpus.input_format == "jsonl" else f"cast({TEXT} as string)"
+    bad = F.lit(False)
+    if "malformed" in kinds:
+        bad = bad | F.col("malformed")
+    if "invalid_utf8" in kinds:
+        bad = bad | (F.col(TEXT).isNotNull() & (F.length(TEXT) > 0) & ~F.expr(f"is_valid_utf8({source})"))
+    found = frame.where(bad).select("path").limit(1).collect()
+    return found[0]["path"] if found else None
+
+
 def _results_partition(function: Callable, threads: int, tables_of: str | None) -> Callable:
     """``mapInArrow``: ``function(tables or batches, threads)`` over the partition -> one pickled ``result`` row."""
 
@@ -119,6 +151,7 @@ class SparkEngine:
         progress(f"[spark] session on {self.spark.sparkContext.master} in {time.perf_counter() - started:.1f} s")
         self.threads = max(1, int(options["threads"])) if options.get("threads") else task_threads(self.spark)
         self.documents = self.held_out = self.units = self.corpus = None
+        self.bad_rows = TrainBadRows.of(options)
 
     @classmethod
     def over(cls, documents, threads: int | None = None, options: dict | None = None) -> "SparkEngine":
@@ -132,6 +165,7 @@ class SparkEngine:
         engine.spark = documents.sparkSession
         engine.threads = max(1, int(threads)) if threads else task_threads(engine.spark)
         engine.documents, engine.held_out, engine.units, engine.corpus = documents, None, None, None
+        engine.bad_rows = TrainBadRows.of(engine.options)
         return engine
 
     # ------------------------------------------------------------------------------------------------ reading
@@ -172,9 +206,16 @@ class SparkEngine:
 
         self.label("read")
         corpus = self.corpus = read_corpus(self.spark, options["input"], input_format=options.get("input_format"),
-                                           text_column=options["text_column"], partitions=options.get("partitions"))
-        counts = log.run("read", lambda: corpus.compute_stats().to_dict(), JSON,
-                         lambda value: {k: value[k] for k in READ_COUNTS})
+                                           text_column=options["text_column"], partitions=options.get("partitions"),
+                                           bad_rows=self.bad_rows)
+
+        def compute() -> dict:
+            counts = corpus.compute_stats().to_dict()
+            check_bad_rows(counts, self.bad_rows, corpus.input_files.files, corpus.input_format,
+                           corpus.text_column, lambda kinds: first_bad_file(corpus, kinds))
+            return counts
+
+        counts = log.run("read", compute, JSON, lambda value: {k: value[k] for k in READ_COUNTS})
         self.documents, self.held_out = split_holdout(corpus.documents, float(options["holdout_fraction"]))
         return counts, "spark", corpus.input_format
 
@@ -190,9 +231,17 @@ class SparkEngine:
 
             if keep is not None or groups is not None or set_aside:
                 raise ValueError("a count over files read in the tasks takes no keep, groups or set_aside")
-            return count_chunks_direct(self.spark, self.units, counter, float(self.options["holdout_fraction"]),
-                                       threads=self.threads, keep_documents=keep_documents,
-                                       text_column=self.options["text_column"], limit=limit)
+            reduced = count_chunks_direct(self.spark, self.units, counter, float(self.options["holdout_fraction"]),
+                                          threads=self.threads, keep_documents=keep_documents,
+                                          text_column=self.options["text_column"], limit=limit,
+                                          bad_rows=self.bad_rows)
+            if self.bad_rows.policy == "error" and self.bad_rows.bad_counts(reduced.stats):
+                from pipelines.read.readers import detect_format, list_input_files
+
+                listed = list_input_files(self.spark, self.options["input"])
+                input_format = self.options.get("input_format") or detect_format(listed.files + listed.empty_files)
+                check_bad_rows(reduced.stats, self.bad_rows, listed.files, input_format, self.options["text_column"])
+            return reduced
         frame = reduce.reduced_frame(self.documents, counter, kind, keep, self.threads, set_aside, groups)
         if set_aside:
             frame = frame.persist(StorageLevel.MEMORY_AND_DISK)

@@ -58,7 +58,8 @@ class Source:
 class Trained:
     """An algorithm's result: ``models`` by vocab size, the corpus fingerprint and document count, facts for the
     manifest (``details``, ``model_details`` by size), and documents its count kept for the evaluation sample
-    (``(held_out, training)``) when it read the input itself."""
+    (``(held_out, training)``) and what reading found (``read_counts``: ``invalid_utf8_rows``) when it read the
+    input itself."""
 
     models: dict
     corpus_fingerprint: str
@@ -67,6 +68,7 @@ class Trained:
     bounds: dict = field(default_factory=dict)  # table name -> what the memory bound did
     model_details: dict = field(default_factory=dict)
     evaluation_documents: tuple | None = None
+    read_counts: dict = field(default_factory=dict)  # what a count that read the files itself found (bad rows)
 
 
 def _model_stage_counts(models: dict) -> dict:
@@ -203,6 +205,13 @@ def evaluation_of(table) -> tuple | None:
     return (table.held_out, table.training) if table.held_out or table.training else None
 
 
+def read_counts_of(table) -> dict:
+    """The read counts a chunk table's count found when it read the files itself (Spark's tasks:
+    ``invalid_utf8_rows`` of a character model); ``{}`` otherwise. ``read_counts_of(table)`` with stats
+    ``{"documents": 4, "invalid_utf8_rows": 1}`` -> ``{"invalid_utf8_rows": 1}``."""
+    return {k: int(table.stats[k]) for k in ("invalid_utf8_rows",) if k in table.stats}
+
+
 # ---------------------------------------------------------------------------------------------------- unigram
 class Unigram(Algorithm):
     name = "unigram"
@@ -302,7 +311,8 @@ class Unigram(Algorithm):
                        details={"estep": modes[0] if modes else "resumed", "distinct_chunks": len(table.chunks),
                                 "sentences": int(table.counts.sum()),
                                 "skipped_sentences": int(table.stats.get("skipped_sentences", 0))},
-                       bounds={"chunks": table.bound}, evaluation_documents=evaluation_of(table))
+                       bounds={"chunks": table.bound}, evaluation_documents=evaluation_of(table),
+                       read_counts=read_counts_of(table))
 
 
 # ---------------------------------------------------------------------------------------------------- bpe
@@ -337,7 +347,8 @@ class Bpe(Algorithm):
                                 _model_stage_counts)
         return Trained(models, fingerprint, int(table.stats.get("documents", 0)),
                        details={"distinct_chunks": len(table.chunks), "chunks": int(table.counts.sum())},
-                       bounds={"chunks": table.bound}, evaluation_documents=evaluation_of(table))
+                       bounds={"chunks": table.bound}, evaluation_documents=evaluation_of(table),
+                       read_counts=read_counts_of(table))
 
 
 ALGORITHMS = {"bytepiece": BytePiece, "unigram": Unigram, "bpe": Bpe}

@@ -3,10 +3,10 @@
     options (resolved by the job)  ->  paths checked (outputs, work directory, local inputs)
       -> engine (choose_engine: this process or Spark)  ->  input fingerprint
       -> work directory keyed by (version, algorithm, settings, input digest, ...), its lease (one run per key)
-      -> read (the engine)
+      -> read (the engine; bad rows as --on-bad-row says: pipelines.train.bad_rows)
       -> the algorithm's fit: its stages on the engine, each stored in the work directory (resume)
       -> models written atomically, the resolved config, the evaluation (bytes per token, round trip)
-      -> the manifest (engine and why, stages, bounds, versions, checksums)
+      -> the manifest (engine and why, read counts and bad rows, stages, bounds, versions, checksums)
 
 With one vocab size ``--output`` is the model file, the manifest ``OUTPUT.manifest.json`` and the resolved config
 ``OUTPUT.config.yaml``; with several it is a directory of ``ALGORITHM-SIZE.model`` files, ``manifest.json`` and
@@ -123,6 +123,7 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
     from pipelines.manifest import file_checksums, write_manifest
     from pipelines.read.readers import ReadStats
     from pipelines.train.algorithms import ALGORITHMS, Source
+    from pipelines.train.bad_rows import TrainBadRows, bad_row_report
     from pipelines.train.workdir import StageLog, WorkDir
     from tokenizer import __version__
     from tokenizer.evaluation import bytes_per_token
@@ -153,7 +154,7 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
             "algorithm": algorithm.name, "settings": algorithm.settings_dict(settings),
             "input": fingerprint["digest"], "input_format": options.get("input_format"),
             "text_column": options["text_column"], "holdout_fraction": float(options["holdout_fraction"]),
-            "max_table_entries": options["max_table_entries"],
+            "max_table_entries": options["max_table_entries"], "on_bad_row": options.get("on_bad_row", "error"),
         }, resume=options.get("resume", True) is not False, progress=progress)
         lease = Lease(os.path.join(work.path, "lease.json"), f"work directory {work.path} (this run's key)",
                       progress=progress).acquire()  # two runs of one key would write the same stage files
@@ -182,7 +183,11 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
     if not read_counts:
         read_counts = {"files": len([f for f in fingerprint["files"] if f["size"] > 0]),
                        "empty_files": len([f for f in fingerprint["files"] if f["size"] == 0]),
-                       "input_bytes": fingerprint["total_bytes"], "documents": trained.documents}
+                       "input_bytes": fingerprint["total_bytes"], "documents": trained.documents,
+                       **trained.read_counts}
+    bad_rows = bad_row_report(read_counts, TrainBadRows.of(options))
+    if "summary" in bad_rows:
+        progress(f"[bad rows] {bad_rows['summary']} (--on-bad-row {bad_rows['policy']})")
 
     manifest = {
         "command": "shardpiece train",
@@ -198,6 +203,7 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
         "text_column": options["text_column"],
         "reader": reader,
         "read": read_counts,
+        "bad_rows": bad_rows,
         "holdout_fraction": float(options["holdout_fraction"]),
         "corpus_fingerprint": trained.corpus_fingerprint,
         "training_documents": trained.documents,

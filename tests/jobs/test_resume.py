@@ -50,12 +50,11 @@ def stage_files(work_root) -> dict[str, int]:
 
 
 MANIFEST_KEYS = {
-    "algorithm", "command", "config", "config_path", "corpus_fingerprint", "created_unix", "created_utc",
+    "algorithm", "bad_rows", "command", "config", "config_path", "corpus_fingerprint", "created_unix", "created_utc",
     "default_parallelism", "details", "engine", "engine_reason", "holdout_fraction", "host", "input",
     "input_fingerprint", "input_format", "lossy_settings", "models", "outputs", "partitions", "python", "read",
     "reader", "seconds_total", "settings", "spark_log", "spark_master", "spark_version", "stages", "table_bounds",
-    "text_column",
-    "threads", "training_documents", "versions", "work_dir"}
+    "text_column", "threads", "training_documents", "versions", "work_dir"}
 RUNS = {  # algorithm: (its options, its stages in order, the vocab sizes); bpe trains in this process (the default
     # --master auto on a small local file), the others on Spark
     "bytepiece": (["--min-count", "3", "--order", "4", "--partitions", "2"],
