@@ -35,9 +35,10 @@ def direct_count_task(groups: list, counter: Counter, threads: int, holdout_frac
     as their UTF-8 bytes, as Spark's reader gives them), drop the held-out documents, count the rest with
     ``counter`` (:data:`pipelines.train.tables.Counter`) on ``threads`` threads; yields the reduce's ``(bucket, blob)``
     rows (:func:`pipelines.spark.reduce.counted_rows`) and the first ``keep_documents`` held-out and training documents
-    (:func:`pipelines.spark.reduce.documents_row`), as Arrow batches. With ``bad_rows``
-    (:class:`pipelines.train.bad_rows.TrainBadRows`) of a character model, documents that are not valid UTF-8 are
-    counted (the statistic ``invalid_utf8_rows``) and, unless it keeps them, dropped before the held-out split."""
+    (:func:`pipelines.spark.reduce.documents_row`), as Arrow batches. Null values are counted (the statistic
+    ``null_rows``); with ``bad_rows`` (:class:`pipelines.train.bad_rows.TrainBadRows`) of a character model,
+    documents that are not valid UTF-8 are counted (``invalid_utf8_rows``) and, unless it keeps them, dropped before
+    the held-out split."""
 
     def run(batches):
         import pyarrow as pa
@@ -47,17 +48,18 @@ def direct_count_task(groups: list, counter: Counter, threads: int, holdout_frac
         from tokenizer.kernels.xxhash import held_out_documents
 
         checks_utf8 = bad_rows is not None and bad_rows.invalid_utf8
-        found = [0]  # documents not valid UTF-8 in this partition
+        found = {"null_rows": 0, "invalid_utf8_rows": 0}  # this partition's rows without text, not valid UTF-8
 
         def documents(units):
             for batch in read_work_units(units, text_column, pa.schema([]), "text", "malformed"):
                 column = batch.column(0)  # text lines: binary, never null; Parquet: string or binary, nullable
                 binary = pa.large_binary() if pa.types.is_large_string(column.type) or \
                     pa.types.is_large_binary(column.type) else pa.binary()
+                found["null_rows"] += column.null_count
                 column = column.cast(binary).drop_null()
                 if checks_utf8 and len(column):
                     invalid = invalid_utf8_mask(*binary_buffers(column))
-                    found[0] += int(invalid.sum())
+                    found["invalid_utf8_rows"] += int(invalid.sum())
                     if bad_rows.drops_invalid_utf8 and invalid.any():
                         column = column.filter(pa.array(~invalid))
                 yield column
@@ -79,10 +81,10 @@ def direct_count_task(groups: list, counter: Counter, threads: int, holdout_frac
                         train_docs.extend(d for d in column.slice(0, keep_documents).to_pylist() if d)
                     yield pa.RecordBatch.from_arrays([column], ["text"])
 
-            found[0] = 0
+            found.update(null_rows=0, invalid_utf8_rows=0)
             table, stats = counter(training_batches(), threads)
-            if checks_utf8:
-                stats = {**stats, "invalid_utf8_rows": found[0]}
+            stats = {**stats, "null_rows": found["null_rows"],
+                     **({"invalid_utf8_rows": found["invalid_utf8_rows"]} if checks_utf8 else {})}
             for row in reduce.counted_rows("bytes", table, stats, buckets):
                 yield reduce._batch([row])
             del table
@@ -101,7 +103,7 @@ def count_chunks_direct(spark, units, counter: Counter, holdout_fraction: float,
     (default: the session's :func:`~pipelines.spark.session.task_threads`); the tasks' tables go through the job's
     reduce and its memory bound (``limit`` entries, :func:`pipelines.spark.reduce.bounded_collect`), with the first
     ``keep_documents`` held-out and training documents in input order. ``bad_rows``: see :func:`direct_count_task`
-    (its ``invalid_utf8_rows`` are summed in the statistics)."""
+    (its ``null_rows`` and ``invalid_utf8_rows`` are summed in the statistics)."""
     from pipelines.read.arrow_read import assign_units
     from pipelines.spark.session import task_threads
 

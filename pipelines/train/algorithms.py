@@ -68,7 +68,7 @@ class Trained:
     bounds: dict = field(default_factory=dict)  # table name -> what the memory bound did
     model_details: dict = field(default_factory=dict)
     evaluation_documents: tuple | None = None
-    read_counts: dict = field(default_factory=dict)  # what a count that read the files itself found (bad rows)
+    read_counts: dict = field(default_factory=dict)  # what a count that read the files itself found (null, bad rows)
 
 
 def _model_stage_counts(models: dict) -> dict:
@@ -206,10 +206,10 @@ def evaluation_of(table) -> tuple | None:
 
 
 def read_counts_of(table) -> dict:
-    """The read counts a chunk table's count found when it read the files itself (Spark's tasks:
-    ``invalid_utf8_rows`` of a character model); ``{}`` otherwise. ``read_counts_of(table)`` with stats
+    """The read counts a chunk table's count found when it read the files itself (Spark's tasks: ``null_rows``,
+    and ``invalid_utf8_rows`` of a character model); ``{}`` otherwise. ``read_counts_of(table)`` with stats
     ``{"documents": 4, "invalid_utf8_rows": 1}`` -> ``{"invalid_utf8_rows": 1}``."""
-    return {k: int(table.stats[k]) for k in ("invalid_utf8_rows",) if k in table.stats}
+    return {k: int(table.stats[k]) for k in ("null_rows", "invalid_utf8_rows") if k in table.stats}
 
 
 # ---------------------------------------------------------------------------------------------------- unigram

@@ -184,7 +184,8 @@ def check_bad_rows(counts: dict, rule: TrainBadRows, files: Sequence[str], input
     path = find_file(kinds) if find_file is not None else None
     kind = kinds[0]
     singular, plural = _NAMES[kind]
-    where = f"{_display(path)} (line numbers are found in local files only)" if path else "the corpus"
+    where = f"{_display(path)} (no line number: this process finds it in local plain, .gz and .zst files only)" \
+        if path else "the corpus"
     raise InputError(f"{where}: {found[kind]:,} {singular if found[kind] == 1 else plural} ({_WHAT[kind]}); "
                      f"{BAD_ROW_CHOICES}")
 
