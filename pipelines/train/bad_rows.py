@@ -254,7 +254,6 @@ def _parquet_rows(path: str, text_column: str) -> Iterator[tuple[int, str]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pipelines.inprocess.read import _as_binary
     from pipelines.read.shards import binary_buffers
 
     first = 1
@@ -262,7 +261,10 @@ def _parquet_rows(path: str, text_column: str) -> Iterator[tuple[int, str]]:
         if text_column not in parquet.schema_arrow.names:
             return
         for batch in parquet.iter_batches(batch_size=8192, columns=[text_column], use_threads=False):
-            column = _as_binary(batch.column(0))
+            column = batch.column(0)
+            if pa.types.is_dictionary(column.type):
+                column = column.dictionary_decode()
+            column = column.cast(pa.large_binary())  # a string or binary column's bytes
             if column.null_count:
                 column = column.fill_null(pa.scalar(b"", column.type))
             mask = invalid_utf8_mask(*binary_buffers(column))
