@@ -183,7 +183,9 @@ def _account(array: pa.Array, malformed: int, stats: ReadStats, split: _Split, r
         invalid = documents & line_invalid
     else:
         invalid = np.zeros(len(array), bool)
-        if documents.any():
+        if documents.all():
+            invalid = invalid_utf8_mask(*binary_buffers(array))
+        elif documents.any():
             invalid[documents] = invalid_utf8_mask(*binary_buffers(array.filter(pa.array(documents))))
     stats.invalid_utf8_rows += int(np.count_nonzero(invalid))
     dropped = 0

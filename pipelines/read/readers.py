@@ -11,8 +11,10 @@ Inputs are paths, globs or directories on any filesystem Spark understands (``/d
 * ``parquet`` — the document in column ``text_column`` (a string or binary column).
 
 Zero-byte files are counted and skipped (Spark would fail on an empty ``.parquet``); null values, empty documents
-and malformed JSON lines are counted and skipped. The counts come back as :class:`ReadStats`. A column or field
-that does not exist is an :class:`~tokenizer.errors.InputError` naming it, the available ones and ``--text-column``.
+and malformed JSON lines are counted and skipped; documents that are not valid UTF-8 are counted, and dropped too
+when training's bad-row rule says so (``read_corpus(bad_rows=...)``, :mod:`pipelines.train.bad_rows`, which also
+decides whether a count stops the run). The counts come back as :class:`ReadStats`. A column or field that does
+not exist is an :class:`~tokenizer.errors.InputError` naming it, the available ones and ``--text-column``.
 
 ``.zst`` files are always read with the ``zstandard`` module (through Spark's ``binaryFile`` source and a
 ``mapInArrow`` step), because the Hadoop codec needs a native library that many Spark builds lack. Each ``.zst``
@@ -64,7 +66,9 @@ class InputFiles:
 
 @dataclass
 class ReadStats:
-    """What reading the corpus found. ``documents`` counts what training sees (non-null, non-empty)."""
+    """What reading the corpus found. ``documents`` counts what training sees (non-null, non-empty, not dropped by
+    the bad-row rule); ``invalid_utf8_rows`` counts documents that are not valid UTF-8 (for JSONL: whose line is
+    not, the reader having replaced its invalid sequences by U+FFFD)."""
 
     files: int = 0
     empty_files: int = 0

@@ -230,3 +230,28 @@ def test_import_loads_no_pyspark():
     code = "import pipelines.inprocess.read, sys; assert not any(m.startswith('pyspark') for m in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.spark
+def test_dropping_invalid_utf8_documents_as_spark(spark, tmp_path):
+    """Training's bad-row rule ``skip`` for a character model: both readers drop the same documents (before the
+    held-out split) and count them the same; JSONL judges a document by its line's bytes."""
+    from pipelines.train.bad_rows import TrainBadRows
+
+    skip = TrainBadRows("skip", invalid_utf8=True)
+    generated = random_lines(7, 200)
+    bad = [b"bad \xff byte", b"\xe4\xb8", b"\xed\xa0\x80"]
+    (tmp_path / "a.txt").write_bytes(b"\n".join([line.encode() for line in generated] + bad) + b"\n")
+    local, training = assert_same_as_spark(spark, [str(tmp_path / "a.txt")], bad_rows=skip)
+    assert (local.stats.invalid_utf8_rows, local.stats.documents) == (3, 200)
+    assert not set(bad) & set(training + local.held_out)
+    records = [json.dumps({"text": line}).encode() for line in generated] + \
+        [b'{"text": "caf\xe9"}', b'{"n": 1, "note": "\xff"}', b"not json \xff"]
+    (tmp_path / "b.jsonl").write_bytes(b"\n".join(records) + b"\n")
+    local, _ = assert_same_as_spark(spark, [str(tmp_path / "b.jsonl")], bad_rows=skip)
+    assert (local.stats.invalid_utf8_rows, local.stats.null_rows, local.stats.malformed_rows) == (1, 1, 1)
+    assert local.stats.documents == 200
+    raw = [None, *bad, *(line.encode() for line in generated)]
+    pq.write_table(pa.table({"text": pa.array(raw, pa.binary())}), tmp_path / "c.parquet", row_group_size=30)
+    local, _ = assert_same_as_spark(spark, [str(tmp_path / "c.parquet")], bad_rows=skip)
+    assert (local.stats.invalid_utf8_rows, local.stats.null_rows, local.stats.documents) == (3, 1, 200)
