@@ -1,0 +1,145 @@
+"""Reading tiktoken's ``.tiktoken`` files (one ``base64(token bytes) rank`` pair a line) as byte-level BPE models.
+
+tiktoken encodes a pre-token by repeatedly merging the adjacent pair whose concatenation has the lowest rank, and
+emits a pre-token that is itself a token as that one token. The model built here replays the same merges: every
+token of two or more bytes is made by the split tiktoken's own merging of its bytes reaches (ranks below its own
+only; the split is stored in ``provenance["bpe_merges"]``, as an imported ``tokenizer.json`` stores its merges), its
+score is ``-rank``, ids are the ranks, and ``pretokenizer["ignore_merges"]`` emits whole-token pre-tokens as they
+are. A token that no split reaches is an UNUSED piece: only a whole pre-token equal to it gives its id.
+
+Pre-tokenizer patterns (``pattern=``), as ``tiktoken_ext/openai_public.py`` defines them:
+
+- ``"gpt2"`` (r50k/p50k): the GPT-2 regex, which shardpiece's ``gpt2`` pre-tokenizer implements exactly;
+- ``"cl100k"``: shardpiece's ``llama3`` pre-tokenizer. tiktoken's cl100k regex has one more alternative,
+  ``\\s++$`` (whitespace that runs to the end of the text is one pre-token); the two differ only on a text that ends
+  with whitespace after its last ``\\r``/``\\n`` (``"a\\n "``: tiktoken ``["a", "\\n "]``, here ``["a", "\\n", " "]``),
+  never on lines read without their newline;
+- ``"o200k"`` is refused: its regex splits letters by case (``\\p{Lu}``/``\\p{Ll}`` classes), which the
+  pre-tokenizer kernels do not implement.
+
+Example (hand-checkable): the file ``YQ== 0``, ``Yg== 1``, ... (the 256 single bytes), then ``YWI= 256``
+(``b"ab"``) gives a 257-piece model with ``pieces[256] == b"ab"``, made by merging ``b"a"`` and ``b"b"``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+
+import numpy as np
+
+from tokenizer.errors import ConfigError, ModelFileError
+from tokenizer.model import Model, PieceType
+
+#: tiktoken's pattern name -> shardpiece's byte_level pre-tokenizer pattern
+PATTERNS = {"gpt2": "gpt2", "cl100k": "llama3"}
+#: the patterns tiktoken defines that no pre-tokenizer here implements
+UNSUPPORTED_PATTERNS = ("o200k",)
+#: the pattern text of each name as tiktoken_ext/openai_public.py spells it (r50k_pat_str, cl100k_base's pat_str)
+TIKTOKEN_PATTERN_TEXT = {
+    "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s""",
+    "cl100k": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|"""
+              r"""\s*[\r\n]|\s+(?!\S)|\s""",
+}
+
+
+def read_tiktoken_ranks(path: str | os.PathLike) -> dict[bytes, int]:
+    """``{token bytes: rank}`` of a ``.tiktoken`` file (blank lines skipped), as ``tiktoken.load.load_tiktoken_bpe``
+    reads it. ``b"YWI= 256\\n"`` -> ``{b"ab": 256}``. Raises :class:`ModelFileError` naming the bad line."""
+    source = os.fspath(path)
+    try:
+        with open(source, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ModelFileError(source, f"cannot read the file: {exc.strerror}") from None
+    ranks: dict[bytes, int] = {}
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            token, rank = line.split()
+            ranks[base64.b64decode(token, validate=True)] = int(rank)
+        except (ValueError, binascii.Error):
+            raise ModelFileError(source, f"line {number} ({line[:60]!r}) is not 'BASE64TOKEN RANK': the file is not "
+                                 "a .tiktoken file or is corrupted") from None
+    return ranks
+
+
+def merge_split(ranks: dict[bytes, int], token: bytes) -> int | None:
+    """Byte length of the left part of the last merge tiktoken's merging reaches on ``token``'s bytes using only
+    ranks below ``token``'s, or None when that merging does not end in two parts (no merge makes the token).
+
+    With ranks ``a 0, b 1, c 2, ab 3, abc 4``: ``merge_split(ranks, b"abc") == 2`` (``ab`` + ``c``)."""
+    limit = ranks[token]
+    parts = [token[i:i + 1] for i in range(len(token))]
+    while len(parts) > 2:
+        best, where = limit, -1
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and rank < best:
+                best, where = rank, i
+        if where < 0:
+            return None
+        parts[where:where + 2] = [parts[where] + parts[where + 1]]
+    if len(parts) == 2 and ranks.get(parts[0] + parts[1]) == limit:
+        return len(parts[0])
+    return None
+
+
+def model_from_tiktoken_ranks(ranks: dict[bytes, int], pattern: str, source: str = "<.tiktoken>") -> Model:
+    """A byte-level BPE :class:`Model` whose ids are the ranks (see the module docstring); ``pattern`` is
+    ``"gpt2"`` or ``"cl100k"``. Raises :class:`ConfigError` for another pattern, :class:`ModelFileError` when the
+    ranks leave gaps, repeat or lack a single byte."""
+    if pattern in UNSUPPORTED_PATTERNS:
+        raise ConfigError(f"--tiktoken-pattern {pattern} is not supported: its regex splits letters by case, which "
+                          f"shardpiece's pre-tokenizers do not implement; use {' or '.join(PATTERNS)}")
+    if pattern not in PATTERNS:
+        raise ConfigError(f"unknown tiktoken pattern {pattern!r}: use one of {', '.join(PATTERNS)}")
+    size = len(ranks)
+    by_rank: list[bytes | None] = [None] * size
+    for token, rank in ranks.items():
+        if not 0 <= rank < size or by_rank[rank] is not None:
+            raise ModelFileError(source, f"rank {rank} is repeated or leaves a gap (ranks must be 0..{size - 1}, "
+                                 "each once): the file is corrupted")
+        by_rank[rank] = token
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise ModelFileError(source, f"{len(missing)} single bytes (e.g. {bytes([missing[0]])!r}) are not tokens: "
+                             "a byte-level BPE vocabulary needs all 256")
+    types = np.full(size, PieceType.NORMAL, dtype=np.int8)
+    scores = -np.arange(size, dtype=np.float64)
+    left_lengths = []
+    for rank, token in enumerate(by_rank):
+        if len(token) < 2:
+            continue
+        split = merge_split(ranks, token)
+        if split is None:
+            types[rank] = PieceType.UNUSED
+        else:
+            left_lengths.append(split)
+    if size >= 1 << 24:
+        raise ModelFileError(source, "more than 2**24 ranks do not fit float32 scores")
+    return Model(by_rank, scores.astype(np.float32), types, algorithm="bpe",
+                 pretokenizer={"name": "byte_level", "pattern": PATTERNS[pattern], "ignore_merges": True},
+                 provenance={"imported_from": ".tiktoken", "tiktoken_pattern": pattern,
+                             "bpe_merges": {"left_lengths": left_lengths}})
+
+
+def load_tiktoken(path: str | os.PathLike, pattern: str) -> Model:
+    """:func:`model_from_tiktoken_ranks` of the ``.tiktoken`` file at ``path``."""
+    return model_from_tiktoken_ranks(read_tiktoken_ranks(path), pattern, os.fspath(path))
+
+
+def tiktoken_file_text(model: Model) -> bytes:
+    """A byte-level BPE model's vocabulary as a ``.tiktoken`` file: each NORMAL piece with its rank, in merge order
+    (the 256 single bytes first, by byte, then the merged pieces as the model merges them), so that tiktoken's
+    rank merging replays the model's merges: a model whose first merge makes ``b"ab"`` has the line ``b"YWI= 256"``
+    (``base64(b"ab")``, rank 256). Raises :class:`ConfigError` for any other kind of model."""
+    from tokenizer.compiled import CompiledModel
+
+    byte_level = CompiledModel(model).byte_level
+    if byte_level is None or not byte_level.is_bpe:
+        raise ConfigError("only byte_level BPE models can be written as a .tiktoken file")
+    order = [model.piece_to_id(bytes([b])) for b in range(256)] + byte_level.merges[2].tolist()
+    return b"".join(base64.b64encode(model.pieces[i]) + b" %d\n" % rank for rank, i in enumerate(order))
