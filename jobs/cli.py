@@ -15,7 +15,8 @@ SUBCOMMANDS = {
     "inspect": ("jobs.encode", "print a summary of a model file"),
     "train": ("jobs.train", "train a vocabulary with Spark (bytepiece, unigram, bpe)"),
     "tokenize": ("jobs.tokenize", "tokenize a dataset with Spark into Parquet, Megatron or npy shards"),
-    "export": ("jobs.export", "export a model (--to huggingface: a tokenizer folder; --to sentencepiece)"),
+    "evaluate": ("jobs.evaluate", "compare models on the same text: bytes/token, tokens/word, vocabulary use, MB/s"),
+    "export": ("jobs.export", "export a model (--to huggingface: a tokenizer folder; --to sentencepiece; --to tiktoken)"),
     "demo": ("jobs.demo", "train on the shipped sample corpus, then encode and decode a line"),
 }
 

@@ -3,6 +3,7 @@
     shardpiece export --model bpe.model --to huggingface out/      # out/tokenizer.json, tokenizer_config.json, ...
     shardpiece export --model bytepiece.model --to huggingface out/tokenizer.json     # the same three files
     shardpiece export --model unigram.model --to sentencepiece out/unigram-sp.model
+    shardpiece export --model bpe.model --to tiktoken out/bpe.tiktoken     # byte-level BPE models only
 
 Each ``--to`` target is one function in :data:`EXPORTERS` taking ``(model, output path)``.
 """
@@ -35,7 +36,20 @@ def export_sentencepiece(model, output: str) -> str:
     return output
 
 
-EXPORTERS = {"huggingface": export_huggingface, "sentencepiece": export_sentencepiece}
+def export_tiktoken(model, output: str) -> str:
+    """Write a byte-level BPE model's vocabulary as a tiktoken ``.tiktoken`` file (ranks in merge order; the
+    pre-tokenizer pattern is not in the file: gpt2 or cl100k as the model's, see
+    :mod:`tokenizer.interop.tiktoken_files`)."""
+    from tokenizer.files import write_atomic
+    from tokenizer.interop.tiktoken_files import PATTERNS, tiktoken_file_text
+
+    write_atomic(output, tiktoken_file_text(model), what=".tiktoken file")
+    pattern = {ours: name for name, ours in PATTERNS.items()}.get(model.pretokenizer.get("pattern"))
+    return output + (f" (its pre-tokenizer pattern is tiktoken's {pattern}: read it as {output}:{pattern})"
+                     if pattern else "")
+
+
+EXPORTERS = {"huggingface": export_huggingface, "sentencepiece": export_sentencepiece, "tiktoken": export_tiktoken}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--control-tokens-in-text", action="store_true",
                         help="huggingface: control tokens spelled in the text (e.g. '<s>') become their ids, as "
                              "'tokenize --control-tokens-in-text' does; by default such text is ordinary text")
-    parser.add_argument("output", metavar="OUT", help="output file (huggingface: a directory, or its tokenizer.json)")
+    parser.add_argument("output", metavar="OUT", help="output file (huggingface: a directory, or its tokenizer.json; tiktoken: FILE.tiktoken)")
     return parser
 
 

@@ -140,6 +140,7 @@ def tiktoken_file_text(model: Model) -> bytes:
 
     byte_level = CompiledModel(model).byte_level
     if byte_level is None or not byte_level.is_bpe:
-        raise ConfigError("only byte_level BPE models can be written as a .tiktoken file")
+        raise ConfigError("only byte-level BPE models (train --algorithm bpe) can be written as a .tiktoken file: "
+                          "export this one --to huggingface or --to sentencepiece")
     order = [model.piece_to_id(bytes([b])) for b in range(256)] + byte_level.merges[2].tolist()
     return b"".join(base64.b64encode(model.pieces[i]) + b" %d\n" % rank for rank, i in enumerate(order))
