@@ -38,6 +38,14 @@ def test_train_help_loads_no_numba_numpy_or_pyspark():
     assert heavy_modules_after(code) == []
 
 
+def test_evaluate_help_loads_no_numba_numpy_pyspark_or_matplotlib():
+    code = ("import contextlib, io, sys\nfrom jobs.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n        main(['evaluate', '--help'])\n    except SystemExit:\n        pass\n"
+            "assert 'matplotlib' not in sys.modules")
+    assert heavy_modules_after(code) == []
+
+
 # ---------------------------------------------------------------------------------------------- import graph
 PACKAGES = ("tokenizer", "pipelines", "jobs")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

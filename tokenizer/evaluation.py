@@ -67,8 +67,8 @@ def round_trips(tokenizer, texts: Sequence[bytes], encoded: Sequence[Sequence[in
 def count_words(texts: Sequence[bytes]) -> tuple[int, str]:
     """``(count, unit)``: the texts' whitespace-separated words with unit ``"word"``, or, when those words average
     more than :data:`LONGEST_MEAN_WORD` characters (text without spaces), their UTF-8 characters with unit
-    ``"character"``. ``count_words([b"ab cd"]) == (2, "word")``; ``count_words(["これは日本語の文章です".encode()] * 2)
-    == (22, "character")`` (one 11-character word per text)."""
+    ``"character"``. ``count_words([b"ab cd"]) == (2, "word")``;
+    ``count_words(["これは日本語の文章です".encode()] * 2) == (22, "character")`` (one 11-character word per text)."""
     import numpy as np
 
     words = sum(len(text.split()) for text in texts)
