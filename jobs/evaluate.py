@@ -2,7 +2,7 @@
 
     shardpiece evaluate --model bp-8k.model --model out/hf/ --input 'data/sample/*.txt.gz'
     shardpiece evaluate --model bpe.tiktoken:gpt2 --input docs.parquet --text-column body --json
-    shardpiece evaluate --model a.model --model b.model --input en.txt --input zh.txt --plot bpt.png
+    shardpiece evaluate --model models/*.model --input en.txt --input zh.txt --plot bpt.png
 
 Every model is measured on every input (:func:`tokenizer.evaluation.measure`: bytes/token, tokens per word or
 character, the share of the vocabulary used, the unknown and byte-fallback rate, the exact round trip, encode MB/s
@@ -29,10 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="shardpiece evaluate",
         description="Measure models on the same text: bytes/token, tokens per word (per character for text without "
                     "spaces), vocabulary used, unknown/byte-fallback rate, round trip, encode MB/s (one thread).")
-    parser.add_argument("--model", action="append", required=True, metavar="MODEL",
+    parser.add_argument("--model", action="extend", nargs="+", required=True, metavar="MODEL",
                         help="a shardpiece model, SentencePiece .model, BytePiece JSON, tokenizer.json, a Hugging "
-                             "Face tokenizer folder, or FILE.tiktoken:PATTERN (PATTERN gpt2 or cl100k); repeat for "
-                             "more models")
+                             "Face tokenizer folder, or FILE.tiktoken:PATTERN (PATTERN gpt2 or cl100k); several "
+                             "after one --model, or --model repeated")
     parser.add_argument("--input", action="append", required=True, metavar="PATH",
                         help="a file, directory or quoted glob (text, JSONL or Parquet); repeat for more inputs, "
                              "each measured and shown on its own")

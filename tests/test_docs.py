@@ -28,7 +28,7 @@ def console_blocks(path: str) -> list[str]:
 
 def test_the_readme_has_console_blocks_for_every_command():
     text = "\n".join(console_blocks("README.md"))
-    for command in ("train", "encode", "decode", "inspect", "export", "tokenize"):
+    for command in ("train", "encode", "decode", "inspect", "export", "evaluate", "tokenize"):
         assert f"shardpiece {command} " in text, f"README.md runs no 'shardpiece {command}'"
 
 
