@@ -1,4 +1,4 @@
-"""Reading and writing other tools' model formats (SentencePiece, BytePiece, Hugging Face, Megatron)."""
+"""Reading and writing other tools' model formats (SentencePiece, BytePiece, Hugging Face, tiktoken, Megatron)."""
 
 from __future__ import annotations
 
