@@ -16,7 +16,7 @@ SUBCOMMANDS = {
     "train": ("jobs.train", "train a vocabulary with Spark (bytepiece, unigram, bpe)"),
     "tokenize": ("jobs.tokenize", "tokenize a dataset with Spark into Parquet, Megatron or npy shards"),
     "evaluate": ("jobs.evaluate", "compare models on the same text: bytes/token, tokens/word, vocabulary use, MB/s"),
-    "export": ("jobs.export", "export a model (--to huggingface: a tokenizer folder; --to sentencepiece; --to tiktoken)"),
+    "export": ("jobs.export", "export a model (--to huggingface, sentencepiece or tiktoken)"),
     "demo": ("jobs.demo", "train on the shipped sample corpus, then encode and decode a line"),
 }
 

@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--control-tokens-in-text", action="store_true",
                         help="huggingface: control tokens spelled in the text (e.g. '<s>') become their ids, as "
                              "'tokenize --control-tokens-in-text' does; by default such text is ordinary text")
-    parser.add_argument("output", metavar="OUT", help="output file (huggingface: a directory, or its tokenizer.json; tiktoken: FILE.tiktoken)")
+    parser.add_argument("output", metavar="OUT",
+                        help="output file (huggingface: a directory, or its tokenizer.json; tiktoken: FILE.tiktoken)")
     return parser
 
 
