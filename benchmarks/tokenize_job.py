@@ -11,6 +11,8 @@ What is measured (best of ``--repeats``; the machine's load is printed and store
 * ``encoder, 2 threads`` (context, not a target): the same with ``num_threads=2``: what the two cores give the
   encoder alone, the ceiling for a job on them.
 * ``sentencepiece loop``: ``[sp.encode(row) for row in rows]`` with the same model (sentencepiece's own file).
+* ``spark delta table->parquet`` (target: at least 90% of the Parquet input's MB/s): the same rows as a Delta
+  table (one append per Parquet file, the same row groups), ``--input-format delta``.
 * ``spark text->parquet`` (not a target): the same rows as ``--files`` plain text files, one document per line,
   read by pyarrow in the tasks; no kept column.
 * ``shardpiece tokenize command`` (not a target; ``--no-command-line`` skips it): the job as a scheduler runs it,
@@ -136,6 +138,20 @@ def parquet_lake(lines: list[str], directory: str, files: int) -> str:
     return _lake(lines, directory, files, write_part)
 
 
+def delta_lake(lines: list[str], directory: str, files: int) -> str:
+    """The rows of :func:`parquet_lake` as a Delta table: one append (one data file of 20,000-row row groups) per
+    part, so its files and row groups are the Parquet input's."""
+    import pyarrow as pa
+    from deltalake import WriterProperties, write_deltalake
+
+    def write_part(i: int, first_row: int, rows: list[str]) -> None:
+        write_deltalake(directory, pa.table({"id": pa.array(range(first_row, first_row + len(rows)), pa.int64()),
+                                             "text": pa.array(rows, pa.string())}),
+                        mode="append", writer_properties=WriterProperties(max_row_group_size=20_000))
+
+    return _lake(lines, directory, files, write_part)
+
+
 def text_lake(lines: list[str], directory: str, files: int) -> str:
     """The rows as ``files`` plain text files, one document per line (the text input of the job)."""
     def write_part(i: int, first_row: int, rows: list[str]) -> None:
@@ -217,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     model_path = common.lossless_sentencepiece_model(args)
     lake = parquet_lake(lines, os.path.join(args.work, f"tokenize-{args.corpus}-{len(lines)}-parquet"), args.files)
     texts = text_lake(lines, os.path.join(args.work, f"tokenize-{args.corpus}-{len(lines)}-text"), args.files)
+    delta = delta_lake(lines, os.path.join(args.work, f"tokenize-{args.corpus}-{len(lines)}-delta"), args.files)
 
     tokenizer = Tokenizer.load(model_path)
     array = pa.array(lines, pa.string())
@@ -250,9 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     def spark_job(output_format: str, name: str, source: str = "parquet", codec: str = "zstd"):
         def run():
             summary = run_tokenize(spark, TokenizeConfig(
-                model=model_path, inputs=[lake if source == "parquet" else texts],
+                model=model_path, inputs=[{"parquet": lake, "text": texts, "delta": delta}[source]],
+                input_format="delta" if source == "delta" else None,
                 output=os.path.join(out_root, name), output_format=output_format,
-                keep_columns=["id"] if output_format == "parquet" and source == "parquet" else [],
+                keep_columns=["id"] if output_format == "parquet" and source != "text" else [],
                 parquet_compression=codec, mode="overwrite", progress_seconds=60))
             if summary["seconds"] < summaries.get(name, {}).get("seconds", float("inf")):
                 summaries[name] = summary
@@ -283,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                "parquet": cpu_measured(spark_job("parquet", "parquet")),
                "megatron": cpu_measured(spark_job("megatron", "megatron")),
                "text": cpu_measured(spark_job("parquet", "text", source="text")),
+               "delta": cpu_measured(spark_job("parquet", "delta", source="delta")),
                **{f"parquet_{codec}": cpu_measured(spark_job("parquet", f"parquet_{codec}", codec=codec))
                   for codec in args.codecs}}
     if args.command_line:
@@ -293,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     spark.stop()
     one_thread_s, spm_s, two_threads_s = best["encoder"], best["sentencepiece"], best["encoder2"]
     spark_runs = {}
-    for name in ("parquet", "megatron", "text", *(f"parquet_{codec}" for codec in args.codecs)):
+    for name in ("parquet", "megatron", "text", "delta", *(f"parquet_{codec}" for codec in args.codecs)):
         summary = summaries[name]
         assert summary["documents"] == len(lines) and summary["tokens"] == tokens, "lost or changed documents"
         spark_runs[name] = {"seconds": summary["seconds"], "wall_seconds": best[name],
@@ -321,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                      one_thread_s / seconds, mb / seconds / spm_rate, cpu[f"tasks_{fmt}"],
                      cpu["encoder"] / cpu[f"tasks_{fmt}"], ""])
     labels = {"parquet": "spark local[2] parquet->parquet", "megatron": "spark local[2] parquet->megatron",
-              "text": "spark local[2] text->parquet",
+              "text": "spark local[2] text->parquet", "delta": "spark local[2] delta table->parquet",
               **{f"parquet_{codec}": f"spark local[2] parquet->parquet ({codec})" for codec in args.codecs}}
     for name, run in spark_runs.items():
         rate = mb / run["seconds"]
@@ -342,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
          "needed": 0.7, "met": pq_rate >= 0.7 * 2 * one_thread},
         {"target": "parquet->parquet >= 3x sentencepiece loop", "value": pq_rate / spm_rate, "needed": 3.0,
          "met": pq_rate >= 3 * spm_rate},
+        {"target": "delta table->parquet >= 90% of the Parquet files' MB/s (the same rows, files and row groups)",
+         "value": spark_runs["delta"]["mb_per_s"] / pq_rate, "needed": 0.9,
+         "met": spark_runs["delta"]["mb_per_s"] >= 0.9 * pq_rate},
         # Context, not a target: the job against the encoder's own two threads on the same rows in memory (what
         # this machine's two cores give the encoder alone).
         {"target": "context: parquet->parquet / encoder with 2 threads in memory", "value": pq_rate * two_threads_s / mb,
