@@ -104,8 +104,9 @@ def test_ctrl_c_inside_a_spark_job_of_tokenize_is_one_line_naming_the_mode_that_
     config = tmp_path / "hang.yaml"
     config.write_text(f"fault_injection: {{partition: 0, marker: '{marker}', action: hang}}\n")
     out_dir = tmp_path / "out"
+    # no progress line however long the busy machine takes to reach the hang (one comes every 10 s by default)
     argv = ["tokenize", "--model", model, "--input", str(corpus), "--output", str(out_dir), "--master", "local[1]",
-            "--config", str(config)]
+            "--config", str(config), "--progress-seconds", "86400"]
     process = start(argv, marker)  # its task is hung inside the Spark job
     code, out, err = interrupt(process)
     assert code == EXIT_INTERRUPTED, err
