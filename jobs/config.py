@@ -109,6 +109,7 @@ TOKENIZE_SCHEMA: dict[str, tuple[Any, str]] = {
     "on_bad_row": (is_str, "a string (error, skip or keep)"),
     "max_document_bytes": (is_int, "an integer"),
     "progress_seconds": (is_number, "a number of seconds"),
+    "quiet": (is_bool, "true or false"),
     "reader": (is_str, "a string (auto, arrow or spark)"),
     "fault_injection": (_fault_injection, "a mapping (a testing aid of the commit protocol)"),
 }

@@ -70,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--on-bad-row", choices=["error", "skip", "keep"],
         help="null text, malformed JSON, invalid UTF-8, oversized documents: fail (default), drop or keep")
     add("--max-document-bytes", type=int, help="documents larger than this are bad rows (default 64 MiB)")
-    add("--progress-seconds", type=float, help="seconds between progress lines (default 10)")
+    add("--progress-seconds", type=float,
+        help="seconds between progress lines: tasks done of total, rate, ETA (default 10; on a terminal only)")
+    add("--quiet", action="store_true", default=None, help="no progress lines")
     add("--config", help="YAML file with any of these options")
     add("--merge-megatron", metavar="DIR", help="merge DIR's Megatron shards into --output PREFIX.bin/.idx")
     return parser

@@ -54,7 +54,8 @@ class TokenizeConfig:
     verify_rate: float = 1.0                  # share of documents decoded and compared when verify is on
     on_bad_row: str = "error"                 # error | skip | keep
     max_document_bytes: int = 64 << 20
-    progress_seconds: float = 10.0
+    progress_seconds: float = 10.0            # between progress lines (on a terminal only)
+    quiet: bool = False                       # no progress lines
     #: How Parquet and text inputs are read: ``auto`` (pyarrow in the Python tasks where it can open the files, else
     #: Spark's reader), ``arrow`` (pyarrow or an error saying why not), ``spark`` (Spark's reader). JSONL inputs
     #: always go through Spark's reader.
@@ -74,6 +75,8 @@ class TokenizeConfig:
             raise ConfigError(f"--partitions must be at least 1, got {self.partitions}")
         if self.reader not in READERS:
             raise ConfigError(f"reader {self.reader!r}: use one of {', '.join(READERS)}")
+        if not self.progress_seconds > 0:
+            raise ConfigError(f"--progress-seconds {self.progress_seconds}: give a positive number of seconds")
         if self.max_document_bytes < 1:
             raise ConfigError("max_document_bytes must be positive")
         if not self.inputs:

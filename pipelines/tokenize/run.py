@@ -1,5 +1,5 @@
 """The tokenize job's driver, :func:`run_tokenize`: prepare the output directory, list and plan the input, run the
-tasks (with a progress line on stderr), check their results and commit the run with its summary."""
+tasks (with progress lines on a terminal), check their results and commit the run with its summary."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import hashlib
 import json
 import re
 import sys
-import threading
 import time
 from typing import Any
 
+from pipelines.progress import SparkStageWatcher, StageProgress
 from pipelines.read.arrow_read import assign_units, default_tasks
 from pipelines.tokenize.commit import OutputDirectory, TaskResult
 from pipelines.spark.session import default_parallelism
@@ -20,28 +20,6 @@ from pipelines.tokenize.options import RESULT_SCHEMA, TokenizeConfig, resolved_o
 from pipelines.tokenize.results import _check_results, _summary
 from pipelines.tokenize.task import _special_id, encode_partition, encode_units, load_tokenizer_bytes
 from tokenizer.errors import ConfigError, InputError
-
-
-class _Progress(threading.Thread):
-    """Prints ``tokenize: N/M tasks done`` to stderr every ``seconds`` while the job runs."""
-
-    def __init__(self, spark, seconds: float, started: float):
-        super().__init__(daemon=True)
-        self.tracker = spark.sparkContext.statusTracker()
-        self.seconds, self.started = seconds, started
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.wait(self.seconds):
-            done = total = 0
-            for stage_id in self.tracker.getActiveStageIds():
-                info = self.tracker.getStageInfo(stage_id)
-                if info is not None:
-                    done += info.numCompletedTasks
-                    total += info.numTasks
-            if total:
-                print(f"tokenize: {done}/{total} tasks done, {time.perf_counter() - self.started:.0f} s",
-                      file=sys.stderr, flush=True)
 
 
 def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -117,7 +95,7 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
                                 model=model_broadcast, model_sha256=sha256, output=out.path, run_id=run_id,
                                 config=options)
 
-        progress = _Progress(spark, config.progress_seconds, started)
+        progress = _progress_watcher(spark, config)
         progress.start()
         try:
             if plan is None:
@@ -131,7 +109,8 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
             out.discard_run(run_id)
             raise _task_error(exc) from None
         finally:
-            progress.stop.set()
+            progress.stop()
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
             model_broadcast.destroy()
         try:
             results = [TaskResult(r["partition"], r["attempt"], r["stem"], r["documents"], r["tokens"], r["bytes"],
@@ -161,6 +140,20 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     print(f"tokenize: {summary['documents']:,} documents, {summary['tokens']:,} tokens, "
           f"{summary['bytes_per_token']:.2f} bytes/token, {summary['seconds']:.1f} s -> {out.path}", file=sys.stderr)
     return summary
+
+
+#: the Spark job group of the tokenize job's encoding job (what its progress lines count)
+JOB_GROUP = "shardpiece-tokenize"
+
+
+def _progress_watcher(spark, config: TokenizeConfig) -> SparkStageWatcher:
+    """The thread that prints ``[tokenize] job J: D/T tasks (P%), R tasks/s, ETA E; S in this stage`` to stderr
+    every ``progress_seconds`` while the encoding job runs, on a terminal only and not with ``quiet``
+    (:mod:`pipelines.progress`); the job's last line (documents, tokens, seconds) is printed either way."""
+    spark.sparkContext.setJobGroup(JOB_GROUP, "[tokenize] encoding and writing the shards")
+    progress = StageProgress("tokenize", lambda line: print(line, file=sys.stderr, flush=True),
+                             terminal=sys.stderr.isatty() and not config.quiet, every=config.progress_seconds)
+    return SparkStageWatcher(spark.sparkContext.statusTracker(), JOB_GROUP, progress)
 
 
 _TASK_ERROR = re.compile(r"(?:tokenizer\.errors\.)?(InputError|ConfigError|ModelError|ModelFileError): (.+)")

@@ -97,3 +97,21 @@ def test_spark_status_tracker_gives_the_counts_of_a_job_group(spark):
     (job_id,) = tracker.getJobIdsForGroup(group)
     assert str(tracker.getJobInfo(job_id).status) == "SUCCEEDED"
     assert spark_task_counts(tracker, group) is None  # nothing of the group runs now
+
+
+@pytest.mark.spark
+def test_tokenize_runs_its_job_in_its_group_and_prints_no_progress_line_off_a_terminal(spark, tmp_path, capsys):
+    from pipelines.tokenize import TokenizeConfig, run_tokenize
+    from pipelines.tokenize.run import JOB_GROUP
+    from tokenizer import Model
+
+    model = str(tmp_path / "m.shardpiece")
+    Model.byte_level([b"th", b"the"], [-2.0, -1.0]).save(model)
+    (tmp_path / "in.txt").write_text("".join(f"the thing {i}\n" for i in range(300)))
+    before = set(spark.sparkContext.statusTracker().getJobIdsForGroup(JOB_GROUP))
+    run_tokenize(spark, TokenizeConfig(model=model, inputs=[str(tmp_path / "in.txt")], output=str(tmp_path / "out"),
+                                       progress_seconds=0.5))  # a line every poll, were stderr a terminal
+    jobs = set(spark.sparkContext.statusTracker().getJobIdsForGroup(JOB_GROUP)) - before
+    assert jobs and spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
+    err = capsys.readouterr().err
+    assert "[tokenize] job" not in err and "tokenize: 300 documents" in err
