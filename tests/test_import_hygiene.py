@@ -46,6 +46,15 @@ def test_evaluate_help_loads_no_numba_numpy_pyspark_or_matplotlib():
     assert heavy_modules_after(code) == []
 
 
+def test_tokenize_help_loads_no_numba_or_pyspark():
+    code = ("import contextlib, io, sys\nfrom jobs.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n        main(['tokenize', '--help'])\n    except SystemExit:\n        pass\n"
+            "print(','.join(sorted({m.split('.')[0] for m in sys.modules} & {'numba', 'pyspark'})))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr
+
+
 # ---------------------------------------------------------------------------------------------- import graph
 PACKAGES = ("tokenizer", "pipelines", "jobs")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

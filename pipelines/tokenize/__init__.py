@@ -39,21 +39,30 @@ commit); bad rows (null text, malformed JSON lines, invalid UTF-8, documents ove
 The job lives in one module per part: :mod:`.options` (:class:`TokenizeConfig` and shared names), :mod:`.inputs`
 (listing and reading the input), :mod:`.task` (the per-task encode and write step), :mod:`.stats` (the token
 histogram), :mod:`.results` (checks, summary, Megatron merge) and :mod:`.run` (the driver). This package
-re-exports their public names.
+re-exports their public names, each imported on first use.
 """
 
-from pipelines.tokenize.inputs import list_inputs, read_documents
-from pipelines.tokenize.options import (BAD_ROW_KINDS, BAD_ROW_POLICIES, MALFORMED, READERS, RESULT_SCHEMA,
-                                        TASK_OPTIONS, TEXT, TokenizeConfig, resolved_options, task_options)
-from pipelines.tokenize.results import merge_megatron
-from pipelines.tokenize.run import run_tokenize
-from pipelines.tokenize.stats import bucket_floor, histogram_quantiles, token_buckets
-from pipelines.tokenize.task import classify_rows, encode_partition, encode_task, encode_units, load_tokenizer_bytes
-from pipelines.tokenize.writers import OUTPUT_FORMATS, shard_files
+_LAZY = {
+    "list_inputs": "inputs", "read_documents": "inputs",
+    **dict.fromkeys(("BAD_ROW_KINDS", "BAD_ROW_POLICIES", "MALFORMED", "READERS", "RESULT_SCHEMA", "TASK_OPTIONS",
+                     "TEXT", "TokenizeConfig", "resolved_options", "task_options"), "options"),
+    "merge_megatron": "results", "run_tokenize": "run",
+    **dict.fromkeys(("bucket_floor", "histogram_quantiles", "token_buckets"), "stats"),
+    **dict.fromkeys(("classify_rows", "encode_partition", "encode_task", "encode_units", "load_tokenizer_bytes"),
+                    "task"),
+    "OUTPUT_FORMATS": "writers", "shard_files": "writers",
+}
 
-__all__ = [
-    "BAD_ROW_KINDS", "BAD_ROW_POLICIES", "MALFORMED", "OUTPUT_FORMATS", "READERS", "RESULT_SCHEMA", "TASK_OPTIONS",
-    "TEXT", "TokenizeConfig", "bucket_floor", "classify_rows", "encode_partition", "encode_task", "encode_units",
-    "histogram_quantiles", "list_inputs", "load_tokenizer_bytes", "merge_megatron", "read_documents",
-    "resolved_options", "run_tokenize", "shard_files", "task_options", "token_buckets",
-]
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    """The re-exported names, imported on first use: ``shardpiece tokenize --help`` (which needs only the output
+    formats' names) then loads neither the encoder's kernels nor Spark's helpers."""
+    import importlib
+
+    if name not in _LAZY:
+        raise AttributeError(f"module 'pipelines.tokenize' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"pipelines.tokenize.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
