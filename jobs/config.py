@@ -91,6 +91,7 @@ TOKENIZE_SCHEMA: dict[str, tuple[Any, str]] = {
     "snapshot_id": (optional(is_int), "an integer (an Iceberg table's snapshot id)"),
     "as_of": (optional(is_str), "an ISO 8601 time string, e.g. '2026-12-07T02:00:00Z'"),
     "catalog": (optional(lambda v: isinstance(v, dict)), "a mapping of the Iceberg catalog's properties"),
+    "on_table_change": (is_str, "a string (error or retokenize)"),
     "where": (optional(is_str), "a string (a row filter such as \"lang = 'en'\")"),
     "text_column": (is_str, "a string"),
     "keep_columns": (_columns, "a list of column names or a comma-separated string"),

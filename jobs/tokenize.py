@@ -2,7 +2,8 @@
 
     shardpiece tokenize --model MODEL --input PATH [PATH ...] --output DIR
         [--input-format text|jsonl|parquet|delta|iceberg] [--text-column text] [--keep-columns a,b]
-        [--table-version N | --snapshot-id ID | --as-of TIME] [--where FILTER]
+        [--table-version N | --snapshot-id ID | --as-of TIME] [--on-table-change error|retokenize]
+        [--where FILTER]
         [--output-format parquet|megatron|npy] [--parquet-ids-dtype int32|uint16]
         [--parquet-compression zstd|snappy|lz4|none] [--add-bos] [--add-eos]
         [--partitions N] [--master URL] [--mode error|overwrite|skip|incremental]
@@ -43,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
              "namespace.table name, the catalog in --config's catalog: section")
     add("--table-version", type=int, help="a Delta table's version to read (default: the current one)")
     add("--snapshot-id", type=int, help="an Iceberg table's snapshot to read (default: the current one)")
+    add("--on-table-change", choices=["error", "retokenize"],
+        help="when a table commit removed rows already tokenized (a delete, an update): stop naming it (default) or "
+             "tokenize again the shards that hold them, in this run's commit")
     add("--as-of", help="read the table version current at this time (ISO 8601, e.g. 2026-12-07T02:00:00Z)")
     add("--where", help="row filter for Parquet and tables, e.g. \"lang = 'en' AND quality >= 0.5\" (=, !=, <, <=, "
                         ">, >=, IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT)")

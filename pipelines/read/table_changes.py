@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import unquote
 
 from pipelines.read.tables import TableSnapshot, local_path
@@ -27,12 +27,14 @@ from tokenizer.errors import InputError
 @dataclass
 class TableChanges:
     """``new``: paths of the snapshot's files whose rows are not in the output; ``covered``: paths of files whose
-    rows are (compaction outputs); ``rewrites``: ``(version, path)`` of every tokenized file a commit removed with
-    its rows (a delete, an update, an overwrite), in commit order."""
+    rows are (compaction outputs); ``rewrites``: ``(version, path)`` of every tokenized or covered file a commit
+    removed with its rows (a delete, an update, an overwrite), in commit order; ``covers``: each covered file ->
+    the tokenized files whose rows it holds."""
 
     new: list[str] = field(default_factory=list)
     covered: list[str] = field(default_factory=list)
     rewrites: list[tuple[int, str]] = field(default_factory=list)
+    covers: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -46,42 +48,58 @@ class _Commit:
 
 
 def table_changes(snapshot: TableSnapshot, tokenized: Iterable[str], since: int,
-                  catalog: Mapping[str, Any] | None = None) -> TableChanges:
+                  catalog: Mapping[str, Any] | None = None, covers: Mapping[str, Sequence[str]] | None = None
+                  ) -> TableChanges:
     """The :class:`TableChanges` from version ``since`` (Delta version, Iceberg snapshot id) to ``snapshot``, for
     an output holding the rows of the files ``tokenized`` (paths as :class:`~pipelines.read.tables.TableFile`
-    gives them)."""
+    gives them; a covered file among them holds the rows of the files ``covers`` names)."""
     done = set(tokenized)
+    lineage = {path: set(sources) for path, sources in (covers or {}).items()}
     present = [f.path for f in snapshot.files]
     if since == snapshot.version:
         return TableChanges(new=[p for p in present if p not in done])
     commits = _delta_commits(snapshot, since) if snapshot.kind == "delta" else \
         _iceberg_commits(snapshot, since, catalog or {})
     covered: set[str] = set()
+
+    def held(path: str) -> bool:  # its rows are in the output
+        return path in done or path in covered
+
     rewrites: list[tuple[int, str]] = []
     for commit in commits:
-        removed_rows = [path for path, changes in commit.removed if changes and (path in done or path in covered)]
-        rewrites += [(commit.version, path) for path in removed_rows]
+        rewrites += [(commit.version, path) for path, changes in commit.removed if changes and held(path)]
         compacted = [path for path, changes in commit.removed if not changes]
         outputs = [path for path, changes in commit.added if not changes]
         if outputs and compacted:
-            if all(path in done or path in covered for path in compacted):
+            if all(held(path) for path in compacted):
+                sources = set().union(*(sources_of(path, lineage) for path in compacted))
                 covered.update(outputs)
-            elif any(path in done or path in covered for path in compacted):
-                rewrites += [(commit.version, path) for path in compacted if path in done or path in covered]
+                lineage.update((path, set(sources)) for path in outputs)
+            else:  # tokenized rows and new ones in one file: the tokenized ones count as removed
+                rewrites += [(commit.version, path) for path in compacted if held(path)]
         covered.difference_update(path for path, _ in commit.removed)
-    return TableChanges(new=[p for p in present if p not in done and p not in covered],
-                        covered=[p for p in present if p in covered and p not in done], rewrites=rewrites)
+    kept = [p for p in present if p in covered and p not in done]
+    return TableChanges(new=[p for p in present if not held(p)], covered=kept, rewrites=rewrites,
+                        covers={p: sorted(lineage[p]) for p in kept})
+
+
+def sources_of(path: str, covers: Mapping[str, Sequence[str]]) -> set[str]:
+    """``path`` and the tokenized files whose rows it holds (its ``covers`` entry, for a compaction's file):
+    ``sources_of("c", {"c": ["a", "b"]}) == {"a", "b", "c"}``."""
+    return {path, *covers.get(path, ())}
 
 
 def refuse_rewrites(changes: TableChanges, snapshot: TableSnapshot, since: int) -> None:
-    """Raise :class:`InputError` naming the commits and files when ``changes`` removed tokenized rows."""
+    """Raise :class:`InputError` naming the commits and files when ``changes`` removed tokenized rows (without
+    ``--on-table-change retokenize``)."""
     if not changes.rewrites:
         return
     shown = "; ".join(f"version {v}: {os.path.basename(p)}" for v, p in changes.rewrites[:4])
     more = f" and {len(changes.rewrites) - 4} more" if len(changes.rewrites) > 4 else ""
     raise InputError(f"table {snapshot.table} changed rows already tokenized between version {since} and "
                      f"{snapshot.version} (files removed with their rows: {shown}{more}): the output would keep "
-                     "rows the table no longer has; rerun with --mode overwrite to tokenize the current version whole")
+                     "rows the table no longer has; pass --on-table-change retokenize to tokenize the shards that "
+                     "hold them again, or --mode overwrite to tokenize the current version whole")
 
 
 # ----------------------------------------------------------------------------------------------------- Delta Lake

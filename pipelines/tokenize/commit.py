@@ -74,6 +74,15 @@ class InputFile:
         return cls(path, stat.st_size, stat.st_mtime_ns)
 
 
+@dataclass(frozen=True)
+class Replaced:
+    """What a run tokenizes again (``--on-table-change retokenize``): the ``stems`` of the committed shards it
+    replaces and the input ``paths`` whose rows they held (dropped from the runs that recorded them)."""
+
+    stems: frozenset
+    inputs: frozenset
+
+
 @dataclass
 class TaskResult:
     """What one task attempt reports: its partition, attempt id, shard stem and counts (see pipelines.tokenize)."""
@@ -255,9 +264,13 @@ class OutputDirectory:
     def commit(
         self, run_id: str, output_format: str, settings: dict[str, Any], inputs: Iterable[InputFile],
         results: Iterable[TaskResult], summary: dict[str, Any], table: dict[str, Any] | None = None,
+        shard_inputs: dict[int, list[str]] | None = None, replaced: "Replaced | None" = None,
     ) -> dict:
         """Publish the winners' shards, then the manifest with the summary (see the module docstring). ``table``:
-        the table version the run read (:meth:`pipelines.read.tables.TableSnapshot.describe`), kept with the run.
+        the table version the run read (:meth:`pipelines.read.tables.TableSnapshot.describe`) and ``covers`` (a
+        compaction's files -> the tokenized files whose rows they hold), kept with the run; ``shard_inputs``: the
+        input paths whose rows each partition's shard holds, kept with the shard; ``replaced``: earlier shards and
+        inputs this run tokenized again, dropped from the manifest in the same commit (their files deleted after).
 
         ``results`` must hold exactly one result per partition; raises InputError otherwise (nothing is renamed).
         """
@@ -288,6 +301,18 @@ class OutputDirectory:
                 "files": [os.path.basename(f) for f in shard_files(output_format, final)],
                 "documents": result.documents, "tokens": result.tokens, "bytes": result.bytes,
             })
+        dropped_files = []
+        if replaced is not None:
+            for run in manifest["runs"]:
+                dropped_files += [self._join(f) for shard in run["shards"] if shard["stem"] in replaced.stems
+                                  for f in shard["files"]]
+                run["shards"] = [shard for shard in run["shards"] if shard["stem"] not in replaced.stems]
+                run["inputs"] = [f for f in run["inputs"] if f["path"] not in replaced.inputs]
+                run["documents"] = sum(shard["documents"] for shard in run["shards"])
+                run["tokens"] = sum(shard["tokens"] for shard in run["shards"])
+        if shard_inputs is not None:
+            for shard in shards:
+                shard["inputs"] = sorted(shard_inputs.get(shard["partition"], ()))
         manifest["output_format"] = output_format
         manifest["runs"].append({
             "run_id": run_id,
@@ -302,6 +327,9 @@ class OutputDirectory:
         manifest["tokens"] = sum(run["tokens"] for run in manifest["runs"])
         self.discard_run(run_id)
         self._write_metadata(manifest, summary, True, schema)
+        for path in dropped_files:  # no longer listed: a reader of the directory no longer sees them
+            if os.path.exists(path):
+                os.unlink(path)
         return manifest
 
     def discard_run(self, run_id: str) -> None:

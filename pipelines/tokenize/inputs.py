@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import pyarrow as pa
@@ -15,9 +16,10 @@ from pipelines.read.arrow_read import TextPlan, plan_parquet, plan_text
 from pipelines.read.table_changes import refuse_rewrites, table_changes
 from pipelines.read.table_units import plan_table
 from pipelines.read.tables import TableFile, TableSnapshot, delta_snapshot, iceberg_snapshot
-from pipelines.tokenize.commit import InputFile, OutputDirectory
+from pipelines.tokenize.commit import InputFile, OutputDirectory, Replaced
 from pipelines.read.readers import InputFiles, _read_lines, detect_format, list_input_files, missing_column_error
 from pipelines.tokenize.options import MALFORMED, TEXT, TokenizeConfig
+from pipelines.tokenize.retokenize import plan_retokenize
 from tokenizer.errors import ConfigError, InputError
 
 
@@ -32,26 +34,50 @@ def list_inputs(spark, inputs: Sequence[str]) -> tuple[list[InputFile], list[Inp
     return [status(p) for p in listed.files], [status(p) for p in listed.empty_files], guessed
 
 
-def table_inputs(config: TokenizeConfig, out: OutputDirectory) -> tuple[TableSnapshot, list[InputFile],
-                                                                        list[InputFile]]:
-    """``(snapshot, new files, covered files)`` of the table version this run reads: every data file for an output
-    without runs; else the files whose rows the output lacks, and those a compaction wrote from tokenized files
-    (recorded with this run, never tokenized again: :mod:`pipelines.read.table_changes`). A commit since the
-    output's last table version that removed tokenized rows is refused, naming it."""
+@dataclass
+class TableInputs:
+    """What a run reads from a table version: ``snapshot``; ``files``: the files to tokenize (new ones, and those
+    read again for ``retokenize``); ``covered``: compaction outputs whose rows the output holds (recorded, not
+    read); ``covers``: each covered file -> its sources; ``replaced``: the shards this run rebuilds, or ``None``."""
+
+    snapshot: TableSnapshot
+    files: list[InputFile]
+    covered: list[InputFile] = field(default_factory=list)
+    covers: dict[str, list[str]] = field(default_factory=dict)
+    replaced: Replaced | None = None
+
+
+def table_inputs(config: TokenizeConfig, out: OutputDirectory) -> TableInputs:
+    """The :class:`TableInputs` of the table version this run reads: every data file for an output without runs;
+    else the files whose rows the output lacks, and those a compaction wrote from tokenized files (recorded with
+    this run, never tokenized again: :mod:`pipelines.read.table_changes`). A commit since the output's last table
+    version that removed tokenized rows is refused, naming it, or with ``on_table_change: retokenize`` the shards
+    holding them are rebuilt (:mod:`pipelines.tokenize.retokenize`)."""
     if config.input_format == "delta":
         snapshot = delta_snapshot(config.inputs[0], config.table_version, config.as_of)
     else:
         snapshot = iceberg_snapshot(config.inputs[0], config.catalog or {}, config.snapshot_id, config.as_of)
     runs = (out.manifest() or {"runs": []})["runs"]
     versions = [run["table"]["version"] for run in runs if run.get("table")]
-    by_path = {f.path: f for f in snapshot.files}
+    present = [f.path for f in snapshot.files]
+    def as_inputs(paths) -> list[InputFile]:  # in the snapshot's order
+        wanted = set(paths)
+        return [InputFile(f.path, f.size, 0) for f in snapshot.files if f.path in wanted]
+
     if not versions:
-        return snapshot, [InputFile(f.path, f.size, 0) for f in snapshot.files], []
+        return TableInputs(snapshot, as_inputs(present))
+    covers: dict[str, list[str]] = {}
+    for run in runs:
+        covers.update((run.get("table") or {}).get("covers", {}))
     changes = table_changes(snapshot, [f["path"] for run in runs for f in run["inputs"]], versions[-1],
-                            config.catalog)
-    refuse_rewrites(changes, snapshot, versions[-1])
-    return (snapshot, [InputFile(p, by_path[p].size, 0) for p in changes.new],
-            [InputFile(p, by_path[p].size, 0) for p in changes.covered])
+                            config.catalog, covers)
+    if not changes.rewrites or config.on_table_change != "retokenize":
+        refuse_rewrites(changes, snapshot, versions[-1])
+        return TableInputs(snapshot, as_inputs(changes.new), as_inputs(changes.covered), changes.covers)
+    plan = plan_retokenize(runs, [path for _, path in changes.rewrites], {**covers, **changes.covers}, present)
+    covered = [path for path in changes.covered if path not in plan.reread]
+    return TableInputs(snapshot, as_inputs(changes.new + plan.reread), as_inputs(covered),
+                       {path: changes.covers[path] for path in covered}, plan.replaced)
 
 
 def read_documents(spark, files: Sequence[str], input_format: str, text_column: str, keep_columns: Sequence[str]):

@@ -37,6 +37,9 @@ class TokenizeConfig:
     snapshot_id: int | None = None            # Iceberg's snapshot id
     as_of: str | None = None                  # either: the version current at this time (ISO 8601, UTC by default)
     catalog: dict | None = None
+    #: When a table commit removed rows already tokenized: ``error`` (refuse, naming it) or ``retokenize`` (rebuild
+    #: the shards holding them in this run's commit: :mod:`pipelines.tokenize.retokenize`).
+    on_table_change: str = "error"
     #: A row filter (``lang = 'en' AND quality >= 0.5``: :mod:`pipelines.read.row_filter`) for Parquet and tables.
     where: str | None = None
     text_column: str = "text"
@@ -97,6 +100,8 @@ class TokenizeConfig:
         for name, kind in (("table_version", "delta"), ("snapshot_id", "iceberg"), ("catalog", "iceberg")):
             if getattr(self, name) is not None and self.input_format != kind:
                 raise ConfigError(f"--{name.replace('_', '-')} is for --input-format {kind} (a {kind} table)")
+        if self.on_table_change not in ("error", "retokenize"):
+            raise ConfigError(f"--on-table-change {self.on_table_change!r}: use error or retokenize")
         if self.as_of is not None and self.input_format not in TABLE_FORMATS:
             raise ConfigError("--as-of picks a table version: use it with --input-format delta or iceberg")
         if self.input_format in TABLE_FORMATS:

@@ -51,10 +51,10 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     if state == "complete":
         print(f"tokenize: {out.path} is complete; --mode skip: nothing to do", file=sys.stderr)
         return {"status": "skipped", "output": out.path}
-    snapshot, covered = None, []
+    snapshot, table_input = None, None
     if config.input_format in TABLE_FORMATS:
-        snapshot, files, covered = table_inputs(config, out)
-        empty_files, input_format = [], config.input_format
+        table_input = table_inputs(config, out)
+        snapshot, files, empty_files, input_format = table_input.snapshot, table_input.files, [], config.input_format
     else:
         refuse_table_folder(config.inputs, config.input_format)
         files, empty_files, guessed = list_inputs(spark, config.inputs)
@@ -68,11 +68,12 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
                 "its old tokens are in the output; rerun with --mode overwrite to rebuild, or write new data to new "
                 "files"
             )
-    new_files = [f for f in files if f.path not in recorded]
+    # a table's files to read are decided by its versions (retokenize reads recorded ones again)
+    new_files = files if table_input is not None else [f for f in files if f.path not in recorded]
     new_empty = [f for f in empty_files if f.path not in recorded]
     run_id = out.next_run_id()
     results: list[TaskResult] = []
-    reader = None
+    reader, shard_inputs = None, None
     if new_files:
         plan, keep_schema = _direct_plan(config, input_format, new_files, snapshot)
         if plan is None:
@@ -103,6 +104,8 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
             else:
                 tasks = config.partitions or default_tasks(plan.units, default_parallelism(spark))
                 groups = assign_units(plan.units, tasks) if plan.units or config.partitions else []
+                shard_inputs = {partition: sorted({unit.path for unit in group})
+                                for partition, group in enumerate(groups)}
                 rows = spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(direct_step).collect() \
                     if groups else []
         except Exception as exc:  # noqa: BLE001 - re-raised; a task's own error becomes a plain shardpiece error
@@ -127,16 +130,21 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     summary["config"] = resolved_options(config, spark.sparkContext.master)
     summary["versions"] = dict(versions) if versions is not None else None
     summary["reader"] = reader
-    table = None if snapshot is None else {**snapshot.describe(), "covered_files": len(covered)}
-    if table is not None:
-        summary["table"] = table
+    table = None
+    if table_input is not None:
+        table = {**snapshot.describe(), "covered_files": len(table_input.covered), "covers": table_input.covers}
+        summary["table"] = {key: value for key, value in table.items() if key != "covers"}
+        if table_input.replaced is not None:
+            summary["retokenized"] = {"shards": len(table_input.replaced.stems), "files": len(new_files)}
     if config.where is not None:
         summary["where"] = config.settings(sha256)["where"]
     if not new_files and not new_empty and state == "continue":
         summary["status"] = "up to date: no new input files"
         out.mark_complete_without_run(summary)
     else:
-        out.commit(run_id, config.output_format, settings, new_files + new_empty + covered, results, summary, table)
+        covered = table_input.covered if table_input is not None else []
+        out.commit(run_id, config.output_format, settings, new_files + new_empty + covered, results, summary, table,
+                   shard_inputs, None if table_input is None else table_input.replaced)
     print(f"tokenize: {summary['documents']:,} documents, {summary['tokens']:,} tokens, "
           f"{summary['bytes_per_token']:.2f} bytes/token, {summary['seconds']:.1f} s -> {out.path}", file=sys.stderr)
     return summary

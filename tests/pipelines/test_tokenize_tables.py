@@ -159,3 +159,49 @@ def test_iceberg_incremental_time_travel_and_a_refused_overwrite(spark, tmp_path
     redone = run_tokenize(spark, config(model_path, "web.docs", out, **{**options, "mode": "overwrite"}))
     assert redone["documents"] == 41
     assert output_rows(out) == expected_rows(model_path, lake.load_table("web.docs").scan().to_arrow())
+
+
+def test_delta_nightly_sequence_with_retokenize_equals_a_full_run_at_every_step(spark, tmp_path, model_path):
+    """append, tokenize, delete, tokenize, append, compact, tokenize, update, tokenize: after each run the output
+    holds exactly the current version's rows (as a full run does), shards holding removed rows rebuilt."""
+    from deltalake import DeltaTable, write_deltalake
+
+    table, out = tmp_path / "docs", tmp_path / "out"
+    nightly = dict(input_format="delta", mode="incremental", on_table_change="retokenize", partitions=3)
+
+    def tokenize_and_check(step: str) -> dict:
+        summary = run_tokenize(spark, config(model_path, table, out, **nightly))
+        current = DeltaTable(str(table)).to_pyarrow_table()
+        assert output_rows(out) == expected_rows(model_path, current), step
+        return summary
+
+    write_deltalake(str(table), pa.concat_tables([docs(0, 40, "en"), docs(40, 30, "zh")]), partition_by=["lang"])
+    write_deltalake(str(table), docs(100, 20, "en"), mode="append", partition_by=["lang"])
+    tokenize_and_check("first run")
+    DeltaTable(str(table)).delete("id = 3 OR id = 105")
+    summary = tokenize_and_check("after a delete")
+    assert summary["retokenized"]["shards"] >= 1
+    write_deltalake(str(table), docs(200, 10, "zh"), mode="append", partition_by=["lang"])
+    assert DeltaTable(str(table)).optimize.compact()["numFilesRemoved"] >= 2
+    tokenize_and_check("after an append and a compaction")  # the compaction mixed new and tokenized rows
+    DeltaTable(str(table)).update(predicate="id = 7 OR id = 201", updates={"text": "'changed text'"})
+    tokenize_and_check("after an update of compacted files")
+    full = tmp_path / "full"
+    run_tokenize(spark, config(model_path, table, full, input_format="delta"))
+    assert output_rows(out) == output_rows(full)
+    kept = {shard["stem"] for run in read_manifest(str(out))["runs"] for shard in run["shards"]}
+    on_disk = {name.split(".")[0] for name in os.listdir(out) if name.startswith("run-")}
+    assert on_disk == kept  # the replaced shards' files are gone
+
+
+def test_retokenize_plan_follows_shards_and_compactions_to_a_closure():
+    from pipelines.tokenize.retokenize import plan_retokenize
+
+    runs = [{"shards": [{"stem": "s1", "inputs": ["a", "b"]}, {"stem": "s2", "inputs": ["c"]},
+                        {"stem": "s3", "inputs": ["d"]}]}]
+    # a was rewritten (a2 is new); b and c were compacted into bc, which covers them
+    plan = plan_retokenize(runs, ["a"], {"bc": ["b", "c"]}, ["a2", "bc", "d"])
+    assert plan.replaced.stems == {"s1", "s2"}  # s2 holds c, whose rows bc holds with b's
+    assert plan.reread == ["bc"] and plan.replaced.inputs == {"a", "b", "c", "bc"}
+    with pytest.raises(InputError, match="do not record which input files"):
+        plan_retokenize([{"shards": [{"stem": "s1"}]}], ["a"], {}, [])
