@@ -351,7 +351,7 @@ def train_bytepiece(engine, settings: bp.TrainSettings, *, provenance: dict | No
     engine.label("candidates")
     (pieces, counts, pieces_bound, set_aside), resumed = work.run(
         "candidates", lambda: reduce_pieces(engine, lm, settings, shard_bytes, limit), CANDIDATES)
-    del lm  # the n-gram model's last use: the pruning below runs without it
+    lm = None  # the n-gram model's last use: the pruning below runs without it
     stage("candidates", started, resumed, candidate_pieces=len(pieces),
           distinct_pieces=set_aside["distinct_pieces"],
           set_aside_pieces=set_aside["pieces"], dropped_by_bound=pieces_bound.get("dropped_entries", 0))
