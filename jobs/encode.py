@@ -141,7 +141,7 @@ def decode(args: argparse.Namespace) -> int:
                     for field in fields:
                         piece = unescape_piece(field)
                         piece_id = tokenizer.piece_to_id(piece)
-                        if piece_id < 0:
+                        if piece_id is None:
                             raise InputError(f"line {line_number}: piece {field.decode(errors='replace')!r} is not "
                                              "in the model's vocabulary: decode with the model that encoded it")
                         ids.append(piece_id)

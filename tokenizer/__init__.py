@@ -2,17 +2,19 @@
 
 Never imports pyspark (``tests/test_import_hygiene.py`` checks). ``Model``, ``PieceType`` and ``Tokenizer`` are
 imported on first use (``from tokenizer import Tokenizer`` works as usual), so a command that needs only the errors
-or a trainer does not load the encoder's compiled kernels.
+or a trainer does not load the encoder's compiled kernels. Every error class is importable from here
+(``from tokenizer import InvalidIdError``); :mod:`tokenizer.errors` imports nothing heavy.
 """
 
 from tokenizer._version import __version__
-from tokenizer.errors import ConfigError, InputError, ModelError, ModelFileError, ShardpieceError
+from tokenizer.errors import (ConfigError, DisallowedSpecialError, InputError, InvalidIdError, ModelError,
+                              ModelFileError, OutputWriteError, ShardpieceError)
 
 _LAZY = {"Model": "tokenizer.model", "PieceType": "tokenizer.model", "Tokenizer": "tokenizer.core"}
 
 __all__ = [
     "__version__", "Model", "PieceType", "Tokenizer", "ShardpieceError", "ModelError", "ModelFileError", "InputError",
-    "ConfigError",
+    "ConfigError", "InvalidIdError", "DisallowedSpecialError", "OutputWriteError",
 ]
 
 

@@ -20,25 +20,33 @@ from __future__ import annotations
 import math
 import os
 import threading
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence, overload
 
 import numpy as np
 
 from tokenizer.batching import encode_arrow, encode_list, pyarrow_if_loaded
 from tokenizer.compiled import CompiledModel, byte_piece_value, encode_split
-from tokenizer.errors import InputError, ModelFileError
-from tokenizer.loading import load_model_bytes
+from tokenizer.errors import InputError, InvalidIdError
+from tokenizer.loading import load_model_file
+from tokenizer.sampling import encode_sampled
+from tokenizer.vocabulary import piece_bytes_of, vocab_of
 from tokenizer.model import Model, PieceType
+from tokenizer.special_tokens import (SpecialSet, check_disallowed, model_matching, resolve_allowed,
+                                      special_tokens_of)
 
-class InvalidIdError(InputError, IndexError):
-    """An id outside ``0 .. vocab_size - 1`` (or not an integer) was passed to decode / id_to_piece."""
+if TYPE_CHECKING:
+    import pyarrow
+
+__all__ = ["Tokenizer", "InvalidIdError"]
 
 
 class Tokenizer:
     """Encode text to ids and decode ids to text with a :class:`~tokenizer.model.Model`.
 
-    ``Tokenizer(model)`` or ``Tokenizer.load(path)`` (a shardpiece model, a SentencePiece ``.model`` or a BytePiece
-    JSON). Thread-safe: the compiled arrays are read-only once built.
+    ``Tokenizer(model)`` or ``Tokenizer.load(path)`` (a shardpiece model, a SentencePiece ``.model``, a BytePiece
+    JSON, a Hugging Face ``tokenizer.json`` or the folder holding one). Thread-safe: each lazy part (compiled
+    arrays, normalizer, added-token splitter, decode tables, per-call encoder) is built once, under a lock, and is
+    read-only afterwards.
     """
 
     def __init__(self, model: Model):
@@ -46,25 +54,26 @@ class Tokenizer:
             raise TypeError(f"Tokenizer(model) needs a tokenizer.Model, not {type(model).__name__}; "
                             "to read a file use Tokenizer.load(path)")
         self.model = model
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # (re-entrant: building the splitter builds the normalizer)
         self._compiled: CompiledModel | None = None
         self._normalizer = None
         self._decode_table: list[bytes] | None = None
+        self._piece_bytes: list[bytes] | None = None
+        self._special_tokens: dict[str, int] | None = None
+        self._special_ids: frozenset[int] | None = None
         self._splitter = False  # AddedTokenSplitter | None once built (False = not built yet)
         self._encode_plain = None  # built by _plain_encoder on first encode()
+        self._matching: dict[frozenset[int], Tokenizer] = {}  # allowed_special ids -> a tokenizer that cuts them
+        self._disallowed_patterns: dict = {}
 
     # ------------------------------------------------------------------ construction, pickling
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Tokenizer":
-        """Read a model file, detecting its format by content: shardpiece (magic bytes), BytePiece JSON, or a
-        SentencePiece ``.model`` (protobuf)."""
-        source = os.fspath(path)
-        try:
-            with open(source, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise ModelFileError(source, f"cannot read the file: {exc.strerror}") from None
-        return cls(load_model_bytes(data, source))
+        """Read a model file, detecting its format by content: shardpiece (magic bytes), a Hugging Face
+        ``tokenizer.json``, a BytePiece JSON or a SentencePiece ``.model`` (protobuf); a folder is read through the
+        ``tokenizer.json`` in it (a Hugging Face tokenizer folder, as ``export --to huggingface`` writes).
+        ``Tokenizer.load("out/hf")`` reads ``out/hf/tokenizer.json``."""
+        return cls(load_model_file(path))
 
     def __reduce__(self):
         return (Tokenizer, (self.model,))
@@ -73,31 +82,45 @@ class Tokenizer:
         """Write the model as a shardpiece model file (atomically)."""
         self.model.save(path)
 
+    # Each lazy part: checked without the lock (the common case, once built), then built under it at most once.
     @property
     def compiled(self) -> CompiledModel:
         if self._compiled is None:
             with self._lock:
                 if self._compiled is None:
-                    self._compiled = CompiledModel(self.model)
+                    self._compiled = self._build_compiled()
         return self._compiled
+
+    def _build_compiled(self) -> CompiledModel:
+        return CompiledModel(self.model)
 
     @property
     def normalizer(self):
         if self._normalizer is None:
-            from tokenizer.normalizers import for_model
-
-            self._normalizer = for_model(self.model)
+            with self._lock:
+                if self._normalizer is None:
+                    self._normalizer = self._build_normalizer()
         return self._normalizer
+
+    def _build_normalizer(self):
+        from tokenizer.normalizers import for_model
+
+        return for_model(self.model)
 
     @property
     def added_token_splitter(self):
         """The :class:`~tokenizer.added_tokens.AddedTokenSplitter` of the model's added tokens, or None."""
         if self._splitter is False:
-            from tokenizer.added_tokens import AddedTokenSplitter, added_tokens_of
-
-            tokens = added_tokens_of(self.model)
-            self._splitter = AddedTokenSplitter(tokens, self.normalizer) if tokens else None
+            with self._lock:
+                if self._splitter is False:
+                    self._splitter = self._build_splitter()
         return self._splitter
+
+    def _build_splitter(self):
+        from tokenizer.added_tokens import AddedTokenSplitter, added_tokens_of
+
+        tokens = added_tokens_of(self.model)
+        return AddedTokenSplitter(tokens, self.normalizer) if tokens else None
 
     # ------------------------------------------------------------------ vocabulary
     @property
@@ -120,18 +143,74 @@ class Tokenizer:
     def pad_id(self) -> int:
         return self.model.pad_id
 
+    def __len__(self) -> int:
+        """The number of ids, ``vocab_size`` (as ``len()`` of a Hugging Face tokenizer)."""
+        return self.model.vocab_size
+
     def id_to_piece(self, i: int) -> bytes:
-        """The piece's bytes as stored (BYTE pieces in their ``<0xAB>`` text form)."""
+        """The piece's bytes as stored (BYTE pieces in their ``<0xAB>`` text form, "▁" as stored)."""
         self._check_id(i)
         return self.model.pieces[int(i)]
 
-    def piece_to_id(self, piece: bytes | str) -> int:
-        """Id of ``piece`` (bytes, or str encoded as UTF-8), or -1 when it is not in the vocabulary."""
+    def piece_to_id(self, piece: bytes | str) -> int | None:
+        """Id of ``piece`` (bytes as stored, or str encoded as UTF-8), or ``None`` when it is not in the vocabulary
+        (as ``tokenizers``' ``token_to_id``). ``piece_to_id(b"<0x41>")`` is a byte-fallback piece's id."""
         if isinstance(piece, str):
             piece = piece.encode("utf-8")
         if not isinstance(piece, (bytes, bytearray, memoryview)):
             raise TypeError(f"piece_to_id accepts bytes or str, not {type(piece).__name__}")
-        return self.model.piece_to_id(bytes(piece))
+        found = self.model.piece_to_id(bytes(piece))
+        return found if found >= 0 else None
+
+    def id_to_bytes(self, i: int) -> bytes:
+        """The bytes id ``i`` contributes to :meth:`decode_bytes` within a text: a byte-fallback piece ``<0xAB>``
+        gives ``b"\\xab"``, a SentencePiece-style piece its text with "▁" as a space (``"▁the"`` -> ``b" the"``;
+        decoding drops the dummy-prefix space of a text's first piece), a control token what decode gives it
+        (nothing natively, an imported model's added token its content), the unknown piece the model's surface
+        (`` ⁇ `` for SentencePiece models). For every byte-level model
+        ``decode_bytes(ids) == b"".join(map(tok.id_to_bytes, ids))``."""
+        self._check_id(i)
+        return self.piece_bytes[int(i)]
+
+    @property
+    def piece_bytes(self) -> list[bytes]:
+        """:meth:`id_to_bytes` of every id, by id (built once)."""
+        if self._piece_bytes is None:
+            with self._lock:
+                if self._piece_bytes is None:
+                    self._piece_bytes = self._build_piece_bytes()
+        return self._piece_bytes
+
+    def _build_piece_bytes(self) -> list[bytes]:
+        return piece_bytes_of(self.model, self.decode_table, self.normalizer)
+
+    def get_vocab(self) -> dict[bytes, int]:
+        """``{bytes: id}``: each piece's bytes as :meth:`id_to_bytes` gives them. Ids that contribute no bytes
+        (control tokens, natively) are left out: they are in :attr:`special_tokens`. Where ids give the same bytes
+        (a byte-fallback ``<0x41>`` and a piece ``A``), the one that is no BYTE piece is kept, then the lowest id.
+        A byte-level model with piece 256 = ``b"ab"``: ``get_vocab()[b"ab"] == 256`` and ``get_vocab()[b"a"] == 97``."""
+        return vocab_of(self.model, self.piece_bytes)
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        """``{text: id}`` of the special tokens ``allowed_special`` / ``disallowed_special`` name (control pieces,
+        the unknown piece, an imported model's special added tokens): ``{"<s>": 1, "</s>": 2}``."""
+        if self._special_tokens is None:
+            with self._lock:
+                if self._special_tokens is None:
+                    self._special_tokens = special_tokens_of(self.model)
+        return dict(self._special_tokens)
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        """Ids ``skip_special_tokens=True`` leaves out: every CONTROL and UNKNOWN piece and special added token."""
+        if self._special_ids is None:
+            with self._lock:
+                if self._special_ids is None:
+                    kinds = self.model.types
+                    found = set(np.flatnonzero((kinds == PieceType.CONTROL) | (kinds == PieceType.UNKNOWN)).tolist())
+                    self._special_ids = frozenset(found | set(self.special_tokens.values()))
+        return self._special_ids
 
     def _check_id(self, i: Any) -> None:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
@@ -164,12 +243,21 @@ class Tokenizer:
                              f"with one (e.g. specials=('<s>', '</s>')), or pass add_{which}=False")
         return value
 
-    def encode(self, text: str | bytes, *, add_bos: bool = False, add_eos: bool = False,
+    def encode(self, text: str | bytes, *, allowed_special: SpecialSet = frozenset(),
+               disallowed_special: SpecialSet = (), add_bos: bool = False, add_eos: bool = False,
                alpha: float | None = None, dropout: float | None = None, seed: int | None = None) -> list[int]:
         """Ids of ``text``. ``alpha`` (unigram models) samples a segmentation with probability proportional to
-        ``exp(alpha * score)``; ``dropout`` (BPE models) skips each merge with that probability; ``seed`` makes
-        either reproducible. Without them the result is the deterministic best segmentation."""
-        if alpha is None and dropout is None and seed is None:  # the per-call fast path: no set-up, one kernel call
+        ``exp(alpha * score)``; ``dropout`` (SentencePiece-style BPE models; byte-level ones refuse it) skips each
+        merge with that probability; ``seed`` makes either reproducible. Without them the result is the
+        deterministic best segmentation.
+
+        Special tokens (:attr:`special_tokens`) spelled in the text are ordinary text unless ``allowed_special``
+        (``"all"`` or a set of their texts) names them; ``disallowed_special`` (``"all"``: every special token not
+        allowed, or a set) raises :class:`~tokenizer.errors.DisallowedSpecialError` when the text spells one, as
+        tiktoken does (whose default is ``"all"``; here ``()``, see :mod:`tokenizer.special_tokens`). With ``<s>``
+        = 257: ``encode("a<s>", allowed_special={"<s>"})`` ends with 257, ``encode("a<s>")`` spells it."""
+        if alpha is None and dropout is None and seed is None and not allowed_special and not disallowed_special:
+            # the per-call fast path: no set-up, one kernel call
             encode_plain = self._encode_plain or self._plain_encoder()
             if text.__class__ is str:
                 try:
@@ -181,6 +269,33 @@ class Tokenizer:
             return encode_plain(data, self._special(True, "bos") if add_bos else -1,
                                 self._special(True, "eos") if add_eos else -1)
         data = self._to_bytes(text)
+        tok = self._for_specials(allowed_special, disallowed_special, (data,))
+        if alpha is None and dropout is None and seed is None:
+            return tok.encode(data, add_bos=add_bos, add_eos=add_eos)
+        return tok._encode_sampling(data, add_bos, add_eos, alpha, dropout, seed)
+
+    def _for_specials(self, allowed_special, disallowed_special, texts) -> "Tokenizer":
+        """The tokenizer that encodes with ``allowed_special`` cut out of the text (``self`` when nothing is
+        allowed), after checking ``texts`` (bytes) for ``disallowed_special``."""
+        if disallowed_special:
+            for data in texts:
+                check_disallowed(self.special_tokens, allowed_special, disallowed_special, data,
+                                 self._disallowed_patterns)
+        if not allowed_special:
+            return self
+        allowed = resolve_allowed(self.special_tokens, allowed_special)
+        matching = self._matching.get(allowed)
+        if matching is None:
+            with self._lock:
+                matching = self._matching.get(allowed)
+                if matching is None:
+                    matching = Tokenizer(model_matching(self.model, allowed))
+                    # the same compiled arrays and normalizer: the extra tokens are control pieces no text reaches
+                    matching._compiled, matching._normalizer = self.compiled, self.normalizer
+                    self._matching[allowed] = matching
+        return matching
+
+    def _encode_sampling(self, data: bytes, add_bos: bool, add_eos: bool, alpha, dropout, seed) -> list[int]:
         bos, eos = self._special(add_bos, "bos"), self._special(add_eos, "eos")
         raw = data
         if not self.normalizer.is_identity:
@@ -191,7 +306,7 @@ class Tokenizer:
             raise InputError("seed only matters with alpha= (unigram sampling) or dropout= (BPE-dropout)")
         # added tokens are kept as they are; each stretch between them is sampled on its own
         parts = splitter.split(raw) if splitter is not None and splitter.needs_split(raw, data) else [data]
-        ids = self._encode_sampled(compiled, parts, alpha, dropout, seed)
+        ids = encode_sampled(compiled, parts, alpha, dropout, seed)
         if bos >= 0:
             ids.insert(0, bos)
         if eos >= 0:
@@ -200,8 +315,14 @@ class Tokenizer:
 
     def _plain_encoder(self):
         """``encode_plain(raw bytes, bos_id, eos_id) -> list[int]`` (normalize, cut added tokens, encode), with the
-        normalizer and kernel choices made once; kept as ``self._encode_plain``."""
+        normalizer and kernel choices made once (under the lock); kept as ``self._encode_plain``."""
         compiled, normalizer, splitter = self.compiled, self.normalizer, self.added_token_splitter
+        with self._lock:
+            if self._encode_plain is None:
+                self._encode_plain = self._build_plain_encoder(compiled, normalizer, splitter)
+        return self._encode_plain
+
+    def _build_plain_encoder(self, compiled, normalizer, splitter):
         encode_one = compiled.one_text_encoder()
         normalize, identity = normalizer.normalize, normalizer.is_identity
         if splitter is not None:
@@ -222,72 +343,44 @@ class Tokenizer:
         else:
             def encode_plain(data, bos_id, eos_id):
                 return encode_one(normalize(data), bos_id, eos_id)
-        self._encode_plain = encode_plain
         return encode_plain
 
-    def _encode_sampled(self, compiled: CompiledModel, parts: list, alpha, dropout, seed) -> list[int]:
-        """Sampled ids of ``parts``: normalized stretches (bytes), each sampled with one random stream, and the ids
-        of added tokens between them (int), kept."""
-        from tokenizer.kernels.random import new_state
+    @overload
+    def encode_batch(self, texts: "Sequence[str | bytes]", *, num_threads: int | None = ..., add_bos: bool = ...,
+                     add_eos: bool = ..., allowed_special: SpecialSet = ...,
+                     disallowed_special: SpecialSet = ...) -> list[list[int]]: ...
 
-        if compiled.byte_level is not None:
-            raise InputError("alpha=/dropout= sampling is not available for byte_level (regex pre-split) models")
-        if compiled.is_bpe:
-            if alpha is not None:
-                raise InputError("alpha= samples unigram segmentations; this is a BPE model: use dropout=")
-            p = float(dropout)
-            if not 0.0 <= p <= 1.0 or math.isnan(p):
-                raise InputError(f"dropout={dropout!r} must be a probability in [0, 1]")
-            from tokenizer.kernels.batch import bpe_work, piece_bpe_model
-            from tokenizer.kernels.bpe import piece_bpe_into
+    @overload
+    def encode_batch(self, texts: "pyarrow.Array", *, num_threads: int | None = ..., add_bos: bool = ...,
+                     add_eos: bool = ..., allowed_special: SpecialSet = ...,
+                     disallowed_special: SpecialSet = ...) -> "pyarrow.Array": ...
 
-            model, _ = piece_bpe_model(*compiled.record)
-
-            def sample(array, n, rng, out):
-                sym, nxt, prv, starts, cand, heap, steps, _, _, memo = bpe_work(*compiled.work_arrays(n))
-                return piece_bpe_into(*model, p, rng, array, 0, n, sym, nxt, prv, starts, cand, heap, memo, steps, out,
-                                      0)
-        else:
-            if dropout is not None:
-                raise InputError("dropout= applies to BPE models; this is a unigram model: use alpha=")
-            a = float(alpha)
-            if not math.isfinite(a) or a < 0:
-                raise InputError(f"alpha={alpha!r} must be a finite number >= 0 (0 = uniform over segmentations)")
-            from tokenizer.kernels.unigram import sample_into
-
-            width = compiled.max_piece_length + 1
-
-            def sample(array, n, rng, out):
-                return sample_into(compiled.units, compiled.piece_score, compiled.byte_to_id, compiled.byte_mode,
-                                   compiled.split_after_newlines, compiled.unk_id, compiled.byte_fallback,
-                                   compiled.unk_score, a, rng, array, 0, n, np.empty(n + 1, np.float64),
-                                   np.empty(n + 1, np.int32), np.empty(width, np.int32), np.empty(width, np.int32),
-                                   np.empty(width, np.float64), out, 0)
-
-        rng = new_state(seed)
-        ids: list[int] = []
-        for part in parts:
-            if isinstance(part, int):
-                ids.append(part)
-                continue
-            n = len(part)
-            out = np.empty(n + 1, dtype=np.int32)
-            total = sample(np.frombuffer(part, dtype=np.uint8), n, rng, out)
-            if total < 0:
-                raise InputError("the text contains characters the model cannot represent (no <unk> piece and no "
-                                 "byte fallback): use a byte-level or byte_fallback model, or remove them")
-            ids.extend(out[:total].tolist())
-        return ids
+    @overload
+    def encode_batch(self, texts: "pyarrow.ChunkedArray", *, num_threads: int | None = ..., add_bos: bool = ...,
+                     add_eos: bool = ..., allowed_special: SpecialSet = ...,
+                     disallowed_special: SpecialSet = ...) -> "pyarrow.ChunkedArray": ...
 
     def encode_batch(self, texts, *, num_threads: int | None = None, add_bos: bool = False,
-                     add_eos: bool = False):
-        """Encode many texts. A list (or tuple) of str/bytes gives ``list[list[int]]``; a pyarrow string, binary
-        (or large_*) Array gives a ``list<int32>`` Array (``large_list<int32>`` past 2**31 ids) and a
-        ChunkedArray a ChunkedArray. Nulls stay null. ``num_threads=None`` uses every core, 1 the calling thread
-        only; each thread takes a contiguous document range, and one done early part of another's. The lists of
-        ids hold no cycles and are built untracked by the cyclic garbage collector, so collections after a batch
-        skip them (:mod:`tokenizer.kernels.python_lists`); a list of a few short texts is encoded text by text, as
-        :meth:`encode` does (:data:`tokenizer.batching.FEW_TEXTS`)."""
+                     add_eos: bool = False, allowed_special: SpecialSet = frozenset(),
+                     disallowed_special: SpecialSet = ()):
+        """Encode many texts; the result's kind follows the input's. A list (or tuple) of str/bytes gives
+        ``list[list[int]]`` (``encode_batch(["ab", "b"])`` -> ``[[256], [98]]`` for pieces ``a``, ``b``, ``ab``);
+        a pyarrow string, binary (or large_*) Array gives a ``list<int32>`` Array (``large_list<int32>`` past
+        2**31 ids) and a ChunkedArray a ChunkedArray. Nulls stay null. ``allowed_special`` /
+        ``disallowed_special`` as in :meth:`encode` (each text checked). ``num_threads=None`` uses every core,
+        1 the calling thread only; each thread takes a contiguous document range, and one done early part of
+        another's. The lists of ids hold no cycles and are built untracked by the cyclic garbage collector, so
+        collections after a batch skip them (:mod:`tokenizer.kernels.python_lists`); a list of a few short texts is
+        encoded text by text, as :meth:`encode` does (:data:`tokenizer.batching.FEW_TEXTS`)."""
+        if allowed_special or disallowed_special:
+            checked = ()
+            if disallowed_special:
+                pa = pyarrow_if_loaded()
+                items = texts.to_pylist() if pa is not None and isinstance(texts, (pa.Array, pa.ChunkedArray)) \
+                    else texts if isinstance(texts, (list, tuple)) else ()
+                checked = [self._to_bytes(text) for text in items if text is not None]
+            tok = self._for_specials(allowed_special, disallowed_special, checked)
+            return tok.encode_batch(texts, num_threads=num_threads, add_bos=add_bos, add_eos=add_eos)
         bos, eos = self._special(add_bos, "bos"), self._special(add_eos, "eos")
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
             raise InputError(f"num_threads={num_threads!r} must be a positive int or None (all cores)")
@@ -303,37 +396,60 @@ class Tokenizer:
                             f"{type(texts).__name__}; for one text use encode()")
         return encode_list(self, texts, num_threads, bos, eos)
 
+    def encode_with_offsets(self, text: str | bytes, *, allowed_special: SpecialSet = frozenset(),
+                            disallowed_special: SpecialSet = ()) -> tuple[list[int], list[tuple[int, int]]]:
+        """``(ids, spans)``: the ids :meth:`encode` gives and, per id, the ``(start, end)`` of the input it came
+        from: character offsets into a ``str``, byte offsets into ``bytes``. See :mod:`tokenizer.offsets` for the
+        rules (the spans cover the input in order; a byte piece inside a multi-byte character gets that whole
+        character's span, so several ids may share one). With pieces ``a``, ``b``, ``ab``:
+        ``encode_with_offsets("abb")`` -> ``([256, 98], [(0, 2), (2, 3)])``."""
+        from tokenizer.offsets import encode_with_offsets
+
+        data = self._to_bytes(text)
+        tok = self._for_specials(allowed_special, disallowed_special, (data,))
+        return encode_with_offsets(tok, text, data)
+
     # ------------------------------------------------------------------ decoding
     @property
     def decode_table(self) -> list[bytes]:
+        """The bytes each id joins to before ``denormalize`` (built once)."""
         if self._decode_table is None:
-            unk_surface = self.model.pretokenizer.get("unk_surface")
-            unk_bytes = unk_surface.encode("utf-8") if isinstance(unk_surface, str) else b""
-            table = []
-            for piece, kind in zip(self.model.pieces, self.model.types.tolist()):
-                if kind == PieceType.CONTROL:
-                    table.append(b"")
-                elif kind == PieceType.UNKNOWN:
-                    table.append(unk_bytes)
-                elif kind == PieceType.BYTE:
-                    table.append(bytes([byte_piece_value(piece)]))
-                else:
-                    table.append(piece)
-            splitter = self.added_token_splitter
-            for i, content in (splitter.decode_bytes.items() if splitter is not None else ()):
-                table[i] = content  # added tokens, special ones included, decode to what they match
-            self._decode_table = table
+            with self._lock:
+                if self._decode_table is None:
+                    self._decode_table = self._build_decode_table()
         return self._decode_table
 
-    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+    def _build_decode_table(self) -> list[bytes]:
+        unk_surface = self.model.pretokenizer.get("unk_surface")
+        unk_bytes = unk_surface.encode("utf-8") if isinstance(unk_surface, str) else b""
+        table = []
+        for piece, kind in zip(self.model.pieces, self.model.types.tolist()):
+            if kind == PieceType.CONTROL:
+                table.append(b"")
+            elif kind == PieceType.UNKNOWN:
+                table.append(unk_bytes)
+            elif kind == PieceType.BYTE:
+                table.append(bytes([byte_piece_value(piece)]))
+            else:
+                table.append(piece)
+        splitter = self.added_token_splitter
+        for i, content in (splitter.decode_bytes.items() if splitter is not None else ()):
+            table[i] = content  # added tokens, special ones included, decode to what they match
+        return table
+
+    def decode_bytes(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
         """Lossless inverse of :meth:`encode` (for identity models): NORMAL/USER_DEFINED/UNUSED pieces give their
         bytes, BYTE pieces their byte, CONTROL pieces nothing, UNKNOWN nothing (or the model's ``unk_surface``);
-        then the normalizer's ``denormalize``."""
+        then the normalizer's ``denormalize``. ``skip_special_tokens=True`` leaves out :attr:`special_ids` first
+        (control pieces, the unknown piece, special added tokens), as ``tokenizers``' decode does."""
         table = self.decode_table
         ids = _as_id_list(ids)
         try:
             if ids and (min(ids) < 0 or max(ids) >= len(table)):
                 raise IndexError
+            if skip_special_tokens:
+                special = self.special_ids
+                ids = [i for i in ids if i not in special]
             decode_ids = getattr(self.normalizer, "decode_ids", None)
             if decode_ids is not None:  # SentencePiece models: its piece-by-piece Decode rules, exactly
                 return decode_ids(ids, self.model.pieces, self.model.types)
@@ -344,9 +460,16 @@ class Tokenizer:
             raise
         return self.normalizer.denormalize(data)
 
-    def decode(self, ids: Iterable[int]) -> str:
-        """Text of ``ids``; invalid UTF-8 (e.g. a partial byte-fallback sequence) becomes U+FFFD."""
-        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+    def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
+        """Text of ``ids``; invalid UTF-8 (e.g. a partial byte-fallback sequence) becomes U+FFFD.
+        ``skip_special_tokens`` as in :meth:`decode_bytes`."""
+        return self.decode_bytes(ids, skip_special_tokens=skip_special_tokens).decode("utf-8", errors="replace")
+
+    def decode_batch(self, batch: Iterable[Iterable[int]], *, skip_special_tokens: bool = False) -> list[str]:
+        """:meth:`decode` of each id list: ``decode_batch([[256], [98]])`` -> ``["ab", "b"]``."""
+        if isinstance(batch, (str, bytes)):
+            raise TypeError("decode_batch takes a list of id lists, not a string")
+        return [self.decode(ids, skip_special_tokens=skip_special_tokens) for ids in batch]
 
     def __repr__(self) -> str:
         return f"Tokenizer({self.model.algorithm}, vocab_size={self.vocab_size})"

@@ -22,6 +22,22 @@ class InputError(ShardpieceError, ValueError):
     """Input text, ids or corpus data that cannot be processed as given."""
 
 
+class InvalidIdError(InputError, IndexError):
+    """An id outside ``0 .. vocab_size - 1`` (or not an integer) was passed to decode / id_to_piece / id_to_bytes."""
+
+
+class DisallowedSpecialError(InputError):
+    """The text spells a special token that ``disallowed_special`` names (tiktoken's check, a ``ValueError``)."""
+
+    def __init__(self, token: str):
+        self.token = token
+        super().__init__(
+            f"the text contains the special token {token!r}, which disallowed_special names. To encode it as the "
+            f"special token, pass allowed_special={{{token!r}}} (or \"all\"); to encode it as ordinary text, leave "
+            f"it out of disallowed_special (e.g. disallowed_special=tok.special_tokens.keys() - {{{token!r}}}, or "
+            "disallowed_special=() to check no token)")
+
+
 class ConfigError(ShardpieceError, ValueError):
     """A configuration file or command-line option is invalid."""
 

@@ -9,13 +9,36 @@ BytePiece JSON or a SentencePiece ``.model`` (``Tokenizer.load`` uses it).
 from __future__ import annotations
 
 import json
+import os
 
 from tokenizer.errors import ModelFileError
 from tokenizer.model import MAGIC, Model
 
 
+def load_model_file(path: str | os.PathLike) -> Model:
+    """A :class:`Model` from a file of any supported format (:func:`load_model_bytes`), or from a folder through
+    the ``tokenizer.json`` in it (a Hugging Face tokenizer folder): ``load_model_file("out/hf")`` reads
+    ``out/hf/tokenizer.json``."""
+    source = os.fspath(path)
+    if os.path.isdir(source):
+        inside = os.path.join(source, "tokenizer.json")
+        if not os.path.isfile(inside):
+            found = sorted(os.listdir(source))[:6]
+            raise ModelFileError(source, "a folder without a tokenizer.json: give a model file (shardpiece, "
+                                 "SentencePiece .model, BytePiece JSON, tokenizer.json) or a Hugging Face tokenizer "
+                                 f"folder; it holds {', '.join(found) if found else 'nothing'}")
+        source = inside
+    try:
+        with open(source, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ModelFileError(source, f"cannot read the file: {exc.strerror}") from None
+    return load_model_bytes(data, source)
+
+
 def load_model_bytes(data: bytes, source: str = "<bytes>") -> Model:
-    """A :class:`Model` from a file's bytes: shardpiece, BytePiece JSON or SentencePiece ``.model``."""
+    """A :class:`Model` from a file's bytes: shardpiece, Hugging Face tokenizer.json, BytePiece JSON or
+    SentencePiece ``.model``."""
     if data[:len(MAGIC)] == MAGIC:
         return Model.from_bytes(data, source)
     head = data[:64].lstrip()
@@ -43,5 +66,5 @@ def load_model_bytes(data: bytes, source: str = "<bytes>") -> Model:
         except ImportError as exc:
             raise ModelFileError(source, f"a SentencePiece .model, but its reader is unavailable ({exc})") from None
         return load_sentencepiece(data)
-    raise ModelFileError(source, "unknown model format: expected a shardpiece model (magic SHRDPCE), a BytePiece "
-                         "JSON or a SentencePiece .model; check the path")
+    raise ModelFileError(source, "unknown model format: expected a shardpiece model (magic SHRDPCE), a Hugging Face "
+                         "tokenizer.json, a BytePiece JSON or a SentencePiece .model; check the path")

@@ -24,7 +24,7 @@ def test_hand_example(tok):
     assert tok.encode_batch(["abcab", "ab"], add_bos=True) == [[tok.bos_id, 257, 256], [tok.bos_id, 256]]
     assert tok.decode([tok.bos_id, 257, 256, tok.eos_id]) == "abcab"
     assert tok.vocab_size == 260 and tok.id_to_piece(257) == b"abc"
-    assert tok.piece_to_id(b"abc") == 257 and tok.piece_to_id("zz") == -1
+    assert tok.piece_to_id(b"abc") == 257 and tok.piece_to_id("zz") is None
 
 
 def test_pickles_as_its_model_and_loads_by_content(tok, tmp_path):
