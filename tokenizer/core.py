@@ -17,7 +17,6 @@ Null entries of an Arrow input stay null in the output. ``decode`` replaces inva
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 from typing import TYPE_CHECKING, Any, Iterable, Sequence, overload
@@ -39,6 +38,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Tokenizer", "InvalidIdError"]
 
+UNBUILT = object()  # a lazy part not built yet (None is a built value: a model without added tokens has no splitter)
+#: the attributes :meth:`Tokenizer._built` fills on first use
+LAZY_PARTS = ("_compiled", "_normalizer", "_splitter", "_decode_table", "_piece_bytes", "_piece_lengths",
+              "_special_tokens", "_special_ids")
+
 
 class Tokenizer:
     """Encode text to ids and decode ids to text with a :class:`~tokenizer.model.Model`.
@@ -55,13 +59,8 @@ class Tokenizer:
                             "to read a file use Tokenizer.load(path)")
         self.model = model
         self._lock = threading.RLock()  # (re-entrant: building the splitter builds the normalizer)
-        self._compiled: CompiledModel | None = None
-        self._normalizer = None
-        self._decode_table: list[bytes] | None = None
-        self._piece_bytes: list[bytes] | None = None
-        self._special_tokens: dict[str, int] | None = None
-        self._special_ids: frozenset[int] | None = None
-        self._splitter = False  # AddedTokenSplitter | None once built (False = not built yet)
+        for name in LAZY_PARTS:
+            setattr(self, name, UNBUILT)
         self._encode_plain = None  # built by _plain_encoder on first encode()
         self._matching: dict[frozenset[int], Tokenizer] = {}  # allowed_special ids -> a tokenizer that cuts them
         self._disallowed_patterns: dict = {}
@@ -82,25 +81,28 @@ class Tokenizer:
         """Write the model as a shardpiece model file (atomically)."""
         self.model.save(path)
 
-    # Each lazy part: checked without the lock (the common case, once built), then built under it at most once.
+    def _built(self, name: str, build) -> Any:
+        """The lazy part ``name`` (one of :data:`LAZY_PARTS`): read without the lock once built; built at most
+        once, by ``build()`` under the lock, however many threads ask first."""
+        value = getattr(self, name)
+        if value is UNBUILT:
+            with self._lock:
+                value = getattr(self, name)
+                if value is UNBUILT:
+                    value = build()
+                    setattr(self, name, value)
+        return value
+
     @property
     def compiled(self) -> CompiledModel:
-        if self._compiled is None:
-            with self._lock:
-                if self._compiled is None:
-                    self._compiled = self._build_compiled()
-        return self._compiled
+        return self._built("_compiled", self._build_compiled)
 
     def _build_compiled(self) -> CompiledModel:
         return CompiledModel(self.model)
 
     @property
     def normalizer(self):
-        if self._normalizer is None:
-            with self._lock:
-                if self._normalizer is None:
-                    self._normalizer = self._build_normalizer()
-        return self._normalizer
+        return self._built("_normalizer", self._build_normalizer)
 
     def _build_normalizer(self):
         from tokenizer.normalizers import for_model
@@ -110,11 +112,7 @@ class Tokenizer:
     @property
     def added_token_splitter(self):
         """The :class:`~tokenizer.added_tokens.AddedTokenSplitter` of the model's added tokens, or None."""
-        if self._splitter is False:
-            with self._lock:
-                if self._splitter is False:
-                    self._splitter = self._build_splitter()
-        return self._splitter
+        return self._built("_splitter", self._build_splitter)
 
     def _build_splitter(self):
         from tokenizer.added_tokens import AddedTokenSplitter, added_tokens_of
@@ -175,11 +173,7 @@ class Tokenizer:
     @property
     def piece_bytes(self) -> list[bytes]:
         """:meth:`id_to_bytes` of every id, by id (built once)."""
-        if self._piece_bytes is None:
-            with self._lock:
-                if self._piece_bytes is None:
-                    self._piece_bytes = self._build_piece_bytes()
-        return self._piece_bytes
+        return self._built("_piece_bytes", self._build_piece_bytes)
 
     def _build_piece_bytes(self) -> list[bytes]:
         return piece_bytes_of(self.model, self.decode_table, self.normalizer)
@@ -195,22 +189,17 @@ class Tokenizer:
     def special_tokens(self) -> dict[str, int]:
         """``{text: id}`` of the special tokens ``allowed_special`` / ``disallowed_special`` name (control pieces,
         the unknown piece, an imported model's special added tokens): ``{"<s>": 1, "</s>": 2}``."""
-        if self._special_tokens is None:
-            with self._lock:
-                if self._special_tokens is None:
-                    self._special_tokens = special_tokens_of(self.model)
-        return dict(self._special_tokens)
+        return dict(self._built("_special_tokens", lambda: special_tokens_of(self.model)))
 
     @property
     def special_ids(self) -> frozenset[int]:
         """Ids ``skip_special_tokens=True`` leaves out: every CONTROL and UNKNOWN piece and special added token."""
-        if self._special_ids is None:
-            with self._lock:
-                if self._special_ids is None:
-                    kinds = self.model.types
-                    found = set(np.flatnonzero((kinds == PieceType.CONTROL) | (kinds == PieceType.UNKNOWN)).tolist())
-                    self._special_ids = frozenset(found | set(self.special_tokens.values()))
-        return self._special_ids
+        return self._built("_special_ids", self._build_special_ids)
+
+    def _build_special_ids(self) -> frozenset[int]:
+        kinds = self.model.types
+        found = set(np.flatnonzero((kinds == PieceType.CONTROL) | (kinds == PieceType.UNKNOWN)).tolist())
+        return frozenset(found | set(self.special_tokens.values()))
 
     def _check_id(self, i: Any) -> None:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
@@ -403,21 +392,17 @@ class Tokenizer:
         rules (the spans cover the input in order; a byte piece inside a multi-byte character gets that whole
         character's span, so several ids may share one). With pieces ``a``, ``b``, ``ab``:
         ``encode_with_offsets("abb")`` -> ``([256, 98], [(0, 2), (2, 3)])``."""
-        from tokenizer.offsets import encode_with_offsets
+        from tokenizer.offsets import encode_with_offsets, piece_lengths
 
         data = self._to_bytes(text)
         tok = self._for_specials(allowed_special, disallowed_special, (data,))
-        return encode_with_offsets(tok, text, data)
+        return encode_with_offsets(tok, text, data, self._built("_piece_lengths", lambda: piece_lengths(self.model)))
 
     # ------------------------------------------------------------------ decoding
     @property
     def decode_table(self) -> list[bytes]:
         """The bytes each id joins to before ``denormalize`` (built once)."""
-        if self._decode_table is None:
-            with self._lock:
-                if self._decode_table is None:
-                    self._decode_table = self._build_decode_table()
-        return self._decode_table
+        return self._built("_decode_table", self._build_decode_table)
 
     def _build_decode_table(self) -> list[bytes]:
         unk_surface = self.model.pretokenizer.get("unk_surface")
