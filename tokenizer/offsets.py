@@ -5,7 +5,8 @@ aligned unit by unit: every normalized byte is traced to the unit it came from, 
 start of its first byte's unit to the end of its last byte's unit. So the spans cover the text in order; a byte
 piece inside a multi-byte character gets that whole character's span (several ids may then share one span); an id
 with no bytes (a control token) gets an empty span where it stands; white space a normalizer drops (SentencePiece's
-extra white space) belongs to no span, and a dummy-prefix "▁" adds nothing to the span of the piece holding it.
+extra white space) belongs to no span (a run of spaces kept as one "▁" is traced to its last space), and a
+dummy-prefix "▁" is traced to the first character kept, as ``tokenizers`` aligns them.
 
 What it does not handle exactly: where a normalizer joins characters in a way no grouping of neighbouring units
 reproduces, the rest of that stretch of text is one unit, and the ids in it share its span.
@@ -65,20 +66,23 @@ def _sentencepiece_parts(normalizer):
                                             remove_extra_whitespaces=False, escape_whitespaces=False,
                                             user_defined_symbols=normalizer.user_defined_symbols)
 
+    symbol_of_space = SPACE_SYMBOL if normalizer.escape_whitespaces else b" "
+
     def white_space(spans: list[tuple[int, int]], data: bytes):
         out, out_spans, previous_space = bytearray(), [], True
         for byte, span in zip(data, spans):
             space = byte == 0x20
             if space and previous_space and normalizer.remove_extra_whitespaces:
+                if out:  # a run keeps one space: its last (as tokenizers' exported Replace aligns it)
+                    out_spans[-len(symbol_of_space):] = [span] * len(symbol_of_space)
                 continue
-            symbol = SPACE_SYMBOL if space and normalizer.escape_whitespaces else bytes([byte])
+            symbol = symbol_of_space if space else bytes([byte])
             out += symbol
             out_spans.extend([span] * len(symbol))
             previous_space = space
         if normalizer.remove_extra_whitespaces:
-            tail = SPACE_SYMBOL if normalizer.escape_whitespaces else b" "
-            while out.endswith(tail):
-                del out[-len(tail):], out_spans[-len(tail):]
+            while out.endswith(symbol_of_space):
+                del out[-len(symbol_of_space):], out_spans[-len(symbol_of_space):]
         return bytes(out), out_spans
 
     return charsmap_only.normalize, white_space
@@ -101,12 +105,10 @@ def aligned_normalize(normalizer, data: bytes) -> tuple[bytes, list[tuple[int, i
     spans = [(start, end) for start, end, part in groups for _ in range(len(part))]
     if white_space is not None:
         mine, spans = white_space(spans, b"".join(part for _, _, part in groups))
-        if whole == SPACE_SYMBOL + mine:  # the dummy prefix: before the first kept unit, adding nothing
-            first = spans[0][0] if spans else len(data)
-            spans = [(first, first)] * len(SPACE_SYMBOL) + spans
-        elif whole == mine + SPACE_SYMBOL:  # treat_whitespace_as_suffix
-            last = spans[-1][1] if spans else len(data)
-            spans = spans + [(last, last)] * len(SPACE_SYMBOL)
+        if whole == SPACE_SYMBOL + mine:  # the dummy prefix: part of the first kept unit (as tokenizers' Prepend)
+            spans = [spans[0] if spans else (len(data), len(data))] * len(SPACE_SYMBOL) + spans
+        elif whole == mine + SPACE_SYMBOL:  # treat_whitespace_as_suffix: part of the last kept unit
+            spans = spans + [spans[-1] if spans else (len(data), len(data))] * len(SPACE_SYMBOL)
         elif whole != mine:
             spans = []
     if len(spans) != len(whole):
