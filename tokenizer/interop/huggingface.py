@@ -41,11 +41,12 @@ from typing import Any
 
 import numpy as np
 
-from tokenizer.added_tokens import FLAGS, AddedToken, added_tokens_of
+from tokenizer.added_tokens import AddedToken, added_tokens_of
 from tokenizer.compiled import CompiledModel
-from tokenizer.interop.huggingface_common import (CONTROL_SCORE, added_token_entries, control_text, decode_piece,
-                                                  encode_piece, post_processor, require_distinct_texts)
-from tokenizer.interop.huggingface_sentencepiece import sentencepiece_tokenizer_json
+from tokenizer.interop.huggingface_common import (CONTROL_SCORE, added_token_entries, added_tokens_of_json,
+                                                  control_text, decode_piece, encode_piece, post_processor,
+                                                  require_distinct_texts, template_of)
+from tokenizer.interop.huggingface_sentencepiece import model_from_sentencepiece_json, sentencepiece_tokenizer_json
 from tokenizer.errors import ModelError, ModelFileError
 from tokenizer.kernels.pretokenize import PATTERN_TEXT
 from tokenizer.files import write_atomic
@@ -217,13 +218,18 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
     normalizer = obj.get("normalizer")
     names = {None: "identity", "NFC": "nfc", "NFKC": "nfkc"}
     kind = normalizer.get("type") if isinstance(normalizer, dict) else None
+    if kind == "Sequence":
+        model = model_from_sentencepiece_json(obj, source)
+        if model is not None:
+            return model
     if normalizer is not None and kind not in names:
-        raise ModelFileError(source, f"normalizer {kind!r} is not supported (only none, NFC, NFKC)")
+        raise ModelFileError(source, f"normalizer {kind!r} is not supported (only none, NFC, NFKC, or the Sequence "
+                             "that export --to huggingface writes for SentencePiece-style models)")
     pattern = _pattern_of(obj.get("pre_tokenizer"), source)
     body = obj.get("model") or {}
-    added_tokens = _added_tokens(obj.get("added_tokens"), source)
+    added_tokens = added_tokens_of_json(obj.get("added_tokens"), source)
     added = {t.id: t.content for t in added_tokens}
-    template = _template_of(obj.get("post_processor"))
+    template = template_of(obj.get("post_processor"))
     controls = {i: text for i, text in template["special"].items() if i not in added}
     if body.get("type") == "BPE":
         for key in ("continuing_subword_prefix", "end_of_word_suffix"):
@@ -318,33 +324,6 @@ def _model_from_tokenizer_json(obj: dict, source: str) -> Model:
     return model
 
 
-def _template_of(node: Any) -> dict:
-    """What an import takes from a ``TemplateProcessing`` post-processor (alone or in a ``Sequence``):
-    ``{"special": {id: text} of its single-id special tokens, "bos": id before $A or None, "eos": id after it}``.
-    ``bos $A eos`` with ``<s>`` = 1 and ``</s>`` = 2 -> ``{"special": {1: "<s>", 2: "</s>"}, "bos": 1, "eos": 2}``."""
-    found = {"special": {}, "bos": None, "eos": None}
-    if isinstance(node, dict) and node.get("type") == "Sequence":
-        for item in node.get("processors") or []:
-            if isinstance(item, dict) and item.get("type") == "TemplateProcessing":
-                node = item
-    if not isinstance(node, dict) or node.get("type") != "TemplateProcessing":
-        return found
-    for text, entry in (node.get("special_tokens") or {}).items():
-        ids = entry.get("ids") if isinstance(entry, dict) else None
-        if isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], int) and not isinstance(ids[0], bool):
-            found["special"][ids[0]] = text
-    by_text = {text: i for i, text in found["special"].items()}
-    single = [item for item in node.get("single") or [] if isinstance(item, dict)]
-    for index, item in enumerate(single):
-        if "Sequence" in item:
-            before = single[index - 1].get("SpecialToken", {}) if index > 0 else {}
-            after = single[index + 1].get("SpecialToken", {}) if index + 1 < len(single) else {}
-            found["bos"] = by_text.get(before.get("id"))
-            found["eos"] = by_text.get(after.get("id"))
-            break
-    return found
-
-
 def _place_added_tokens(tokens: list[AddedToken], pieces: list, types: np.ndarray, vocab_text: dict[int, str]):
     """Set the pieces and types of added tokens: a special token is a CONTROL piece; a non-special one whose id
     is also a vocabulary entry with the same bytes (``tokenizers`` gives an added token the id of the equal
@@ -362,24 +341,3 @@ def _place_added_tokens(tokens: list[AddedToken], pieces: list, types: np.ndarra
             types[token.id] = PieceType.CONTROL
         elif learned != content:
             types[token.id] = PieceType.USER_DEFINED
-
-
-def _added_tokens(entries: Any, source: str) -> list[AddedToken]:
-    """The ``added_tokens`` list, checked: int ids, non-empty string contents, boolean flags (``normalized``
-    defaults to ``not special``, the others to false, as ``tokenizers``' ``AddedToken.from``)."""
-    tokens, seen = [], set()
-    for entry in entries or []:
-        if not isinstance(entry, dict) or isinstance(entry.get("id"), bool) or not isinstance(entry.get("id"), int) \
-                or not isinstance(entry.get("content"), str) or not entry["content"]:
-            raise ModelFileError(source, f"added token {json.dumps(entry)[:200]} needs an integer id and a "
-                                 "non-empty string content")
-        if entry["id"] < 0 or entry["id"] in seen:
-            raise ModelFileError(source, f"added token id {entry['id']} is negative or listed twice")
-        seen.add(entry["id"])
-        special = bool(entry.get("special", False))
-        flags = {"special": special, "normalized": entry.get("normalized", not special)}
-        flags.update({flag: entry.get(flag, False) for flag in FLAGS if flag not in flags})
-        if not all(isinstance(value, bool) for value in flags.values()):
-            raise ModelFileError(source, f"added token {entry['id']} has non-boolean flags {flags}")
-        tokens.append(AddedToken(entry["id"], entry["content"], **flags))
-    return tokens

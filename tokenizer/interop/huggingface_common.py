@@ -1,5 +1,6 @@
 """What the Hugging Face tokenizer.json exporters share: GPT-2's byte <-> character map (ByteLevel), control
-tokens' text, and the post-processor that adds bos/eos and lists the control tokens.
+tokens' text, the post-processor that adds bos/eos and lists the control tokens, and what an import reads back
+from it (:func:`template_of`) and from ``added_tokens`` (:func:`added_tokens_of_json`).
 
     >>> encode_piece(b" a")
     'Ġa'
@@ -8,8 +9,10 @@ tokens' text, and the post-processor that adds bos/eos and lists the control tok
 from __future__ import annotations
 
 import functools
+import json
+from typing import Any
 
-from tokenizer.added_tokens import added_tokens_of
+from tokenizer.added_tokens import FLAGS, AddedToken, added_tokens_of
 from tokenizer.errors import ModelError, ModelFileError
 from tokenizer.model import Model
 
@@ -102,3 +105,51 @@ def require_distinct_texts(texts) -> None:
     if len(set(texts)) != len(texts):
         raise ModelError("two pieces map to the same token string (a control token spells a learned piece): "
                          "rename the control token when training (--special-tokens)")
+
+
+def template_of(node: Any) -> dict:
+    """What an import takes from a ``TemplateProcessing`` post-processor (alone or in a ``Sequence``):
+    ``{"special": {id: text} of its single-id special tokens, "bos": id before $A or None, "eos": id after it}``.
+    ``bos $A eos`` with ``<s>`` = 1 and ``</s>`` = 2 -> ``{"special": {1: "<s>", 2: "</s>"}, "bos": 1, "eos": 2}``."""
+    found = {"special": {}, "bos": None, "eos": None}
+    if isinstance(node, dict) and node.get("type") == "Sequence":
+        for item in node.get("processors") or []:
+            if isinstance(item, dict) and item.get("type") == "TemplateProcessing":
+                node = item
+    if not isinstance(node, dict) or node.get("type") != "TemplateProcessing":
+        return found
+    for text, entry in (node.get("special_tokens") or {}).items():
+        ids = entry.get("ids") if isinstance(entry, dict) else None
+        if isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], int) and not isinstance(ids[0], bool):
+            found["special"][ids[0]] = text
+    by_text = {text: i for i, text in found["special"].items()}
+    single = [item for item in node.get("single") or [] if isinstance(item, dict)]
+    for index, item in enumerate(single):
+        if "Sequence" in item:
+            before = single[index - 1].get("SpecialToken", {}) if index > 0 else {}
+            after = single[index + 1].get("SpecialToken", {}) if index + 1 < len(single) else {}
+            found["bos"] = by_text.get(before.get("id"))
+            found["eos"] = by_text.get(after.get("id"))
+            break
+    return found
+
+
+def added_tokens_of_json(entries: Any, source: str) -> list[AddedToken]:
+    """The ``added_tokens`` list, checked: int ids, non-empty string contents, boolean flags (``normalized``
+    defaults to ``not special``, the others to false, as ``tokenizers``' ``AddedToken.from``)."""
+    tokens, seen = [], set()
+    for entry in entries or []:
+        if not isinstance(entry, dict) or isinstance(entry.get("id"), bool) or not isinstance(entry.get("id"), int) \
+                or not isinstance(entry.get("content"), str) or not entry["content"]:
+            raise ModelFileError(source, f"added token {json.dumps(entry)[:200]} needs an integer id and a "
+                                 "non-empty string content")
+        if entry["id"] < 0 or entry["id"] in seen:
+            raise ModelFileError(source, f"added token id {entry['id']} is negative or listed twice")
+        seen.add(entry["id"])
+        special = bool(entry.get("special", False))
+        flags = {"special": special, "normalized": entry.get("normalized", not special)}
+        flags.update({flag: entry.get(flag, False) for flag in FLAGS if flag not in flags})
+        if not all(isinstance(value, bool) for value in flags.values()):
+            raise ModelFileError(source, f"added token {entry['id']} has non-boolean flags {flags}")
+        tokens.append(AddedToken(entry["id"], entry["content"], **flags))
+    return tokens

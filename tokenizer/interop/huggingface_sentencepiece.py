@@ -21,18 +21,25 @@ or one merge sequence (BPE), as in SentencePiece.
 
 Control tokens follow the exporters' one policy (:mod:`tokenizer.interop.huggingface_common`): vocabulary entries no
 text reaches, listed in the post-processor with bos/eos.
+
+Import (:func:`model_from_sentencepiece_json`, used by ``Tokenizer.load``): a tokenizer.json of exactly this shape
+(the normalizer ``Sequence`` above, no pre-tokenizer for Unigram, ``ByteLevel`` without regex for BPE) gives back a
+SentencePiece-style model with the same ids: Unigram pieces with their scores (``SP_HIDDEN_SCORE`` entries that are
+no unknown, control or byte piece become UNUSED), BPE pieces scored ``-rank`` of the first merge that makes them.
 """
 
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import numpy as np
 
-from tokenizer.errors import ModelError
-from tokenizer.interop.huggingface_common import (added_token_entries, control_text, encode_piece, post_processor,
-                                                  require_distinct_texts)
+from tokenizer.errors import ModelError, ModelFileError
+from tokenizer.interop.huggingface_common import (added_token_entries, added_tokens_of_json, control_text,
+                                                  decode_piece, encode_piece, post_processor, require_distinct_texts,
+                                                  template_of)
 from tokenizer.model import Model, PieceType
 
 #: Score of the pieces SentencePiece never matches (unknown, control, byte, unused) in an exported Unigram vocab:
@@ -142,3 +149,95 @@ def sentencepiece_tokenizer_json(model: Model) -> dict[str, Any]:
             "normalizer": _normalizer(model), "pre_tokenizer": pre if byte_level else None,
             "post_processor": post_processor(model, controls), "decoder": _decoder(model, byte_level),
             "model": body}
+
+
+BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>\Z")
+
+
+def _settings_of(normalizer: Any) -> tuple[bytes, dict] | None:
+    """``(charsmap, pretokenizer spec)`` of a normalizer :func:`_normalizer` writes, or None for any other."""
+    if not isinstance(normalizer, dict) or normalizer.get("type") != "Sequence":
+        return None
+    steps = list(normalizer.get("normalizers") or [])
+    charsmap = b""
+    if steps and steps[0].get("type") == "Precompiled":
+        charsmap = base64.b64decode(steps.pop(0).get("precompiled_charsmap") or "")
+    squeeze = [{"type": "Replace", "pattern": {"Regex": "\\A +"}, "content": ""},
+               {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]
+    remove_extra = steps[:2] == squeeze
+    del steps[:2 if remove_extra else 0]
+    if steps[:1] != [{"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]:
+        return None
+    del steps[:1]
+    dummy = steps[:1] == [{"type": "Prepend", "prepend": "\u2581"}]
+    del steps[:1 if dummy else 0]
+    if remove_extra and steps[:1] == [{"type": "Replace", "pattern": {"Regex": "\u2581+\\z"}, "content": ""}]:
+        del steps[:1]
+    if steps:
+        return None
+    return charsmap, {"name": "sentencepiece", "add_dummy_prefix": dummy, "remove_extra_whitespaces": remove_extra,
+                      "escape_whitespaces": True, "treat_whitespace_as_suffix": False}
+
+
+def model_from_sentencepiece_json(obj: dict, source: str) -> Model | None:
+    """The SentencePiece-style model of a tokenizer.json that :func:`sentencepiece_tokenizer_json` wrote (see the
+    module docstring), or None when ``obj`` has another shape (a ``Sequence`` normalizer written elsewhere)."""
+    settings = _settings_of(obj.get("normalizer"))
+    body = obj.get("model") or {}
+    pre = obj.get("pre_tokenizer")
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+    if settings is None or (body.get("type"), pre) not in (("Unigram", None), ("BPE", byte_level)):
+        return None
+    charsmap, pretokenizer = settings
+    template = template_of(obj.get("post_processor"))
+    added_tokens = added_tokens_of_json(obj.get("added_tokens"), source)
+    added = {t.id: t for t in added_tokens}
+    controls = {i: text for i, text in template["special"].items() if i not in added}
+    byte_fallback = bool(body.get("byte_fallback"))
+    if body["type"] == "Unigram":
+        entries = body.get("vocab") or []
+        pieces = [text.encode("utf-8") for text, _ in entries]
+        scores = np.array([score for _, score in entries], dtype=np.float32)
+        types = np.full(len(pieces), PieceType.NORMAL, dtype=np.int8)
+        for i, (text, score) in enumerate(entries):
+            if byte_fallback and BYTE_PIECE.match(text):
+                types[i] = PieceType.BYTE
+            elif score == SP_HIDDEN_SCORE:
+                types[i] = PieceType.UNUSED
+        if body.get("unk_id") is not None:
+            types[int(body["unk_id"])] = PieceType.UNKNOWN
+    else:
+        vocab = body.get("vocab") or {}
+        pieces = [b""] * len(vocab)
+        for text, i in vocab.items():
+            pieces[i] = text.encode("utf-8") if i in controls or i in added else decode_piece(text, source)
+        types = np.full(len(pieces), PieceType.NORMAL, dtype=np.int8)
+        scores = np.zeros(len(pieces), dtype=np.float32)
+        index = {p: i for i, p in enumerate(pieces) if i not in controls}
+        for rank, merge in reversed(list(enumerate(body.get("merges") or []))):
+            left, right = merge.split(" ", 1) if isinstance(merge, str) else merge
+            merged = index.get(decode_piece(left, source) + decode_piece(right, source))
+            if merged is None:
+                raise ModelFileError(source, f"merge {rank} ({left!r}, {right!r}) makes no token of the vocabulary")
+            scores[merged] = -float(rank)
+    for i in controls:
+        types[i], scores[i] = PieceType.CONTROL, 0.0
+    for token in added_tokens:
+        pieces[token.id] = token.content.encode("utf-8")
+        types[token.id] = PieceType.CONTROL if token.special else PieceType.USER_DEFINED
+    named = {text: i for i, text in sorted(controls.items(), reverse=True)}
+    unknown = np.flatnonzero(types == PieceType.UNKNOWN)
+    try:
+        model = Model(pieces, scores, types, algorithm=body["type"].lower(),
+                      normalizer={"name": "precompiled" if charsmap else "identity"}, charsmap=charsmap,
+                      pretokenizer=pretokenizer, unk_id=int(unknown[0]) if len(unknown) else -1,
+                      bos_id=template["bos"] if template["bos"] is not None else named.get("<s>", -1),
+                      eos_id=template["eos"] if template["eos"] is not None else named.get("</s>", -1),
+                      pad_id=named.get("<pad>", -1), byte_fallback=byte_fallback,
+                      provenance={"imported_from": "tokenizer.json"})
+        if added_tokens:
+            model.pretokenizer["added_tokens"] = [t.spec() for t in sorted(added_tokens, key=lambda t: t.id)]
+            model.validate()
+    except ModelError as exc:
+        raise ModelFileError(source, f"inconsistent tokenizer.json: {exc}") from None
+    return model
