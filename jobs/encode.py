@@ -7,10 +7,12 @@
     shardpiece inspect tokens/                                          # a tokenize output directory
 
 Lines are bytes: each input line without its ``\\n`` (a ``\\r`` before it stays part of the line) is encoded, and
-every output line ends with ``\\n``, so ``decode(encode(file))`` gives the file back byte for byte (plus a final
-newline if the file lacked one). Pieces are printed reversibly: bytes of printable, non-space UTF-8 characters as
-they are; ``\\`` as ``\\\\``; every other byte (space, control, invalid UTF-8) as ``\\xHH``. ``decode --pieces``
-reads that form back.
+each output line ends with ``\\n`` where its input line did (a last line without one gives a last line without
+one), so ``decode(encode(file))`` gives the file back byte for byte. ``encode --add-bos --add-eos`` puts the
+model's bos / eos id around each line's ids; decode drops them (control pieces decode to nothing). Pieces are
+printed reversibly: bytes of printable, non-space UTF-8 characters as they are; ``\\`` as ``\\\\``; every other
+byte (space, control, invalid UTF-8) as ``\\xHH``. ``decode --pieces`` reads that form back. ``inspect`` and
+``--help`` load no Numba (``inspect`` reads the model file only).
 """
 
 from __future__ import annotations
@@ -94,16 +96,18 @@ def open_output(path: str | None) -> Iterator[BinaryIO]:
         yield handle
 
 
-def read_lines(handle: BinaryIO) -> Iterator[list[bytes]]:
-    """Batches of lines (bytes, without the ``\\n``)."""
-    batch = []
+def read_lines(handle: BinaryIO) -> Iterator[tuple[list[bytes], bytes]]:
+    """Batches of lines (bytes, without the ``\\n``), each with what ends its last line: ``b"\\n"``, or ``b""``
+    for a file's last line without one. ``b"a\\nb"`` -> ``([b"a", b"b"], b"")``."""
+    batch, ending = [], b""
     for line in handle:
-        batch.append(line[:-1] if line.endswith(b"\n") else line)
+        ending = b"\n" if line.endswith(b"\n") else b""
+        batch.append(line[:-1] if ending else line)
         if len(batch) >= BATCH_LINES:
-            yield batch
+            yield batch, ending
             batch = []
     if batch:
-        yield batch
+        yield batch, ending
 
 
 # ---------------------------------------------------------------------------------------------- commands
@@ -116,13 +120,13 @@ def load_tokenizer(path: str):
 def encode(args: argparse.Namespace) -> int:
     tokenizer = load_tokenizer(args.model)
     with open_input(args.input) as source, open_output(args.output) as sink:
-        for batch in read_lines(source):
-            encoded = tokenizer.encode_batch(batch, num_threads=1)
+        for batch, ending in read_lines(source):
+            encoded = tokenizer.encode_batch(batch, num_threads=1, add_bos=args.add_bos, add_eos=args.add_eos)
             if args.pieces:
                 rows = [" ".join(escape_piece(tokenizer.id_to_piece(i)) for i in ids).encode() for ids in encoded]
             else:
                 rows = [" ".join(map(str, ids)).encode() for ids in encoded]
-            sink.write(b"\n".join(rows) + b"\n")
+            sink.write(b"\n".join(rows) + ending)
     return 0
 
 
@@ -131,7 +135,7 @@ def decode(args: argparse.Namespace) -> int:
     vocab_size = tokenizer.vocab_size
     line_number = 0
     with open_input(args.input) as source, open_output(args.output) as sink:
-        for batch in read_lines(source):
+        for batch, ending in read_lines(source):
             out = []
             for line in batch:
                 line_number += 1
@@ -159,20 +163,23 @@ def decode(args: argparse.Namespace) -> int:
                         raise InputError(f"line {line_number}: id {wrong[0]} is outside the vocabulary "
                                          f"(0..{vocab_size - 1}): decode with the model that encoded it")
                 out.append(tokenizer.decode_bytes(ids))
-            sink.write(b"\n".join(out) + b"\n")
+            sink.write(b"\n".join(out) + ending)
     return 0
 
 
 def describe(model_path: str) -> dict:
     """A JSON-able summary of a model file (what ``inspect`` prints)."""
+    from tokenizer.loading import load_model_file
     from tokenizer.model import MAGIC, PieceType
 
-    tokenizer = load_tokenizer(model_path)
-    model = tokenizer.model
-    with open(model_path, "rb") as handle:
+    model = load_model_file(model_path)
+    folder_file = os.path.join(model_path, "tokenizer.json")
+    with open(folder_file if os.path.isdir(model_path) else model_path, "rb") as handle:
         head = handle.read(16)
     if head.startswith(MAGIC):
         file_format = f"shardpiece model, format version {int.from_bytes(head[8:12], 'little')}"
+    elif model.provenance.get("imported_from") == "tokenizer.json":
+        file_format = "Hugging Face tokenizer.json"
     elif head.lstrip().startswith(b"{"):
         file_format = "BytePiece JSON"
     else:
@@ -220,7 +227,7 @@ def describe_output(path: str) -> dict:
 
 
 def inspect(args: argparse.Namespace) -> int:
-    if os.path.isdir(args.model):
+    if os.path.isdir(args.model) and not os.path.isfile(os.path.join(args.model, "tokenizer.json")):
         info = describe_output(args.model)
         if args.json:
             print(json.dumps(info, indent=2, ensure_ascii=False))
@@ -267,7 +274,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.description = ("Print a summary of a model file (format, algorithm, vocab, normalizer, provenance) or "
                               "of a tokenize output directory (its manifest and last summary).")
         parser.add_argument("model", metavar="MODEL",
-                            help="shardpiece model, SentencePiece .model, BytePiece JSON or tokenize output directory")
+                            help="shardpiece model, SentencePiece .model, BytePiece JSON, Hugging Face tokenizer.json "
+                            "(or its folder) or tokenize output directory")
         parser.add_argument("--json", action="store_true", help="print JSON")
         return parser
     parser.description = ("Encode each input line to a line of space-separated ids (or pieces)." if command == "encode"
@@ -278,6 +286,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     parser.add_argument("--pieces", action="store_true",
                         help="pieces in escaped form instead of ids" if command == "encode"
                         else "the input holds escaped pieces (encode --pieces output) instead of ids")
+    if command == "encode":
+        parser.add_argument("--add-bos", action="store_true", help="put the model's bos id before each line's ids")
+        parser.add_argument("--add-eos", action="store_true", help="put the model's eos id after each line's ids")
     return parser
 
 

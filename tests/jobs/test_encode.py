@@ -91,7 +91,47 @@ def test_pieces_round_trip_and_last_line_without_newline(model_path, tmp_path):
     assert main(["encode", "--model", model_path, "--pieces", "--input", str(source), "--output", str(pieces)]) == 0
     assert b"\\xe6\\x97" in pieces.read_bytes().replace(b" ", b"")
     assert main(["decode", "--model", model_path, "--pieces", "--input", str(pieces), "--output", str(back)]) == 0
-    assert back.read_bytes() == source.read_bytes() + b"\n"
+    assert back.read_bytes() == source.read_bytes()
+
+
+@pytest.mark.parametrize("ends", ["", "\n"])
+def test_bos_eos_and_a_last_line_without_newline_round_trip(model_path, tmp_path, ends):
+    source, ids, back = tmp_path / "in.txt", tmp_path / "ids.txt", tmp_path / "back.txt"
+    source.write_bytes(TEXT + b"last line" + ends.encode())
+    assert main(["encode", "--model", model_path, "--add-bos", "--add-eos", "--input", str(source),
+                 "--output", str(ids)]) == 0
+    model = Model.load(model_path)
+    assert ids.read_bytes().endswith(b"\n") == bool(ends)  # the ids keep where the text's newlines were
+    lines = [row for row in ids.read_bytes().split(b"\n") if row]
+    assert all(row.split()[0] == str(model.bos_id).encode() and row.split()[-1] == str(model.eos_id).encode()
+               for row in lines)
+    assert main(["decode", "--model", model_path, "--input", str(ids), "--output", str(back)]) == 0
+    assert back.read_bytes() == source.read_bytes()
+
+
+def test_add_bos_without_a_bos_piece_says_so(tmp_path, capsys):
+    path = str(tmp_path / "plain.model")
+    Model.byte_level([b"ab"], [-1.0]).save(path)
+    (tmp_path / "in.txt").write_bytes(b"ab\n")
+    assert main(["encode", "--model", path, "--add-bos", "--input", str(tmp_path / "in.txt")]) == 2
+    assert "no bos piece" in capsys.readouterr().err
+
+
+def loaded_after(argv: list[str]) -> list[str]:
+    """The Numba and pyspark modules a fresh interpreter has loaded after ``shardpiece ARGV``."""
+    code = ("import contextlib, io, sys\nfrom jobs.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    try:\n        main({argv!r})\n    except SystemExit:\n        pass\n"
+            "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'pyspark'))))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return [m for m in result.stdout.strip().split(",") if m]
+
+
+def test_inspect_and_help_load_no_numba_or_spark(model_path):
+    for argv in (["--help"], ["encode", "--help"], ["decode", "--help"], ["inspect", "--help"],
+                 ["inspect", model_path], ["inspect", model_path, "--json"]):
+        assert loaded_after(argv) == [], argv
 
 
 def test_decode_errors_name_line_and_fix(model_path, tmp_path, capsys):
