@@ -31,11 +31,9 @@ class DisallowedSpecialError(InputError):
 
     def __init__(self, token: str):
         self.token = token
-        super().__init__(
-            f"the text contains the special token {token!r}, which disallowed_special names. To encode it as the "
-            f"special token, pass allowed_special={{{token!r}}} (or \"all\"); to encode it as ordinary text, leave "
-            f"it out of disallowed_special (e.g. disallowed_special=tok.special_tokens.keys() - {{{token!r}}}, or "
-            "disallowed_special=() to check no token)")
+        super().__init__(f"the text contains the special token {token!r}, which disallowed_special names: pass "
+                         f"allowed_special={{{token!r}}} to encode it as that token, or leave it out of "
+                         "disallowed_special to encode it as text")
 
 
 class ConfigError(ShardpieceError, ValueError):
