@@ -7,14 +7,14 @@ or a trainer does not load the encoder's compiled kernels. Every error class is 
 """
 
 from tokenizer._version import __version__
-from tokenizer.errors import (ConfigError, DisallowedSpecialError, InputError, InvalidIdError, ModelError,
-                              ModelFileError, OutputWriteError, ShardpieceError)
+from tokenizer.errors import (ConfigError, DisallowedSpecialError, ExportError, InputError, InvalidIdError,
+                              ModelError, ModelFileError, OutputWriteError, ShardpieceError)
 
 _LAZY = {"Model": "tokenizer.model", "PieceType": "tokenizer.model", "Tokenizer": "tokenizer.core"}
 
 __all__ = [
     "__version__", "Model", "PieceType", "Tokenizer", "ShardpieceError", "ModelError", "ModelFileError", "InputError",
-    "ConfigError", "InvalidIdError", "DisallowedSpecialError", "OutputWriteError",
+    "ConfigError", "InvalidIdError", "DisallowedSpecialError", "OutputWriteError", "ExportError",
 ]
 
 

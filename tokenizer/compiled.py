@@ -19,6 +19,7 @@ from tokenizer.kernels.batch import (ENTRIES, PIECE_BPE, RANKED_BPE, VITERBI, WH
 from tokenizer.kernels.tables import pack_record
 from tokenizer.model import LATTICE_SUMS, Model, PieceType
 from tokenizer.packed import read_only
+from tokenizer.piece_types import byte_piece_value
 from tokenizer.shared_ids import SharedIds
 
 MATCHABLE_TYPES = (PieceType.NORMAL, PieceType.USER_DEFINED)
@@ -32,16 +33,6 @@ NO_CHAR_CLASS = np.zeros(0, dtype=np.uint8)  # the character classes of a model 
 # Bytes the work arrays hold at first for models that cut documents into segments (encode_range)
 WORK_START = 1 << 16
 KEEP_WORK_BYTES = 64 << 20  # a thread keeps work arrays up to this size for its next calls (work_arrays)
-
-
-def byte_piece_value(piece: bytes) -> int:
-    """The byte a BYTE piece stands for: ``b"<0x41>"`` -> 0x41 (raises ModelError if malformed)."""
-    if len(piece) == 6 and piece.startswith(b"<0x") and piece.endswith(b">"):
-        try:
-            return int(piece[3:5], 16)
-        except ValueError:
-            pass
-    raise ModelError(f"BYTE piece {piece!r} is not of the form <0xAB>")
 
 
 class CompiledModel:

@@ -23,18 +23,19 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence, overload
 
 import numpy as np
 
-from tokenizer.batching import encode_arrow, encode_list, pyarrow_if_loaded
-from tokenizer.compiled import CompiledModel, byte_piece_value, encode_split
 from tokenizer.errors import InputError, InvalidIdError
 from tokenizer.loading import load_model_file
 from tokenizer.sampling import encode_sampled
 from tokenizer.vocabulary import piece_bytes_of, vocab_of
 from tokenizer.model import Model, PieceType
+from tokenizer.piece_types import byte_piece_value
 from tokenizer.special_tokens import (SpecialSet, check_disallowed, model_matching, resolve_allowed,
                                       special_tokens_of)
 
 if TYPE_CHECKING:
     import pyarrow
+
+    from tokenizer.compiled import CompiledModel
 
 __all__ = ["Tokenizer", "InvalidIdError"]
 
@@ -98,6 +99,8 @@ class Tokenizer:
         return self._built("_compiled", self._build_compiled)
 
     def _build_compiled(self) -> CompiledModel:
+        from tokenizer.compiled import CompiledModel  # (here: decoding needs no Numba)
+
         return CompiledModel(self.model)
 
     @property
@@ -312,6 +315,8 @@ class Tokenizer:
         return self._encode_plain
 
     def _build_plain_encoder(self, compiled, normalizer, splitter):
+        from tokenizer.compiled import encode_split
+
         encode_one = compiled.one_text_encoder()
         normalize, identity = normalizer.normalize, normalizer.is_identity
         if splitter is not None:
@@ -361,6 +366,8 @@ class Tokenizer:
         another's. The lists of ids hold no cycles and are built untracked by the cyclic garbage collector, so
         collections after a batch skip them (:mod:`tokenizer.kernels.python_lists`); a list of a few short texts is
         encoded text by text, as :meth:`encode` does (:data:`tokenizer.batching.FEW_TEXTS`)."""
+        from tokenizer.batching import encode_arrow, encode_list, pyarrow_if_loaded
+
         if allowed_special or disallowed_special:
             checked = ()
             if disallowed_special:

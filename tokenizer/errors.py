@@ -36,6 +36,10 @@ class DisallowedSpecialError(InputError):
                          "disallowed_special to encode it as text")
 
 
+class ExportError(ShardpieceError, ValueError):
+    """The model cannot be written in the target format without changing its results."""
+
+
 class ConfigError(ShardpieceError, ValueError):
     """A configuration file or command-line option is invalid."""
 

@@ -184,3 +184,13 @@ def test_single_node_commands_never_import_pyspark(model_path, tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+def test_decode_of_an_identity_model_loads_no_numba(model_path, tmp_path):
+    """Decoding joins the pieces' bytes: a model without a SentencePiece normalizer needs no kernel for it."""
+    ids = tmp_path / "ids.txt"
+    ids.write_bytes(b"104 101 108\n")
+    assert Model.load(model_path).normalizer.get("name", "identity") == "identity"
+    argv = ["decode", "--model", model_path, "--input", str(ids), "--output", str(tmp_path / "text.txt")]
+    assert loaded_after(argv) == []
+    assert (tmp_path / "text.txt").read_bytes() == b"hel\n"

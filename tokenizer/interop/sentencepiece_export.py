@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from tokenizer.errors import ShardpieceError
+from tokenizer.errors import ExportError
 from tokenizer.interop import protobuf as pb
 from tokenizer.normalizers.sentencepiece import DEFAULT_UNK_SURFACE, _byte_piece_value
 from tokenizer.files import write_atomic
@@ -36,10 +36,6 @@ _T_UNK_ID, _T_BOS_ID, _T_EOS_ID, _T_PAD_ID = 40, 41, 42, 43
 _T_UNK_SURFACE, _T_UNK_PIECE, _T_BOS_PIECE, _T_EOS_PIECE, _T_PAD_PIECE = 44, 45, 46, 47, 48
 _N_NAME, _N_CHARSMAP, _N_DUMMY_PREFIX, _N_REMOVE_WS, _N_ESCAPE_WS = 1, 2, 3, 4, 5
 _MODEL_TYPES = {"unigram": 1, "bpe": 2}
-
-
-class ExportError(ShardpieceError, ValueError):
-    """The model cannot be written in the target format without changing its results."""
 
 
 def _check_exportable(model: Model) -> None:

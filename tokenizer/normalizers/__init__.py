@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tokenizer.errors import ModelError
-from tokenizer.normalizers.sentencepiece import SentencePieceNormalizer
 from tokenizer.normalizers.unicode import NFC, NFKC, Identity, Normalizer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,9 +26,20 @@ def for_model(model: "Model") -> Normalizer:
     name = model.normalizer.get("name", "identity")
     pretokenizer = model.pretokenizer.get("name", "none")
     if name == "precompiled" or pretokenizer == "sentencepiece":
+        from tokenizer.normalizers.sentencepiece import SentencePieceNormalizer
+
         return SentencePieceNormalizer.from_model(model)
     if name not in NORMALIZERS:
         raise ModelError(f"unknown normalizer {name!r}: use one of {sorted(NORMALIZERS)} or 'precompiled'")
     if pretokenizer not in ("none", "byte_level"):  # byte_level: the encoder's regex pre-split, no normalization
         raise ModelError(f"unknown pretokenizer {pretokenizer!r} for normalizer {name!r}")
     return NORMALIZERS[name]()
+
+
+def __getattr__(name: str):
+    """``SentencePieceNormalizer`` on first use: its kernels load Numba, which identity models never need."""
+    if name == "SentencePieceNormalizer":
+        from tokenizer.normalizers.sentencepiece import SentencePieceNormalizer
+
+        return SentencePieceNormalizer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
