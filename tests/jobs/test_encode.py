@@ -128,9 +128,17 @@ def loaded_after(argv: list[str]) -> list[str]:
     return [m for m in result.stdout.strip().split(",") if m]
 
 
-def test_inspect_and_help_load_no_numba_or_spark(model_path):
+def test_inspect_and_help_load_no_numba_or_spark(model_path, tmp_path):
+    from jobs.export import EXPORTERS
+    from tokenizer.trainers.unigram import UnigramSettings, train_unigram_local
+
+    model = Model.load(model_path)
+    EXPORTERS["huggingface"](model, str(tmp_path / "hf"))
+    lines = [b"hello world, hello there", b"the cat and the hat", b"a tokenizer splits text"] * 20
+    EXPORTERS["sentencepiece"](train_unigram_local(lines, UnigramSettings(vocab_size=60)), str(tmp_path / "sp.model"))
     for argv in (["--help"], ["encode", "--help"], ["decode", "--help"], ["inspect", "--help"],
-                 ["inspect", model_path], ["inspect", model_path, "--json"]):
+                 ["inspect", model_path], ["inspect", model_path, "--json"], ["inspect", str(tmp_path / "hf")],
+                 ["inspect", str(tmp_path / "hf" / "tokenizer.json")], ["inspect", str(tmp_path / "sp.model")]):
         assert loaded_after(argv) == [], argv
 
 

@@ -76,7 +76,7 @@ def test_imported_hf_bpe_gives_identical_ids(tmp_path):
 
 def test_imported_llama3_style_with_ignore_merges(tmp_path):
     from tokenizers import Regex, pre_tokenizers
-    from tokenizer.kernels.pretokenize import PATTERN_TEXT
+    from tokenizer.pretokenize_patterns import PATTERN_TEXT
 
     pre = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(PATTERN_TEXT["llama3"]), "isolated"),
                                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tokenizer.kernels.pretokenize import (PATTERN_TEXT, PATTERNS, char_class_table, escape_spaces_packed,
+from tokenizer.pretokenize_patterns import PATTERN_TEXT
+from tokenizer.kernels.pretokenize import (PATTERNS, char_class_table, escape_spaces_packed,
                                            pretokenize_batch, pretokenize_into, sentencepiece_chunk_end)
 from tokenizer.twins.pretokenize import ref_pretokenize, ref_sentencepiece_chunks
 

@@ -42,13 +42,12 @@ from typing import Any
 import numpy as np
 
 from tokenizer.added_tokens import AddedToken, added_tokens_of
-from tokenizer.compiled import CompiledModel
 from tokenizer.interop.huggingface_common import (CONTROL_SCORE, added_token_entries, added_tokens_of_json,
                                                   control_text, decode_piece, encode_piece, post_processor,
                                                   require_distinct_texts, template_of)
 from tokenizer.interop.huggingface_sentencepiece import model_from_sentencepiece_json, sentencepiece_tokenizer_json
 from tokenizer.errors import ModelError, ModelFileError
-from tokenizer.kernels.pretokenize import PATTERN_TEXT
+from tokenizer.pretokenize_patterns import PATTERN_TEXT
 from tokenizer.files import write_atomic
 from tokenizer.model import Model, PieceType
 
@@ -101,6 +100,8 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
     if model.algorithm == "bpe":
         if spec.get("name") != "byte_level":
             raise ModelError("only byte_level BPE models (merge replay) export as a tokenizer.json BPE model")
+        from tokenizer.compiled import CompiledModel  # (here: reading a tokenizer.json needs no kernels)
+
         compiled = CompiledModel(model).byte_level
         texts = [(encode_piece(piece) if kind == PieceType.NORMAL else controls.get(i))
                  or piece.decode("utf-8", "replace") for i, (piece, kind) in enumerate(zip(model.pieces, kinds))]
@@ -113,6 +114,8 @@ def to_tokenizer_json(model: Model) -> dict[str, Any]:
                 "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
                 "vocab": vocab, "merges": merges}
     else:
+        from tokenizer.compiled import CompiledModel
+
         compiled = CompiledModel(model)
         scores = np.asarray(compiled.piece_score, dtype=np.float64)
         vocab_list = []

@@ -26,7 +26,7 @@ import numpy as np
 from tokenizer._version import __version__
 from tokenizer.errors import ModelError, ModelFileError
 from tokenizer.interop import protobuf as pb
-from tokenizer.normalizers.sentencepiece import DEFAULT_UNK_SURFACE, _byte_piece_value, split_charsmap
+from tokenizer.normalizers.sentencepiece_spec import DEFAULT_UNK_SURFACE, _byte_piece_value, split_charsmap
 from tokenizer.model import Model, PieceType
 
 # ModelProto

@@ -24,7 +24,7 @@ import os
 
 from tokenizer.errors import ExportError
 from tokenizer.interop import protobuf as pb
-from tokenizer.normalizers.sentencepiece import DEFAULT_UNK_SURFACE, _byte_piece_value
+from tokenizer.normalizers.sentencepiece_spec import DEFAULT_UNK_SURFACE, _byte_piece_value
 from tokenizer.files import write_atomic
 from tokenizer.model import Model, PieceType
 

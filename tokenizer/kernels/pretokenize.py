@@ -33,11 +33,6 @@ OTHER, LETTER, NUMBER, SPACE = 0, 1, 2, 3
 PATTERN_GPT2 = 1
 PATTERN_LLAMA3 = 2
 PATTERNS = {"gpt2": PATTERN_GPT2, "llama3": PATTERN_LLAMA3}
-PATTERN_TEXT = {
-    "gpt2": r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
-    "llama3": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-              r"|\s*[\r\n]+|\s+(?!\S)|\s+",
-}
 # The Unicode White_Space property (stable since Unicode 6.3); Python's str.isspace() differs (it includes
 # U+001C..U+001F and excludes nothing else), so it is listed here.
 WHITE_SPACE = (list(range(0x09, 0x0E)) + [0x20, 0x85, 0xA0, 0x1680] + list(range(0x2000, 0x200B))

@@ -21,7 +21,6 @@ Example (hand-checkable), no charsmap, default flags::
 
 from __future__ import annotations
 
-import struct
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
@@ -30,36 +29,19 @@ from tokenizer.errors import ModelError
 from tokenizer.kernels import charsmap as lookups
 from tokenizer.kernels import utf8
 from tokenizer.kernels import normalize as kernels
+from tokenizer.normalizers.sentencepiece_spec import DEFAULT_UNK_SURFACE, _byte_piece_value, split_charsmap
 from tokenizer.normalizers.unicode import Normalizer
 from tokenizer.packed import read_only
+
+__all__ = ["DEFAULT_UNK_SURFACE", "SentencePieceNormalizer", "build_symbol_trie", "sentencepiece_utf8_repair",
+           "split_charsmap"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from tokenizer.model import Model
 
 SPACE_SYMBOL = "\u2581".encode()
 REPLACEMENT_CHARACTER = "\ufffd".encode()
-DEFAULT_UNK_SURFACE = " \u2047 "
 _PIECE_NORMAL, _PIECE_UNKNOWN, _PIECE_CONTROL, _PIECE_USER_DEFINED, _PIECE_UNUSED, _PIECE_BYTE = 1, 2, 3, 4, 5, 6
-
-
-def split_charsmap(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Split a precompiled charsmap into ``(trie, replacements)``: uint32 Darts-clone units and the uint8 blob of
-    NUL-terminated replacement strings. Layout: ``<uint32 LE trie byte size><trie><replacements>``.
-
-    Raises :class:`ModelError` when the blob is too short or the sizes disagree (a corrupted model).
-    """
-    blob = bytes(blob)
-    if len(blob) <= 4:
-        raise ModelError(f"precompiled charsmap of {len(blob)} bytes is broken (needs a 4-byte size and a trie)")
-    (trie_size,) = struct.unpack_from("<I", blob)
-    if trie_size > len(blob) - 4 or trie_size % 4 or trie_size == 0:
-        raise ModelError(
-            f"precompiled charsmap claims a {trie_size}-byte trie in a {len(blob)}-byte blob: the model file is "
-            "corrupted; re-export it from SentencePiece"
-        )
-    trie = np.frombuffer(blob, dtype="<u4", count=trie_size // 4, offset=4).astype(np.uint32)
-    replacements = np.frombuffer(blob[4 + trie_size:] + b"\x00", dtype=np.uint8).copy()
-    return trie, replacements
 
 
 def build_symbol_trie(symbols: Iterable[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -363,16 +345,6 @@ class SentencePieceNormalizer(Normalizer):
                     for i, k in zip(ids[position:], kinds[position:].tolist())]
             text += b"".join(rest).replace(SPACE_SYMBOL, b" ")
         return bytes(text)
-
-
-def _byte_piece_value(piece: bytes) -> int:
-    """The byte of a BYTE piece ``b"<0xAB>"`` (upper-case hex, as SentencePiece writes them), or -1."""
-    piece = bytes(piece)
-    if len(piece) == 6 and piece.startswith(b"<0x") and piece.endswith(b">"):
-        digits = piece[3:5]
-        if all(c in b"0123456789ABCDEF" for c in digits):
-            return int(digits, 16)
-    return -1
 
 
 def _rebuild(charsmap, add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces, treat_whitespace_as_suffix,

@@ -1,0 +1,10 @@
+"""The regular expressions a byte-level model's pre-split can name, as text (what a Hugging Face ``Split``
+pre-tokenizer writes); :mod:`tokenizer.kernels.pretokenize` runs them without a regex engine. Its own module, so
+that reading or writing a tokenizer.json loads no kernels. ``PATTERN_TEXT["gpt2"]`` starts with ``'s|'t``.
+"""
+
+PATTERN_TEXT = {
+    "gpt2": r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
+    "llama3": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+              r"|\s*[\r\n]+|\s+(?!\S)|\s+",
+}
