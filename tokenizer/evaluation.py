@@ -23,18 +23,16 @@ Example (hand-checkable): a byte-level model with no learned piece on the one do
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Sequence
+
+from tokenizer.interop.tiktoken_files import TIKTOKEN_SUFFIX, split_tiktoken_pattern
 
 #: an input whose whitespace-separated words average more characters than this is text without spaces: its
 #: tokens_per_word is per character
 LONGEST_MEAN_WORD = 10
 #: the documents encoded before the timed encode: the first ones, up to this many bytes (at least one document)
 WARM_UP_BYTES = 1 << 16
-#: the file name ending of a tiktoken file; its pre-tokenizer pattern follows a colon on the command line
-#: (``FILE.tiktoken:gpt2``)
-TIKTOKEN_SUFFIX = ".tiktoken"
 
 
 def bytes_per_token(model_path: str, texts: Sequence[bytes]) -> dict:
@@ -128,40 +126,22 @@ def measure(tokenizer, texts: Sequence[bytes]) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- models
-def split_tiktoken_pattern(spec: str) -> tuple[str, str | None]:
-    """``(path, pattern or None)`` of a ``--model`` value: ``"cl.tiktoken:cl100k"`` -> ``("cl.tiktoken",
-    "cl100k")``; ``"bp.model"`` -> ``("bp.model", None)`` (a colon is a pattern only after ``.tiktoken``)."""
-    path, colon, pattern = spec.rpartition(":")
-    if colon and path.endswith(TIKTOKEN_SUFFIX) and pattern:
-        return path, pattern
-    return spec, None
-
-
 def load_evaluated_model(spec: str, tiktoken_pattern: str | None = None):
-    """A :class:`~tokenizer.core.Tokenizer` for a ``--model`` value: a model file ``Tokenizer.load`` reads, a folder
-    holding a ``tokenizer.json`` (a Hugging Face tokenizer folder), or a ``.tiktoken`` file with its pattern
-    (``FILE.tiktoken:PATTERN``, else ``tiktoken_pattern``). Raises :class:`ModelFileError` or
-    :class:`ConfigError` with the fix. ``load_evaluated_model("out/hf")`` reads ``out/hf/tokenizer.json``."""
+    """A :class:`~tokenizer.core.Tokenizer` for a ``--model`` value: whatever ``Tokenizer.load`` reads (a model file,
+    a Hugging Face tokenizer folder, ``FILE.tiktoken:PATTERN``), a ``.tiktoken`` file without a pattern taking
+    ``tiktoken_pattern``. Raises :class:`ModelFileError` or :class:`ConfigError` with the fix.
+    ``load_evaluated_model("out/hf")`` reads ``out/hf/tokenizer.json``."""
     from tokenizer.core import Tokenizer
-    from tokenizer.errors import ConfigError, ModelFileError
+    from tokenizer.errors import ConfigError
+    from tokenizer.interop.tiktoken_files import PATTERNS
 
     path, pattern = split_tiktoken_pattern(spec)
-    if path.endswith(TIKTOKEN_SUFFIX):
-        from tokenizer.interop.tiktoken_files import PATTERNS, load_tiktoken
-
-        pattern = pattern or tiktoken_pattern
-        if pattern is None:
+    if path.endswith(TIKTOKEN_SUFFIX) and pattern is None:
+        if tiktoken_pattern is None:
             raise ConfigError(f"--model {spec}: a .tiktoken file needs its pre-tokenizer pattern: write "
                               f"{path}:PATTERN or give --tiktoken-pattern, PATTERN one of {', '.join(PATTERNS)}")
-        return Tokenizer(load_tiktoken(path, pattern))
-    if os.path.isdir(path):
-        inside = os.path.join(path, "tokenizer.json")
-        if not os.path.isfile(inside):
-            raise ModelFileError(path, "a folder without a tokenizer.json: give a model file (shardpiece, "
-                                 "SentencePiece .model, BytePiece JSON, tokenizer.json, FILE.tiktoken:PATTERN) or a "
-                                 "Hugging Face tokenizer folder")
-        path = inside
-    return Tokenizer.load(path)
+        spec = f"{path}:{tiktoken_pattern}"
+    return Tokenizer.load(spec)
 
 
 def describe_model(model) -> dict:

@@ -1,5 +1,6 @@
 """Reading a model file of any supported format by its content: shardpiece's own, a Hugging Face tokenizer.json, a
-BytePiece JSON or a SentencePiece ``.model`` (``Tokenizer.load`` uses it).
+BytePiece JSON or a SentencePiece ``.model``; by its name, a tiktoken file with its pattern (``FILE.tiktoken:gpt2``)
+(``Tokenizer.load`` uses it).
 
     >>> from tokenizer.model import Model
     >>> load_model_bytes(Model.byte_level([b"ab"], [-1.0]).to_bytes()).vocab_size
@@ -12,20 +13,31 @@ import json
 import os
 
 from tokenizer.errors import ModelFileError
+from tokenizer.interop.tiktoken_files import TIKTOKEN_SUFFIX, split_tiktoken_pattern
 from tokenizer.model import MAGIC, Model
 
 
 def load_model_file(path: str | os.PathLike) -> Model:
-    """A :class:`Model` from a file of any supported format (:func:`load_model_bytes`), or from a folder through
-    the ``tokenizer.json`` in it (a Hugging Face tokenizer folder): ``load_model_file("out/hf")`` reads
+    """A :class:`Model` from a file of any supported format (:func:`load_model_bytes`), from a folder through the
+    ``tokenizer.json`` in it (a Hugging Face tokenizer folder), or from a ``.tiktoken`` file named with its pattern
+    (``"cl.tiktoken:cl100k"``, :mod:`tokenizer.interop.tiktoken_files`): ``load_model_file("out/hf")`` reads
     ``out/hf/tokenizer.json``."""
     source = os.fspath(path)
+    named, pattern = split_tiktoken_pattern(source)
+    if named.endswith(TIKTOKEN_SUFFIX):
+        from tokenizer.interop.tiktoken_files import PATTERNS, load_tiktoken
+
+        if pattern is None:
+            raise ModelFileError(source, "a .tiktoken file holds no pre-tokenizer pattern: load it as "
+                                 f"{source}:PATTERN, PATTERN one of {', '.join(PATTERNS)}")
+        return load_tiktoken(named, pattern)
     if os.path.isdir(source):
         inside = os.path.join(source, "tokenizer.json")
         if not os.path.isfile(inside):
             found = sorted(os.listdir(source))[:6]
             raise ModelFileError(source, "a folder without a tokenizer.json: give a model file (shardpiece, "
-                                 "SentencePiece .model, BytePiece JSON, tokenizer.json) or a Hugging Face tokenizer "
+                                 "SentencePiece .model, BytePiece JSON, tokenizer.json, FILE.tiktoken:PATTERN) or a "
+                                 "Hugging Face tokenizer "
                                  f"folder; it holds {', '.join(found) if found else 'nothing'}")
         source = inside
     try:

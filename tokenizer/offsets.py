@@ -35,14 +35,20 @@ def char_units(data: bytes) -> list[int]:
     return bounds
 
 
-def _grouped(normalize, data: bytes, bounds: list[int], whole: bytes) -> list[tuple[int, int, bytes]]:
-    """``(raw start, raw end, normalized bytes)`` per group of units, the groups' bytes joining to ``whole``: each
-    unit alone where that fits, else the fewest following units (up to :data:`LONGEST_GROUP`) whose normalization
-    is next in ``whole``, else the rest of the text as one group."""
+def _grouped(normalizer, data: bytes, bounds: list[int], whole: bytes) -> list[tuple[int, int, bytes]]:
+    """``(raw start, raw end, normalized bytes)`` per group of units, the groups' bytes joining to ``whole`` (what
+    ``normalizer`` makes of ``data``): each unit alone where its own normalization (all units in one
+    ``normalize_batch`` call) is next in ``whole``, else the fewest following units (up to
+    :data:`LONGEST_GROUP`) whose normalization is, else the rest of the text as one group."""
+    import numpy as np
+
+    out, offsets = normalizer.normalize_batch(np.frombuffer(data, dtype=np.uint8), np.asarray(bounds, np.int64))
+    alone = out.tobytes()
+    alone = [alone[offsets[k] - offsets[0]:offsets[k + 1] - offsets[0]] for k in range(len(bounds) - 1)]
     groups, at, i, n = [], 0, 0, len(bounds) - 1
     while i < n:
         for j in range(i + 1, min(n, i + LONGEST_GROUP) + 1):
-            part = normalize(data[bounds[i]:bounds[j]])
+            part = alone[i] if j == i + 1 else normalizer.normalize(data[bounds[i]:bounds[j]])
             if whole.startswith(part, at) and (j == n or at + len(part) < len(whole) or not part):
                 break
         else:
@@ -57,7 +63,7 @@ def _grouped(normalize, data: bytes, bounds: list[int], whole: bytes) -> list[tu
 
 
 def _sentencepiece_parts(normalizer):
-    """``(normalize without the white-space rules, apply the rules to aligned bytes)`` for a SentencePiece
+    """``(normalizer without the white-space rules, apply the rules to aligned bytes)`` for a SentencePiece
     normalizer: its charsmap alone, then white space as SentencePiece treats it (leading, repeated and trailing
     spaces dropped with remove_extra_whitespaces, spaces escaped to "▁")."""
     from tokenizer.normalizers.sentencepiece import SentencePieceNormalizer
@@ -85,7 +91,7 @@ def _sentencepiece_parts(normalizer):
                 del out[-len(symbol_of_space):], out_spans[-len(symbol_of_space):]
         return bytes(out), out_spans
 
-    return charsmap_only.normalize, white_space
+    return charsmap_only, white_space
 
 
 def aligned_normalize(normalizer, data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
@@ -98,10 +104,10 @@ def aligned_normalize(normalizer, data: bytes) -> tuple[bytes, list[tuple[int, i
                       for _ in range(bounds[u + 1] - bounds[u])]
     whole = normalizer.normalize(data)
     if getattr(normalizer, "charsmap", None) is not None:
-        normalize, white_space = _sentencepiece_parts(normalizer)
+        inner, white_space = _sentencepiece_parts(normalizer)
     else:
-        normalize, white_space = normalizer.normalize, None
-    groups = _grouped(normalize, data, bounds, normalize(data))
+        inner, white_space = normalizer, None
+    groups = _grouped(inner, data, bounds, inner.normalize(data))
     spans = [(start, end) for start, end, part in groups for _ in range(len(part))]
     if white_space is not None:
         mine, spans = white_space(spans, b"".join(part for _, _, part in groups))

@@ -10,13 +10,17 @@ import pytest
 from jobs.export import EXPORTERS
 from tests.tokenizer.sample_models import sample_texts
 from tokenizer import ModelFileError, ShardpieceError, Tokenizer
+from tokenizer.interop.tiktoken_files import PATTERNS
 
 TEXTS = sample_texts(30) + ["  héllo   wörld  ", "☃ x <s>", ""]
 
 
-def assert_same_tokenizer(loaded: Tokenizer, tok: Tokenizer, where: str):
-    assert len(loaded) == len(tok) and loaded.special_tokens == tok.special_tokens, where
-    assert (loaded.bos_id, loaded.eos_id, loaded.unk_id) == (tok.bos_id, tok.eos_id, tok.unk_id), where
+def assert_same_tokenizer(loaded: Tokenizer, tok: Tokenizer, where: str, specials: bool = True):
+    """The same ids and text on :data:`TEXTS`; with ``specials``, the same special tokens (a .tiktoken file has
+    none: it holds the ranks only)."""
+    if specials:
+        assert len(loaded) == len(tok) and loaded.special_tokens == tok.special_tokens, where
+        assert (loaded.bos_id, loaded.eos_id, loaded.unk_id) == (tok.bos_id, tok.eos_id, tok.unk_id), where
     for text in TEXTS:
         ids = tok.encode(text)
         assert loaded.encode(text) == ids, (where, text)
@@ -30,14 +34,21 @@ def test_load_reads_what_each_exporter_writes(tokenizers, tmp_path, target):
         out = tmp_path / name.replace(" ", "-")
         out.mkdir()
         try:
-            written = EXPORTERS[target](tok.model, str(out) + os.sep)
+            written = EXPORTERS[target](tok.model, str(out / "model.tiktoken") if target == "tiktoken"
+                                        else str(out) + os.sep)
         except ShardpieceError:
             continue  # this kind has no exact form in that format (the exporter says so)
         exported += 1
         files = [os.path.join(out, f) for f in os.listdir(out) if f in ("tokenizer.json", "sentencepiece.model")]
+        if target == "tiktoken":  # the pattern is not in the file: the path names it, as export says
+            pattern = {ours: name for name, ours in PATTERNS.items()}[tok.model.pretokenizer["pattern"]]
+            assert f"{out / 'model.tiktoken'}:{pattern}" in written
+            files = [f"{out / 'model.tiktoken'}:{pattern}"]
+            with pytest.raises(ModelFileError, match="holds no pre-tokenizer pattern"):
+                Tokenizer.load(out / "model.tiktoken")
         assert files, written
         for path in [*files, str(out)] if target == "huggingface" else files:
-            assert_same_tokenizer(Tokenizer.load(path), tok, f"{name} {path}")
+            assert_same_tokenizer(Tokenizer.load(path), tok, f"{name} {path}", specials=target != "tiktoken")
     assert exported >= 1
 
 

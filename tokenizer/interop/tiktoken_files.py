@@ -32,6 +32,8 @@ import numpy as np
 from tokenizer.errors import ConfigError, ModelFileError
 from tokenizer.model import Model, PieceType
 
+#: the file name ending of a tiktoken file; its pre-tokenizer pattern follows a colon (``FILE.tiktoken:gpt2``)
+TIKTOKEN_SUFFIX = ".tiktoken"
 #: tiktoken's pattern name -> shardpiece's byte_level pre-tokenizer pattern
 PATTERNS = {"gpt2": "gpt2", "cl100k": "llama3"}
 #: the patterns tiktoken defines that no pre-tokenizer here implements
@@ -124,6 +126,15 @@ def model_from_tiktoken_ranks(ranks: dict[bytes, int], pattern: str, source: str
                  pretokenizer={"name": "byte_level", "pattern": PATTERNS[pattern], "ignore_merges": True},
                  provenance={"imported_from": ".tiktoken", "tiktoken_pattern": pattern,
                              "bpe_merges": {"left_lengths": left_lengths}})
+
+
+def split_tiktoken_pattern(spec: str) -> tuple[str, str | None]:
+    """``(path, pattern or None)`` of a model path: ``"cl.tiktoken:cl100k"`` -> ``("cl.tiktoken", "cl100k")``;
+    ``"bp.model"`` -> ``("bp.model", None)`` (a colon is a pattern only after ``.tiktoken``)."""
+    path, colon, pattern = spec.rpartition(":")
+    if colon and path.endswith(TIKTOKEN_SUFFIX) and pattern:
+        return path, pattern
+    return spec, None
 
 
 def load_tiktoken(path: str | os.PathLike, pattern: str) -> Model:
