@@ -170,18 +170,28 @@ def build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndar
                                         (cut.flat[np.roll(joins, -1)], cut.flat[joins]))
     pseudo_ids = list(range(vocab_size, vocab_size + len(cut.pseudo)))
     pseudo_units = DoubleArray.build(cut.pseudo, pseudo_ids).units if cut.pseudo else np.zeros(1, np.int32)
+    byte_piece, bmp_symbol = single_symbol_tables(
+        [*((p, i) for p, i in zip(pieces, ids.tolist()) if len(p) <= 3), *zip(cut.pseudo, pseudo_ids)], byte_mode)
+    match = piece_match_tables(pieces, ids, vocab_size, cut, rank_of, is_user_defined, byte_mode, pair_table, bits,
+                               units)
+    return pair_table, bits, byte_piece, bmp_symbol, pseudo_units, bool(cut.pseudo), match
+
+
+def single_symbol_tables(symbols, byte_mode: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(byte_piece int32 (256), bmp_symbol int32 (65536))``: the symbol id of each one-byte symbol and (outside
+    ``byte_mode``) of each character of two or three bytes, by code point, -1 elsewhere, from ``(bytes, id)``
+    pairs (later pairs win). ``[(b"a", 5), ("é".encode(), 7)]`` -> ``byte_piece[97] == 5``,
+    ``bmp_symbol[0xE9] == 7``."""
     byte_piece = np.full(256, -1, np.int32)
     bmp_symbol = np.full(1 << 16, -1, np.int32)
-    for char, i in [*((p, i) for p, i in zip(pieces, ids.tolist()) if len(p) <= 3), *zip(cut.pseudo, pseudo_ids)]:
+    for char, i in symbols:
         if len(char) == 1:
             byte_piece[char[0]] = i
         elif not byte_mode and len(char) <= 3:
             text = char.decode("utf-8", "replace")
             if len(text) == 1 and text.encode("utf-8") == char:
                 bmp_symbol[ord(text)] = i
-    match = piece_match_tables(pieces, ids, vocab_size, cut, rank_of, is_user_defined, byte_mode, pair_table, bits,
-                               units)
-    return pair_table, bits, byte_piece, bmp_symbol, pseudo_units, bool(cut.pseudo), match
+    return byte_piece, bmp_symbol
 
 
 def piece_match_tables(pieces: list[bytes], ids: np.ndarray, vocab_size: int, cut: PieceSymbols, rank_of,
@@ -233,6 +243,7 @@ def piece_match_tables(pieces: list[bytes], ids: np.ndarray, vocab_size: int, cu
 
 
 def _is_utf8(piece: bytes) -> bool:
+    """Whether ``piece`` is valid UTF-8: ``_is_utf8(b"\\xff")`` -> False."""
     try:
         piece.decode("utf-8")
     except UnicodeDecodeError:

@@ -7,7 +7,7 @@ import numpy as np
 
 from tokenizer.kernels.bpe_match import BYTE, NOT_USABLE, usable_prefix_tables
 from tokenizer.kernels.bpe_ranked import build_pair_table, merge_ranks
-from tokenizer.kernels.bpe_tables import replayed_splits
+from tokenizer.kernels.bpe_tables import _is_utf8, replayed_splits, single_symbol_tables
 from tokenizer.kernels.double_array import DoubleArray
 from tokenizer.twins.utf8 import ref_char_length
 
@@ -23,17 +23,10 @@ def _symbol_bounds(piece: bytes, byte_mode: bool) -> list[int]:
 
 
 def ref_build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.ndarray, vocab_size: int,
-                      byte_mode: bool, is_user_defined: np.ndarray, units: np.ndarray) -> tuple:
-    """The tables of :func:`piece_bpe_into` for the matchable ``pieces`` (their ``ids``; ``merge_score`` float32
-    and ``is_user_defined`` uint8 per vocabulary id; ``units`` their double array): ``(pair_table, bits,
-    byte_piece, bmp_symbol, pseudo_units, has_pseudo, match)`` (``pair_table``:
-    :func:`tokenizer.kernels.bpe_ranked.build_pair_table`, with every two characters that meet inside a piece as a
-    :data:`~tokenizer.kernels.bpe_ranked.JOINABLE` pair when they are no merge; ``match``:
-    :func:`piece_match_tables`'s).
-
-    ``pseudo_units`` is a double array from each pseudo character to its id (``vocab_size + k``). Example:
-    pieces ``[b"a", b"ab"]`` miss ``b``: pseudo ``b`` = vocab_size, pair ``(0, vocab_size) -> 1``.
-    """
+                          byte_mode: bool, is_user_defined: np.ndarray, units: np.ndarray) -> tuple:
+    """Twin of :func:`tokenizer.kernels.bpe_tables.build_piece_pairs` (the same arguments and results), with dicts
+    of piece bytes: each piece cut into characters, each character that is no piece numbered as a pseudo symbol
+    when first met, each cut into two symbols a merge."""
     symbol_of = {piece: int(i) for piece, i in zip(pieces, ids.tolist())}
     pseudo: dict[bytes, int] = {}
     symbols = dict(symbol_of)  # every piece and, as they are met, every pseudo character (the two never share a key)
@@ -68,40 +61,18 @@ def ref_build_piece_pairs(pieces: list[bytes], ids: np.ndarray, merge_score: np.
     pair_table, bits = build_pair_table(np.array(left, np.int64), np.array(right, np.int64), merged_ids, rank_of,
                                         (join_left, join_right))
     pseudo_units = DoubleArray.build(list(pseudo), list(pseudo.values())).units if pseudo else np.zeros(1, np.int32)
-    byte_piece = np.full(256, -1, np.int32)
-    bmp_symbol = np.full(1 << 16, -1, np.int32)
-    for table in (symbol_of, pseudo):
-        for char, i in table.items():
-            if len(char) == 1:
-                byte_piece[char[0]] = i
-            elif not byte_mode and len(char) <= 3:
-                text = char.decode("utf-8", "replace")
-                if len(text) == 1 and text.encode("utf-8") == char:
-                    bmp_symbol[ord(text)] = i
+    byte_piece, bmp_symbol = single_symbol_tables([*symbol_of.items(), *pseudo.items()], byte_mode)
     match = ref_piece_match_tables(symbol_of, pseudo, merged_pieces, rank_of, is_user_defined, byte_mode, pair_table,
-                               bits, units)
+                                   bits, units)
     return pair_table, bits, byte_piece, bmp_symbol, pseudo_units, bool(pseudo), match
 
 
 def ref_piece_match_tables(symbol_of: dict[bytes, int], pseudo: dict[bytes, int], merged_pieces: list, rank_of,
-                       is_user_defined: np.ndarray, byte_mode: bool, pair_table: np.ndarray, bits: int,
-                       units: np.ndarray) -> list | None:
-    """The tables with which :func:`piece_bpe_into` matches pieces in a long stretch
-    (:func:`tokenizer.kernels.bpe_match.match_pieces`): ``[units, created, split_left, split_right, prefix_of,
-    piece_length]``, per symbol id (pieces, then pseudo characters); ``units`` is a double array of the symbols
-    when there are pseudo characters, else empty (the model's own ``units``, of its pieces, serves). ``None``
-    where there is nothing to match (no matchable piece) or matching cannot stand for the merges: a piece whose
-    bytes are no valid UTF-8 outside ``byte_mode``.
-
-    ``symbol_of``/``pseudo``: bytes -> id of the matchable pieces and pseudo characters; ``merged_pieces``: ``(piece,
-    id, symbol bounds, symbols)`` of each piece of two or more symbols; ``rank_of``: each id's merge rank. A piece
-    is usable when replaying its own symbols gives it back (:func:`replayed_splits`: where its last merge splits
-    it) and its merges come in the order of their scores: a part scores above what it makes, all the way down
-    (the order :func:`tokenizer.kernels.bpe_match.compatible` reads), and no part is a USER_DEFINED piece (one is
-    frozen before any merge, so nothing built on it stands in a stretch). Matching never keeps an unusable piece,
-    and every sequence of usable pieces whose neighbours are compatible is the merges' own, so where the merges
-    give a piece that is not usable, matching finds no sequence and gives way: the same ids. Pieces ``a``, ``b``,
-    ``ab`` (rank 0): ``created[ab] == 0``, ``split_left[ab] == a``, ``prefix_of[ab] == a``."""
+                           is_user_defined: np.ndarray, byte_mode: bool, pair_table: np.ndarray, bits: int,
+                           units: np.ndarray) -> list | None:
+    """Twin of :func:`tokenizer.kernels.bpe_tables.piece_match_tables`: ``symbol_of``/``pseudo`` map the bytes of
+    the matchable pieces and pseudo characters to their ids, ``merged_pieces`` holds ``(piece, id, symbol bounds,
+    symbols)`` of each piece of two or more symbols."""
     if not symbol_of or (not byte_mode and not all(_is_utf8(piece) for piece in symbol_of)):
         return None
     symbols = {**symbol_of, **pseudo}
@@ -133,14 +104,6 @@ def ref_piece_match_tables(symbol_of: dict[bytes, int], pseudo: dict[bytes, int]
     if prefixes is None:
         return None
     return [units if pseudo else np.zeros(0, units.dtype), created, split_left, split_right, *prefixes]
-
-
-def _is_utf8(piece: bytes) -> bool:
-    try:
-        piece.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _pack_symbols(sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
