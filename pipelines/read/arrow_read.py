@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -220,11 +220,39 @@ def default_tasks(units: Sequence[ParquetUnit], parallelism: int, max_task_bytes
     return max(1, min(len(units), wanted))
 
 
+@dataclass(frozen=True)
+class BatchPlace:
+    """Where a batch read with ``located=True`` comes from: its ``unit`` and the index of its first row in it (a
+    Parquet unit or a table's, :class:`pipelines.read.table_units.TableUnit`: the row within the row group; a text
+    unit: the line within the unit, from 0); ``rows``: each row's index in the row group instead, when a filter
+    (``--where``) kept only some (int64, one per row of the batch).
+
+    ``describe(row)`` names the batch's row ``row`` for an error message: ``"PATH, row group G, row R (both from
+    0)"`` for Parquet, ``"PATH, line N"`` (from 1, as editors count) for text. For a text unit that starts inside a
+    plain file the lines before it are counted then, by reading the file up to the unit (only on that error path).
+    Example: the second batch (``first_row`` 10000) of row group 2 of ``a.parquet``, its row 5 ->
+    ``"a.parquet, row group 2, row 10005 (both from 0)"``.
+    """
+
+    unit: Any
+    first_row: int
+    rows: Any = None
+
+    def describe(self, row: int) -> str:
+        unit = self.unit
+        if isinstance(unit, TextUnit):
+            return f"{unit.path}, line {lines_before(unit) + self.first_row + row + 1}"
+        index = self.first_row + row if self.rows is None else int(self.rows[row])
+        return f"{unit.path}, row group {unit.row_group}, row {index} (both from 0)"
+
+
 def read_units(
     units: Sequence[ParquetUnit], text_column: str, keep_schema: pa.Schema, text_name: str, malformed_name: str,
+    located: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Batches of ``text_name`` (the text column as read), ``malformed_name`` (all false) and the kept columns cast
-    to ``keep_schema``, for ``units`` in order: the same batches the Spark read path produces."""
+    to ``keep_schema``, for ``units`` in order: the same batches the Spark read path produces. ``located``: yield
+    ``(batch, BatchPlace)`` pairs instead, so that a bad row can be named by file, row group and row."""
     import pyarrow.parquet as pq
 
     columns = [text_column, *keep_schema.names]
@@ -245,10 +273,12 @@ def read_units(
                     continue
                 batch = batch.slice(skip, min(wanted, batch.num_rows - skip))
                 skip = 0
+                place = BatchPlace(unit, unit.row_stop - wanted)
                 wanted -= batch.num_rows
                 arrays = [batch.column(text_column), pa.array(_falses(batch.num_rows))]
                 arrays += [batch.column(f.name).cast(f.type) for f in keep_schema]
-                yield pa.RecordBatch.from_arrays(arrays, [text_name, malformed_name, *keep_schema.names])
+                batch = pa.RecordBatch.from_arrays(arrays, [text_name, malformed_name, *keep_schema.names])
+                yield (batch, place) if located else batch
                 if not wanted:
                     break
     finally:
@@ -335,30 +365,53 @@ def plan_text(files: Sequence[tuple[str, int]], tasks: int | None,
 
 
 def read_text_units(units: Sequence[TextUnit], text_name: str, malformed_name: str,
-                    read_bytes: int = TEXT_READ_BYTES) -> Iterator[pa.RecordBatch]:
+                    read_bytes: int = TEXT_READ_BYTES, located: bool = False) -> Iterator[pa.RecordBatch]:
     """Batches (at most ``BATCH_ROWS`` lines) of ``text_name`` (each line's bytes, binary) and ``malformed_name``
     (all false) for ``units`` in order: together, every line of every unit's file exactly once, in file order, the
     lines Spark's text source gives (:func:`pipelines.read.readers.split_lines`). A corrupt compressed file raises
-    :class:`~tokenizer.errors.InputError` naming it."""
+    :class:`~tokenizer.errors.InputError` naming it. ``located``: yield ``(batch, BatchPlace)`` pairs instead, so
+    that a bad line can be named by file and line number."""
     from tokenizer.packed import to_arrow
 
     for unit in units:
+        done = 0  # lines of this unit in earlier blocks
         for data, offsets in _unit_line_blocks(unit, read_bytes):
             for first in range(0, len(offsets) - 1, BATCH_ROWS):
                 last = min(first + BATCH_ROWS, len(offsets) - 1)
-                yield pa.RecordBatch.from_arrays(
+                batch = pa.RecordBatch.from_arrays(
                     [to_arrow(data, offsets[first:last + 1]), pa.array(_falses(last - first))],
                     [text_name, malformed_name])
+                yield (batch, BatchPlace(unit, done + first)) if located else batch
+            done += len(offsets) - 1
 
 
 def read_work_units(units: Sequence[ParquetUnit] | Sequence[TextUnit], text_column: str, keep_schema: pa.Schema,
-                    text_name: str, malformed_name: str) -> Iterator[pa.RecordBatch]:
+                    text_name: str, malformed_name: str, located: bool = False) -> Iterator[pa.RecordBatch]:
     """The batches of one task's units, all of one kind as a plan makes them: :func:`read_text_units` for text
     units (``text_column`` and ``keep_schema`` unused: lines have no columns), :func:`read_units` for Parquet
-    units."""
+    units; ``located``: ``(batch, BatchPlace)`` pairs."""
     if units and isinstance(units[0], TextUnit):
-        return read_text_units(units, text_name, malformed_name)
-    return read_units(units, text_column, keep_schema, text_name, malformed_name)
+        return read_text_units(units, text_name, malformed_name, located=located)
+    return read_units(units, text_column, keep_schema, text_name, malformed_name, located=located)
+
+
+def lines_before(unit: TextUnit, read_bytes: int = TEXT_READ_BYTES) -> int:
+    """Lines of ``unit``'s file that start before the unit's first byte (those earlier units take): 0 for a unit at
+    the start of its file or a compressed file, else 1 + the ``\\n`` bytes in ``[0, start - 1)``. Reads the file up
+    to the unit. Example: ``a\\nbb\\nc`` with ``start`` 4 (inside ``bb``) -> 2 (``a`` and ``bb``; the unit's
+    first line is ``c``, line 3)."""
+    if unit.start <= 0 or unit.stop < 0:
+        return 0
+    filesystem, inner = arrow_filesystem(unit.path)
+    count, remaining = 1, unit.start - 1
+    with filesystem.open_input_file(inner) as handle:
+        while remaining > 0:
+            chunk = handle.read(min(read_bytes, remaining))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            remaining -= len(chunk)
+    return count
 
 
 def _unit_line_blocks(unit: TextUnit, read_bytes: int):

@@ -17,13 +17,17 @@ import itertools
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.read.arrow_read import BATCH_ROWS, _falses, arrow_filesystem, spark_arrow_type
+from pipelines.read.arrow_read import BATCH_ROWS, BatchPlace, _falses, arrow_filesystem, spark_arrow_type
 from pipelines.read.row_filter import parse_row_filter
 from pipelines.read.tables import TableFile, TableSnapshot, table_columns
 from tokenizer.errors import InputError
+
+#: the row-number column added to a batch while --where filters it (the filter names only the table's columns)
+_ROW = "__row_in_group"
 
 
 @dataclass(frozen=True)
@@ -112,9 +116,10 @@ def plan_table(snapshot: TableSnapshot, text_column: str, keep_columns: Sequence
 
 
 def read_table_units(units: Sequence[TableUnit], text_column: str, keep_schema: pa.Schema, text_name: str,
-                     malformed_name: str) -> Iterator[pa.RecordBatch]:
+                     malformed_name: str, located: bool = False) -> Iterator[pa.RecordBatch]:
     """Batches of ``text_name``, ``malformed_name`` (all false) and the kept columns for ``units`` in order: every
-    row of each row group that the filter keeps, once."""
+    row of each row group that the filter keeps, once. ``located``: yield ``(batch, BatchPlace)`` pairs instead,
+    so that a bad row can be named by file, row group and row (its row in the row group, also under a filter)."""
     row_filter = parse_row_filter(units[0].where) if units else None
     names = [text_column, *keep_schema.names]
     needed = list(dict.fromkeys(names + list(row_filter.columns if row_filter else ())))
@@ -124,14 +129,21 @@ def read_table_units(units: Sequence[TableUnit], text_column: str, keep_schema: 
             for unit in same_file:
                 partition = dict(unit.file.partition)
                 stored = [n for n in needed if n in parquet.schema_arrow.names and n not in partition]
+                first_row = 0
                 for batch in parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[unit.row_group],
                                                   columns=stored, use_threads=False):
                     columns = pa.RecordBatch.from_arrays(table_columns(batch, unit.file, needed, unit.schema), needed)
+                    place = BatchPlace(unit, first_row)
+                    first_row += batch.num_rows
                     if row_filter is not None:
-                        kept = pa.Table.from_batches([columns]).filter(row_filter.expression).combine_chunks()
+                        numbered = pa.Table.from_batches([columns]).append_column(
+                            _ROW, pa.array(np.arange(place.first_row, first_row, dtype=np.int64)))
+                        kept = numbered.filter(row_filter.expression).combine_chunks()
                         if not kept.num_rows:
                             continue
                         columns = kept.to_batches()[0]
+                        place = BatchPlace(unit, place.first_row, columns.column(_ROW).to_numpy())
                     arrays = [columns.column(text_column), pa.array(_falses(columns.num_rows))]
                     arrays += [columns.column(f.name).cast(f.type) for f in keep_schema]
-                    yield pa.RecordBatch.from_arrays(arrays, [text_name, malformed_name, *keep_schema.names])
+                    batch = pa.RecordBatch.from_arrays(arrays, [text_name, malformed_name, *keep_schema.names])
+                    yield (batch, place) if located else batch

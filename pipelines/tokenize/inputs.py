@@ -110,15 +110,23 @@ def read_documents(spark, files: Sequence[str], input_format: str, text_column: 
         return lines.select(F.col("line").alias(TEXT), F.lit(False).alias(MALFORMED))
     if input_format != "jsonl":
         raise ConfigError(f"unknown input format {input_format!r}: use text, jsonl or parquet")
+    return jsonl_rows(lines, text_column, keep_columns)
+
+
+def jsonl_rows(lines, text_column: str, keep_columns: Sequence[str], *passed: str):
+    """JSONL ``lines`` (a DataFrame with ``line: binary`` and the ``passed`` columns) -> ``__text``, ``__malformed``,
+    the kept fields and the ``passed`` columns, one row per non-blank line (blank lines are no rows)."""
+    from pyspark.sql import functions as F
+
     for name in [text_column, *keep_columns]:
         if "'" in name or "\\" in name:
             raise ConfigError(f"field name {name!r}: names with quotes or backslashes are not supported")
     line = F.col("line").cast("string")
-    frame = lines.select(line.alias("line")).where(F.length(F.trim(F.col("line"))) > 0)
+    frame = lines.select(line.alias("line"), *passed).where(F.length(F.trim(F.col("line"))) > 0)
     return frame.select(
         F.expr(f"get_json_object(line, '$[\\'{text_column}\\']')").cast("binary").alias(TEXT),
         F.expr("json_object_keys(line)").isNull().alias(MALFORMED),
-        *[F.expr(f"get_json_object(line, '$[\\'{c}\\']')").alias(c) for c in keep_columns],
+        *[F.expr(f"get_json_object(line, '$[\\'{c}\\']')").alias(c) for c in keep_columns], *passed,
     )
 
 

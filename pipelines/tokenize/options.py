@@ -9,12 +9,14 @@ from typing import Any
 import pyarrow as pa
 
 from pipelines.tokenize.writers import check_format, check_parquet_codec
+from tokenizer.bad_rows import BAD_ROW_KINDS, BAD_ROW_POLICIES
 from tokenizer.errors import ConfigError
+
+__all__ = ["BAD_ROW_KINDS", "BAD_ROW_POLICIES", "MALFORMED", "READERS", "RESULT_SCHEMA", "TASK_OPTIONS", "TEXT",
+           "TokenizeConfig", "resolved_options", "task_options"]
 
 TEXT = "__text"
 MALFORMED = "__malformed"
-BAD_ROW_POLICIES = ("error", "skip", "keep")
-BAD_ROW_KINDS = ("null", "malformed", "invalid_utf8", "too_large")
 READERS = ("auto", "arrow", "spark")
 INPUT_FORMATS = ("text", "jsonl", "parquet", "delta", "iceberg")
 #: One row of counts per task (both read paths); the Spark path's ``mapInArrow`` gets it as a Spark schema.

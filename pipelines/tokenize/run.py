@@ -18,7 +18,8 @@ from pipelines.read.tables import TABLE_FORMATS, refuse_table_folder
 from pipelines.tokenize.inputs import _direct_plan, list_inputs, read_documents, table_inputs
 from pipelines.tokenize.options import RESULT_SCHEMA, TokenizeConfig, resolved_options, task_options
 from pipelines.tokenize.results import _check_results, _summary
-from pipelines.tokenize.task import _special_id, encode_partition, encode_units, load_tokenizer_bytes
+from pipelines.tokenize.task import BadRowError, _special_id, encode_partition, encode_units, load_tokenizer_bytes
+from tokenizer.bad_rows import BAD_ROW_CHOICES, keeps_invalid_utf8
 from tokenizer.errors import ConfigError, InputError
 
 
@@ -110,7 +111,11 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
                     if groups else []
         except Exception as exc:  # noqa: BLE001 - re-raised; a task's own error becomes a plain shardpiece error
             out.discard_run(run_id)
-            raise _task_error(exc) from None
+            error = _task_error(exc)
+            if plan is None and isinstance(error, BadRowError):  # name the file and line, not the partition
+                error = _located(spark, error, config, input_format, [f.path for f in new_files],
+                                 keeps_invalid_utf8(tokenizer.model.pretokenizer))
+            raise error from None
         finally:
             progress.stop()
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
@@ -164,7 +169,9 @@ def _progress_watcher(spark, config: TokenizeConfig) -> SparkStageWatcher:
     return SparkStageWatcher(spark.sparkContext.statusTracker(), JOB_GROUP, progress)
 
 
-_TASK_ERROR = re.compile(r"(?:tokenizer\.errors\.)?(InputError|ConfigError|ModelError|ModelFileError): (.+)")
+_TASK_ERROR = re.compile(r"(?:tokenizer\.errors\.|pipelines\.tokenize\.task\.)?"
+                         r"(BadRowError|InputError|ConfigError|ModelError|ModelFileError): (.+)")
+_NOTHING_COMMITTED = " (nothing was committed; the output directory keeps its previous state)"
 
 
 def _task_error(exc: BaseException) -> BaseException:
@@ -172,5 +179,24 @@ def _task_error(exc: BaseException) -> BaseException:
     match = _TASK_ERROR.search(str(exc))
     if match is None:
         return exc
-    kind = ConfigError if match.group(1) == "ConfigError" else InputError
-    return kind(match.group(2).strip() + " (nothing was committed; the output directory keeps its previous state)")
+    kind = {"ConfigError": ConfigError, "BadRowError": BadRowError}.get(match.group(1), InputError)
+    return kind(match.group(2).strip() + _NOTHING_COMMITTED)
+
+
+def _located(spark, error: BadRowError, config: TokenizeConfig, input_format: str, files: list[str],
+             keeps_invalid: bool) -> BadRowError:
+    """``error`` (a bad row named by partition and row, from Spark's read path) with the row's file and line or
+    row instead (:func:`pipelines.tokenize.locate.locate_bad_row`); ``error`` itself when it cannot be found."""
+    from pipelines.tokenize.locate import locate_bad_row
+
+    try:
+        found = locate_bad_row(spark, files, input_format, config.text_column, config.max_document_bytes,
+                               keeps_invalid)
+    except Exception as exc:  # noqa: BLE001 - the partition and row still say where the row is
+        print(f"tokenize: could not find the bad row's file and line ({type(exc).__name__}: {exc})",
+              file=sys.stderr)
+        return error
+    if found is None:
+        return error
+    place, detail = found
+    return BadRowError(f"{place}: {detail}; {BAD_ROW_CHOICES}{_NOTHING_COMMITTED}")

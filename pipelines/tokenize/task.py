@@ -8,7 +8,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +22,7 @@ from pipelines.tokenize.stats import token_buckets
 from pipelines.spark.worker_heap import freeze_worker_heap
 from pipelines.tokenize.writers import open_shard_writer, read_shard
 from tokenizer.added_tokens import with_control_tokens_in_text
+from tokenizer.bad_rows import BAD_ROW_CHOICES, keeps_invalid_utf8
 from tokenizer.core import Tokenizer
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.loading import load_model_bytes
@@ -49,65 +50,94 @@ def load_tokenizer_bytes(model_bytes: bytes | Any, sha256: str, source: str = "<
 @dataclass
 class _BatchOutcome:
     keep: np.ndarray            # bool mask of rows written
-    texts: pa.Array             # string array of the rows written
+    texts: pa.Array             # string (or, for a byte-level model, binary) array of the rows written
     bad: dict[str, int]
     kept_bad: int
     altered: int
 
 
-def classify_rows(batch: pa.RecordBatch, policy: str, max_bytes: int, where: str) -> _BatchOutcome:
-    """Apply the bad-row policy to one batch: which rows to write, as what text, and the counts by kind."""
+class BadRowError(InputError):
+    """A bad row under ``--on-bad-row error``: one line naming where it is, what is wrong and the fix."""
+
+
+def partition_rows(partition: int, first_row: int) -> Callable[[int], str]:
+    """Names a row of a Spark-read batch by its place in the task's partition (the driver then finds the file
+    and line, :mod:`pipelines.tokenize.locate`): ``partition_rows(3, 100)(5)`` -> ``'partition 3, row 105'``."""
+    return lambda row: f"partition {partition}, row {first_row + row}"
+
+
+def bad_row_masks(batch: pa.RecordBatch, max_bytes: int, keeps_invalid_utf8: bool):
+    """``(masks, texts, lengths)`` of one batch of ``__text`` and ``__malformed``: ``masks`` maps each bad-row kind
+    (:data:`tokenizer.bad_rows.BAD_ROW_KINDS`) to a bool array (a malformed line is not also null), ``texts`` is
+    the text column as strings with invalid UTF-8 replaced by U+FFFD, or as binary (as read) when
+    ``keeps_invalid_utf8`` (a byte-level model: invalid UTF-8 is no bad row), ``lengths`` the int64 byte lengths.
+
+    Example: texts ``[b"ok", None, b"\\xff"]``, nothing malformed, ``max_bytes`` 10, not keeping invalid UTF-8 ->
+    null ``[F, T, F]``, invalid_utf8 ``[F, F, T]``, texts ``["ok", None, "\\ufffd"]``.
+    """
     column = batch.column(TEXT)
-    if pa.types.is_large_binary(column.type) or pa.types.is_large_string(column.type):
-        column = column.cast(pa.large_binary())
-    else:
-        column = column.cast(pa.binary())
+    large = pa.types.is_large_binary(column.type) or pa.types.is_large_string(column.type)
+    column = column.cast(pa.large_binary() if large else pa.binary())
     malformed = np.asarray(batch.column(MALFORMED).fill_null(False), dtype=bool)
     null = np.asarray(column.is_null(), dtype=bool) & ~malformed
     lengths = np.asarray(pc.binary_length(column).fill_null(0), dtype=np.int64)
-    too_large = lengths > max_bytes
-    string_type = pa.large_string() if pa.types.is_large_binary(column.type) else pa.string()
     invalid = np.zeros(len(column), dtype=bool)
-    try:
-        texts = column.cast(string_type)
-    except pa.ArrowInvalid:
-        values = column.to_pylist()
-        decoded = []
-        for i, value in enumerate(values):
-            if value is None:
-                decoded.append(None)
-                continue
-            try:
-                decoded.append(value.decode("utf-8"))
-            except UnicodeDecodeError:
-                invalid[i] = True
-                decoded.append(value.decode("utf-8", errors="replace"))
-        texts = pa.array(decoded, string_type)
-    bad_masks = {"null": null, "malformed": malformed, "invalid_utf8": invalid, "too_large": too_large}
-    bad = {kind: int(mask.sum()) for kind, mask in bad_masks.items()}
-    any_bad = null | malformed | invalid | too_large
-    if any_bad.any() and policy == "error":
+    if keeps_invalid_utf8:
+        texts = column
+    else:
+        string_type = pa.large_string() if large else pa.string()
+        try:
+            texts = column.cast(string_type)  # validates: the common case costs one pass over the bytes
+        except pa.ArrowInvalid:
+            decoded = []
+            for i, value in enumerate(column.to_pylist()):
+                if value is None:
+                    decoded.append(None)
+                    continue
+                try:
+                    decoded.append(value.decode("utf-8"))
+                except UnicodeDecodeError:
+                    invalid[i] = True
+                    decoded.append(value.decode("utf-8", errors="replace"))
+            texts = pa.array(decoded, string_type)
+    masks = {"null": null, "malformed": malformed, "invalid_utf8": invalid, "too_large": lengths > max_bytes}
+    return masks, texts, lengths
+
+
+def bad_row_detail(kind: str, length: int, max_bytes: int) -> str:
+    """What is wrong with a bad row of ``kind``, for the error line: ``bad_row_detail("malformed", 0, 9)`` ->
+    ``'not a JSON object'``."""
+    return {
+        "null": "no text (null, or no field/column named as --text-column)",
+        "malformed": "not a JSON object",
+        "invalid_utf8": "not valid UTF-8 (this model's normalizer works on characters)",
+        "too_large": f"{length:,} bytes, over max_document_bytes={max_bytes:,}",
+    }[kind]
+
+
+def classify_rows(batch: pa.RecordBatch, policy: str, max_bytes: int, where: Callable[[int], str],
+                  keeps_invalid_utf8: bool = False) -> _BatchOutcome:
+    """Apply the bad-row policy to one batch: which rows to write, as what text, and the counts by kind.
+
+    ``where(row)`` names the batch's row ``row`` for the ``error`` policy's one line, e.g. ``in.jsonl, line 3:
+    not a JSON object; pass --on-bad-row skip ...`` (:class:`BadRowError`). ``keeps_invalid_utf8``: the model is
+    byte-level (:func:`tokenizer.bad_rows.keeps_invalid_utf8`), so the texts stay binary, byte for byte."""
+    masks, texts, lengths = bad_row_masks(batch, max_bytes, keeps_invalid_utf8)
+    bad = {kind: int(mask.sum()) for kind, mask in masks.items()}
+    null, malformed = masks["null"], masks["malformed"]
+    any_bad = null | malformed | masks["invalid_utf8"] | masks["too_large"]
+    if policy == "error" and any_bad.any():
         row = int(np.argmax(any_bad))
-        kind = next(k for k, mask in bad_masks.items() if mask[row])
-        detail = {
-            "null": "has no text (null, or no field/column named as --text-column)",
-            "malformed": "is not a JSON object",
-            "invalid_utf8": "is not valid UTF-8",
-            "too_large": f"is {lengths[row]:,} bytes, over max_document_bytes={max_bytes:,}",
-        }[kind]
-        raise InputError(
-            f"{where}: a row {detail}. Pass --on-bad-row skip to drop such rows or --on-bad-row keep to keep them "
-            "(null -> empty document, invalid UTF-8 -> U+FFFD replacements, huge -> encoded whole); "
-            "either way they are counted in the summary"
-        )
+        kind = next(k for k, mask in masks.items() if mask[row])
+        raise BadRowError(f"{where(row)}: {bad_row_detail(kind, int(lengths[row]), max_bytes)}; {BAD_ROW_CHOICES}")
     if policy == "skip":
         keep = ~any_bad
-        texts = texts.filter(pa.array(keep))
-        return _BatchOutcome(keep, texts, bad, 0, 0)
-    keep = np.ones(len(column), dtype=bool)
+        return _BatchOutcome(keep, texts.filter(pa.array(keep)), bad, 0, 0)
+    keep = np.ones(len(texts), dtype=bool)
     if (null | malformed).any():
-        texts = pc.if_else(pa.array(null | malformed), pa.scalar("", string_type), texts)
-    return _BatchOutcome(keep, texts, bad, int(any_bad.sum()), int(invalid.sum()))
+        texts = pc.if_else(pa.array(null | malformed), pa.scalar(b"" if keeps_invalid_utf8 else "", texts.type),
+                           texts)
+    return _BatchOutcome(keep, texts, bad, int(any_bad.sum()), bad["invalid_utf8"])
 
 
 def encode_partition(
@@ -131,7 +161,7 @@ def encode_units(
     partition, attempt = _task_identity()
     for units in groups:
         read = read_table_units if units and isinstance(units[0], TableUnit) else read_work_units
-        batches = read(units, text_column, keep_schema, TEXT, MALFORMED)
+        batches = read(units, text_column, keep_schema, TEXT, MALFORMED, located=True)
         yield encode_task(batches, partition=partition, attempt=attempt, model=model, model_sha256=model_sha256,
                           output=output, run_id=run_id, config=config,
                           empty_schema=keep_schema if len(keep_schema) else None)
@@ -150,9 +180,15 @@ def encode_task(
     run_id: str, config: dict[str, Any], empty_schema: pa.Schema | None,
 ) -> dict[str, Any]:
     """Encode and write one task's shard from batches of ``__text``, ``__malformed`` and the kept columns; returns
-    the task's counts (``RESULT_SCHEMA``'s fields). Shared by the Spark-read and the direct-read paths."""
+    the task's counts (``RESULT_SCHEMA``'s fields). Shared by the Spark-read and the direct-read paths.
+
+    ``batches`` holds record batches, or ``(batch, place)`` pairs from a direct read (``place.describe(row)``
+    names a row by file and line or row group, :class:`pipelines.read.arrow_read.BatchPlace`); a plain batch's
+    rows are named by partition and row (:func:`partition_rows`). For a byte-level model the texts are encoded as
+    the bytes they are (invalid UTF-8 included); for a SentencePiece-style one invalid UTF-8 is a bad row."""
     started = time.perf_counter()
     tokenizer = load_tokenizer_bytes(model, model_sha256, control_tokens_in_text=config["control_tokens_in_text"])
+    byte_level = keeps_invalid_utf8(tokenizer.model.pretokenizer)
     vocab_size = int(tokenizer.vocab_size)
     bos = _special_id(tokenizer, "bos") if config["add_bos"] else None
     eos = _special_id(tokenizer, "eos") if config["add_eos"] else None
@@ -172,10 +208,11 @@ def encode_task(
     encode_seconds = 0.0
     fault = config.get("fault_injection") or None
     try:
-        for batch in batches:
+        for item in batches:
+            batch, place = item if isinstance(item, tuple) else (item, None)
+            where = place.describe if place is not None else partition_rows(partition, counts["rows"])
             counts["rows"] += batch.num_rows
-            outcome = classify_rows(batch, config["on_bad_row"], config["max_document_bytes"],
-                                    f"partition {partition}")
+            outcome = classify_rows(batch, config["on_bad_row"], config["max_document_bytes"], where, byte_level)
             for kind, number in outcome.bad.items():
                 counts[kind] += number
             counts["kept_bad_rows"] += outcome.kept_bad

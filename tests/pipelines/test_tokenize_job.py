@@ -169,12 +169,12 @@ def test_bad_rows_skip_error_keep(spark, tmp_path, model_path, tok):
 
 
 def test_invalid_utf8_in_a_binary_column(spark, tmp_path, model_path, tok):
+    """A byte-level model encodes invalid UTF-8 as the bytes it is: no bad row, lossless."""
     path = str(tmp_path / "in.parquet")
     pq.write_table(pa.table({"text": pa.array([b"ok", b"bad \xff byte"], pa.binary())}), path)
-    summary = run_tokenize(spark, _config(model_path, [path], tmp_path / "k", output_format="npy",
-                                          on_bad_row="keep", verify=True))
-    assert summary["bad_rows"]["invalid_utf8"] == 1 and summary["bad_rows"]["altered_text"] == 1
-    assert sorted(decoded_documents(tok, str(tmp_path / "k"), "npy")) == [b"bad \xef\xbf\xbd byte", b"ok"]
+    summary = run_tokenize(spark, _config(model_path, [path], tmp_path / "k", output_format="npy", verify=True))
+    assert summary["bad_rows"]["invalid_utf8"] == 0 and summary["bad_rows"]["altered_text"] == 0
+    assert sorted(decoded_documents(tok, str(tmp_path / "k"), "npy")) == [b"bad \xff byte", b"ok"]
 
 
 def test_missing_column_names_the_available_ones(spark, tmp_path, model_path):
