@@ -23,7 +23,7 @@ row. Example::
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 BAD_ROW_POLICIES = ("error", "skip", "keep")
 BAD_ROW_KINDS = ("null", "malformed", "invalid_utf8", "too_large")
@@ -31,6 +31,8 @@ BAD_ROW_KINDS = ("null", "malformed", "invalid_utf8", "too_large")
 BAD_ROW_CHOICES = ("pass --on-bad-row skip to drop such rows or --on-bad-row keep to keep them (no text or a "
                    "malformed line -> an empty document, invalid UTF-8 -> U+FFFD replacements, huge -> taken "
                    "whole); either way they are counted in the summary")
+#: what is wrong with invalid UTF-8 for a text model, in every command's error line
+INVALID_UTF8 = "not valid UTF-8 (this model's normalizer works on characters)"
 
 
 def keeps_invalid_utf8(pretokenizer: Mapping[str, Any] | str) -> bool:
@@ -39,3 +41,28 @@ def keeps_invalid_utf8(pretokenizer: Mapping[str, Any] | str) -> bool:
     that such text is no bad row for it."""
     name = pretokenizer if isinstance(pretokenizer, str) else pretokenizer.get("name", "none")
     return name != "sentencepiece"
+
+
+def invalid_utf8_indices(texts: Sequence[bytes | None]) -> list[int]:
+    """The indices of the ``texts`` that are not valid UTF-8 (Python's strict codec: no overlong forms, surrogates
+    or code points past U+10FFFF); ``None`` counts as valid. The common, valid batch costs one decode of the texts
+    joined by ``\\n``, which neither ends nor continues a multi-byte character, so the join is valid exactly when
+    every text is; the texts are decoded one by one only when it is not. Example::
+
+        >>> invalid_utf8_indices([b"ok", b"\\xe4\\xb8", b"\\xad", None])  # 2nd + 3rd: one valid character
+        [1, 2]
+    """
+    try:
+        b"\n".join(text for text in texts if text is not None).decode("utf-8")
+        return []
+    except UnicodeDecodeError:
+        pass
+    invalid = []
+    for index, text in enumerate(texts):
+        if text is None:
+            continue
+        try:
+            text.decode("utf-8")
+        except UnicodeDecodeError:
+            invalid.append(index)
+    return invalid

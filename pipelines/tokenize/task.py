@@ -22,7 +22,7 @@ from pipelines.tokenize.stats import token_buckets
 from pipelines.spark.worker_heap import freeze_worker_heap
 from pipelines.tokenize.writers import open_shard_writer, read_shard
 from tokenizer.added_tokens import with_control_tokens_in_text
-from tokenizer.bad_rows import BAD_ROW_CHOICES, keeps_invalid_utf8
+from tokenizer.bad_rows import BAD_ROW_CHOICES, INVALID_UTF8, invalid_utf8_indices, keeps_invalid_utf8
 from tokenizer.core import Tokenizer
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.loading import load_model_bytes
@@ -89,17 +89,10 @@ def bad_row_masks(batch: pa.RecordBatch, max_bytes: int, keeps_invalid_utf8: boo
         try:
             texts = column.cast(string_type)  # validates: the common case costs one pass over the bytes
         except pa.ArrowInvalid:
-            decoded = []
-            for i, value in enumerate(column.to_pylist()):
-                if value is None:
-                    decoded.append(None)
-                    continue
-                try:
-                    decoded.append(value.decode("utf-8"))
-                except UnicodeDecodeError:
-                    invalid[i] = True
-                    decoded.append(value.decode("utf-8", errors="replace"))
-            texts = pa.array(decoded, string_type)
+            values = column.to_pylist()
+            invalid[invalid_utf8_indices(values)] = True
+            texts = pa.array([None if value is None else value.decode("utf-8", errors="replace")
+                              for value in values], string_type)
     masks = {"null": null, "malformed": malformed, "invalid_utf8": invalid, "too_large": lengths > max_bytes}
     return masks, texts, lengths
 
@@ -110,7 +103,7 @@ def bad_row_detail(kind: str, length: int, max_bytes: int) -> str:
     return {
         "null": "no text (null, or no field/column named as --text-column)",
         "malformed": "not a JSON object",
-        "invalid_utf8": "not valid UTF-8 (this model's normalizer works on characters)",
+        "invalid_utf8": INVALID_UTF8,
         "too_large": f"{length:,} bytes, over max_document_bytes={max_bytes:,}",
     }[kind]
 
