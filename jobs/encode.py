@@ -13,6 +13,11 @@ model's bos / eos id around each line's ids; decode drops them (control pieces d
 printed reversibly: bytes of printable, non-space UTF-8 characters as they are; ``\\`` as ``\\\\``; every other
 byte (space, control, invalid UTF-8) as ``\\xHH``. ``decode --pieces`` reads that form back. ``inspect`` and
 ``--help`` load no Numba (``inspect`` reads the model file only).
+
+Invalid UTF-8 follows the bad-row rule of every command (:mod:`tokenizer.bad_rows`): a byte-level model (BytePiece,
+byte-level BPE) encodes the bytes as they are; a SentencePiece-style model stops at the first such line with exit 2
+and ``INPUT:LINE: not valid UTF-8 ...`` (``--on-bad-row error``, the default), or drops it (``skip``) or encodes it
+with U+FFFD replacements (``keep``), and one line on stderr at the end counts the lines skipped or changed.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from contextlib import contextmanager
 from typing import BinaryIO, Iterator
 
 from jobs.exit_codes import run_command
+from tokenizer.bad_rows import BAD_ROW_POLICIES, INVALID_UTF8, invalid_utf8_indices, keeps_invalid_utf8
 from tokenizer.errors import InputError
 
 BATCH_LINES = 4096
@@ -117,16 +123,73 @@ def load_tokenizer(path: str):
     return Tokenizer.load(path)
 
 
+class InvalidLines:
+    """The ``--on-bad-row`` policy for lines that are not valid UTF-8, for a model that works on characters (a
+    SentencePiece-style one); counts what it skipped or changed. ``source`` names the input in messages.
+    Example: ``InvalidLines("skip", "in.txt").apply([b"a", b"\\xff", b"b"], b"")`` -> ``([b"a", b"b"], b"")``, then
+    ``count`` 1 and ``first`` ``"in.txt:2"``."""
+
+    def __init__(self, policy: str, source: str) -> None:
+        self.policy, self.source = policy, source
+        self.lines_before = 0   # lines of the batches already seen
+        self.count = 0          # lines skipped or changed
+        self.first = ""         # where the first of them is: "INPUT:LINE"
+
+    def apply(self, batch: list[bytes], ending: bytes) -> tuple[list[bytes], bytes]:
+        """``(batch, ending)`` as they are to be encoded and written (``ending``: what ends the batch's last line,
+        :func:`read_lines`): without the invalid lines (skip; the kept lines keep their endings) or with each
+        invalid byte sequence as U+FFFD (keep, Python's ``errors="replace"``, as ``tokenize`` does); raises
+        :class:`InputError` naming the first invalid line (error)."""
+        invalid = invalid_utf8_indices(batch)
+        first_line = self.lines_before + 1
+        self.lines_before += len(batch)
+        if not invalid:
+            return batch, ending
+        where = f"{self.source}:{first_line + invalid[0]}"
+        if self.policy == "error":
+            raise InputError(f"{where}: {INVALID_UTF8}; pass --on-bad-row skip to drop such lines or --on-bad-row "
+                             "keep to encode them with U+FFFD replacements (either way they are counted on stderr)")
+        self.count += len(invalid)
+        self.first = self.first or where
+        if self.policy == "skip":
+            dropped = set(invalid)
+            kept = [line for index, line in enumerate(batch) if index not in dropped]
+            return kept, b"\n" if invalid[-1] == len(batch) - 1 else ending
+        batch = list(batch)
+        for index in invalid:
+            batch[index] = batch[index].decode("utf-8", errors="replace").encode("utf-8")
+        return batch, ending
+
+    def summary(self) -> str | None:
+        """The line that counts what was skipped or changed (``None``: nothing was)."""
+        if not self.count:
+            return None
+        said = f"{self.count:,} of {self.lines_before:,} lines were not valid UTF-8 (the first: {self.first}): "
+        if self.policy == "skip":
+            return said + "skipped (--on-bad-row skip), so the output has no line for them"
+        return said + ("encoded with U+FFFD replacements (--on-bad-row keep), so decode gives U+FFFD for their "
+                       "invalid bytes")
+
+
 def encode(args: argparse.Namespace) -> int:
     tokenizer = load_tokenizer(args.model)
+    invalid = None if keeps_invalid_utf8(tokenizer.model.pretokenizer) else InvalidLines(
+        args.on_bad_row, args.input if args.input not in (None, "-") else "<stdin>")
     with open_input(args.input) as source, open_output(args.output) as sink:
         for batch, ending in read_lines(source):
+            if invalid is not None:
+                batch, ending = invalid.apply(batch, ending)
+                if not batch:
+                    continue
             encoded = tokenizer.encode_batch(batch, num_threads=1, add_bos=args.add_bos, add_eos=args.add_eos)
             if args.pieces:
                 rows = [" ".join(escape_piece(tokenizer.id_to_piece(i)) for i in ids).encode() for ids in encoded]
             else:
                 rows = [" ".join(map(str, ids)).encode() for ids in encoded]
             sink.write(b"\n".join(rows) + ending)
+    summary = invalid.summary() if invalid is not None else None
+    if summary:
+        print(f"shardpiece encode: {summary}", file=sys.stderr)
     return 0
 
 
@@ -289,6 +352,10 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     if command == "encode":
         parser.add_argument("--add-bos", action="store_true", help="put the model's bos id before each line's ids")
         parser.add_argument("--add-eos", action="store_true", help="put the model's eos id after each line's ids")
+        parser.add_argument("--on-bad-row", choices=BAD_ROW_POLICIES, default="error",
+                            help="a line that is not valid UTF-8, for a SentencePiece-style model: error (stop, "
+                            "naming the line), skip (drop it) or keep (encode it with U+FFFD replacements); "
+                            "byte-level models encode any bytes as they are (default: error)")
     return parser
 
 
