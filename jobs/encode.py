@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from typing import BinaryIO, Iterator
 
 from jobs.exit_codes import run_command
-from tokenizer.bad_rows import BAD_ROW_POLICIES, INVALID_UTF8, invalid_utf8_indices, keeps_invalid_utf8
+from tokenizer.bad_rows import BAD_ROW_POLICIES, INVALID_UTF8, invalid_utf8_mask, keeps_invalid_utf8
 from tokenizer.errors import InputError
 
 BATCH_LINES = 4096
@@ -140,7 +140,11 @@ class InvalidLines:
         :func:`read_lines`): without the invalid lines (skip; the kept lines keep their endings) or with each
         invalid byte sequence as U+FFFD (keep, Python's ``errors="replace"``, as ``tokenize`` does); raises
         :class:`InputError` naming the first invalid line (error)."""
-        invalid = invalid_utf8_indices(batch)
+        import numpy as np
+
+        offsets = np.zeros(len(batch) + 1, dtype=np.int64)
+        np.cumsum([len(line) for line in batch], out=offsets[1:])
+        invalid = np.flatnonzero(invalid_utf8_mask(np.frombuffer(b"".join(batch), np.uint8), offsets)).tolist()
         first_line = self.lines_before + 1
         self.lines_before += len(batch)
         if not invalid:

@@ -23,7 +23,11 @@ row. Example::
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import codecs
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    import numpy as np
 
 BAD_ROW_POLICIES = ("error", "skip", "keep")
 BAD_ROW_KINDS = ("null", "malformed", "invalid_utf8", "too_large")
@@ -33,6 +37,7 @@ BAD_ROW_CHOICES = ("pass --on-bad-row skip to drop such rows or --on-bad-row kee
                    "whole); either way they are counted in the summary")
 #: what is wrong with invalid UTF-8 for a text model, in every command's error line
 INVALID_UTF8 = "not valid UTF-8 (this model's normalizer works on characters)"
+_CHECK_BYTES = 8 << 20  # bytes decoded at a time when checking UTF-8
 
 
 def keeps_invalid_utf8(pretokenizer: Mapping[str, Any] | str) -> bool:
@@ -43,26 +48,33 @@ def keeps_invalid_utf8(pretokenizer: Mapping[str, Any] | str) -> bool:
     return name != "sentencepiece"
 
 
-def invalid_utf8_indices(texts: Sequence[bytes | None]) -> list[int]:
-    """The indices of the ``texts`` that are not valid UTF-8 (Python's strict codec: no overlong forms, surrogates
-    or code points past U+10FFFF); ``None`` counts as valid. The common, valid batch costs one decode of the texts
-    joined by ``\\n``, which neither ends nor continues a multi-byte character, so the join is valid exactly when
-    every text is; the texts are decoded one by one only when it is not. Example::
+def invalid_utf8_mask(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``bool[rows]``: which rows (``data[offsets[k]:offsets[k+1]]``, uint8 data and int offsets) are not valid
+    UTF-8, as Spark's ``is_valid_utf8`` decides (overlong forms, surrogates, code points past U+10FFFF are invalid).
+    Fast path: the rows' bytes decoded at once, all valid when no non-empty row starts with a continuation byte
+    (which could complete its neighbour); otherwise row by row. Example: rows ``b"ok"``, ``b"\xe4\xb8"``,
+    ``b"\xad"`` -> ``[False, True, True]`` (though their bytes join into valid UTF-8)."""
+    import numpy as np  # here: `shardpiece train --help` imports this module, and no numpy
 
-        >>> invalid_utf8_indices([b"ok", b"\\xe4\\xb8", b"\\xad", None])  # 2nd + 3rd: one valid character
-        [1, 2]
-    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    rows = len(offsets) - 1
+    if rows <= 0:
+        return np.zeros(0, bool)
+    lengths = np.diff(offsets)
+    firsts = data[offsets[:-1][lengths > 0]]
+    if not np.any(firsts & 0xC0 == 0x80) and valid_utf8(data[offsets[0]:offsets[-1]]):
+        return np.zeros(rows, bool)
+    return np.fromiter((not valid_utf8(data[offsets[k]:offsets[k + 1]]) for k in range(rows)), bool, rows)
+
+
+def valid_utf8(values) -> bool:
+    """Whether ``values`` (uint8 array or bytes) are valid UTF-8. ``valid_utf8(b"\xed\xa0\x80")`` -> ``False``."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        b"\n".join(text for text in texts if text is not None).decode("utf-8")
-        return []
+        for start in range(0, len(values), _CHECK_BYTES):
+            chunk = values[start:start + _CHECK_BYTES]
+            decoder.decode(chunk if isinstance(chunk, bytes) else chunk.tobytes())
+        decoder.decode(b"", final=True)
     except UnicodeDecodeError:
-        pass
-    invalid = []
-    for index, text in enumerate(texts):
-        if text is None:
-            continue
-        try:
-            text.decode("utf-8")
-        except UnicodeDecodeError:
-            invalid.append(index)
-    return invalid
+        return False
+    return True

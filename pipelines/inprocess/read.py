@@ -32,7 +32,8 @@ from pipelines.read.arrow_read import BATCH_ROWS, plan_text, read_text_units
 from pipelines.read.readers import (FORMATS, TEXT, ReadStats, _no_match, detect_format, list_local_files,
                                     missing_column_error)
 from pipelines.read.shards import binary_buffers, check_holdout_fraction
-from pipelines.train.bad_rows import TrainBadRows, check_bad_rows, invalid_utf8_mask
+from pipelines.train.bad_rows import TrainBadRows, check_bad_rows
+from tokenizer.bad_rows import invalid_utf8_mask
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.packed import from_arrow
 
@@ -201,7 +202,7 @@ def _account(array: pa.Array, malformed: int, stats: ReadStats, split: _Split, r
 
 def invalid_utf8_rows(array: pa.Array) -> int:
     """Rows of a binary array without nulls that are not valid UTF-8, as Spark's ``is_valid_utf8`` counts them
-    (:func:`pipelines.train.bad_rows.invalid_utf8_mask`). ``invalid_utf8_rows(pa.array([b"ok", b"\\xe4\\xb8",
+    (:func:`tokenizer.bad_rows.invalid_utf8_mask`). ``invalid_utf8_rows(pa.array([b"ok", b"\\xe4\\xb8",
     b"\\xad"]))`` -> ``2`` (though their bytes join into valid UTF-8)."""
     if not len(array):
         return 0

@@ -44,7 +44,7 @@ def direct_count_task(groups: list, counter: Counter, threads: int, holdout_frac
         import pyarrow as pa
 
         from pipelines.read.arrow_read import read_work_units
-        from pipelines.train.bad_rows import invalid_utf8_mask
+        from tokenizer.bad_rows import invalid_utf8_mask
         from tokenizer.kernels.xxhash import held_out_documents
 
         checks_utf8 = bad_rows is not None and bad_rows.invalid_utf8

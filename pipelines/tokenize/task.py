@@ -22,10 +22,11 @@ from pipelines.tokenize.stats import token_buckets
 from pipelines.spark.worker_heap import freeze_worker_heap
 from pipelines.tokenize.writers import open_shard_writer, read_shard
 from tokenizer.added_tokens import with_control_tokens_in_text
-from tokenizer.bad_rows import BAD_ROW_CHOICES, INVALID_UTF8, invalid_utf8_indices, keeps_invalid_utf8
+from tokenizer.bad_rows import BAD_ROW_CHOICES, INVALID_UTF8, invalid_utf8_mask, keeps_invalid_utf8
 from tokenizer.core import Tokenizer
 from tokenizer.errors import ConfigError, InputError
 from tokenizer.loading import load_model_bytes
+from tokenizer.packed import from_arrow
 
 _TOKENIZERS: dict[tuple[str, bool], Any] = {}
 
@@ -89,8 +90,8 @@ def bad_row_masks(batch: pa.RecordBatch, max_bytes: int, keeps_invalid_utf8: boo
         try:
             texts = column.cast(string_type)  # validates: the common case costs one pass over the bytes
         except pa.ArrowInvalid:
+            invalid = invalid_utf8_mask(*from_arrow(column)) & ~np.asarray(column.is_null(), dtype=bool)
             values = column.to_pylist()
-            invalid[invalid_utf8_indices(values)] = True
             texts = pa.array([None if value is None else value.decode("utf-8", errors="replace")
                               for value in values], string_type)
     masks = {"null": null, "malformed": malformed, "invalid_utf8": invalid, "too_large": lengths > max_bytes}

@@ -36,16 +36,14 @@ Example (hand-checkable)::
 
 from __future__ import annotations
 
-import codecs
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import numpy as np
 
-from tokenizer.bad_rows import BAD_ROW_CHOICES, keeps_invalid_utf8
+from tokenizer.bad_rows import BAD_ROW_CHOICES, invalid_utf8_mask, keeps_invalid_utf8, valid_utf8
 from tokenizer.errors import InputError
 
-_CHECK_BYTES = 8 << 20  # bytes decoded at a time when checking UTF-8
 #: the read counts (:class:`pipelines.read.readers.ReadStats` fields) of each kind, and how a summary names it
 KIND_COUNTS = {"malformed": "malformed_rows", "invalid_utf8": "invalid_utf8_rows", "null": "null_rows"}
 _NAMES = {"malformed": ("malformed JSON line", "malformed JSON lines"),
@@ -96,37 +94,6 @@ class TrainBadRows:
         """``{kind: rows}`` of the bad rows among read ``counts`` (non-zero ones only)."""
         found = {kind: int(counts.get(KIND_COUNTS[kind]) or 0) for kind in self.kinds()}
         return {kind: rows for kind, rows in found.items() if rows}
-
-
-# ---------------------------------------------------------------------------------------------- UTF-8
-def invalid_utf8_mask(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """``bool[rows]``: which rows (``data[offsets[k]:offsets[k+1]]``, uint8 data and int offsets) are not valid
-    UTF-8, as Spark's ``is_valid_utf8`` decides (overlong forms, surrogates, code points past U+10FFFF are invalid).
-    Fast path: the rows' bytes decoded at once, all valid when no non-empty row starts with a continuation byte
-    (which could complete its neighbour); otherwise row by row. Example: rows ``b"ok"``, ``b"\xe4\xb8"``,
-    ``b"\xad"`` -> ``[False, True, True]`` (though their bytes join into valid UTF-8)."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    rows = len(offsets) - 1
-    if rows <= 0:
-        return np.zeros(0, bool)
-    lengths = np.diff(offsets)
-    firsts = data[offsets[:-1][lengths > 0]]
-    if not np.any(firsts & 0xC0 == 0x80) and valid_utf8(data[offsets[0]:offsets[-1]]):
-        return np.zeros(rows, bool)
-    return np.fromiter((not valid_utf8(data[offsets[k]:offsets[k + 1]]) for k in range(rows)), bool, rows)
-
-
-def valid_utf8(values: np.ndarray | bytes) -> bool:
-    """Whether ``values`` (uint8 array or bytes) are valid UTF-8. ``valid_utf8(b"\xed\xa0\x80")`` -> ``False``."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
-        for start in range(0, len(values), _CHECK_BYTES):
-            chunk = values[start:start + _CHECK_BYTES]
-            decoder.decode(chunk if isinstance(chunk, bytes) else chunk.tobytes())
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 # ---------------------------------------------------------------------------------------------- the summary

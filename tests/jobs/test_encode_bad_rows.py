@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -14,6 +15,7 @@ from jobs.cli import main
 from tests.jobs.test_encode import FakeStream
 from tests.tokenizer.sample_models import sample_lines
 from tokenizer import Tokenizer
+from tokenizer.packed import from_arrow
 
 BYTE_LEVEL = ("bytepiece", "bpe byte_level")
 SENTENCEPIECE_STYLE = ("unigram", "bpe sentencepiece")
@@ -64,11 +66,12 @@ def _ids(path) -> list[list[int]]:
 
 
 def test_the_invalid_lines_are_what_the_helper_finds():
-    lines, invalid = corpus()
-    from tokenizer.bad_rows import invalid_utf8_indices
+    from tokenizer.bad_rows import invalid_utf8_mask
 
-    assert [index + 1 for index in invalid_utf8_indices(lines)] == invalid
-    assert invalid_utf8_indices([line for n, line in enumerate(lines, 1) if n not in invalid]) == []
+    lines, invalid = corpus()
+    rows = pa.array(lines, pa.binary())
+    assert [index + 1 for index in np.flatnonzero(invalid_utf8_mask(*from_arrow(rows)))] == invalid
+    assert [line.decode() for n, line in enumerate(lines, 1) if n not in invalid]  # raises if one is invalid
 
 
 @pytest.mark.parametrize("family", BYTE_LEVEL)

@@ -16,10 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.train.bad_rows import (TrainBadRows, bad_row_report, first_bad_row, invalid_utf8_mask,
-                                      summary_text)
+from pipelines.train.bad_rows import TrainBadRows, bad_row_report, first_bad_row, summary_text
 from pipelines.read.shards import binary_buffers
 from tests.pipelines.test_engines import corpus_lines
+from tokenizer.bad_rows import invalid_utf8_mask
 
 UNIGRAM = ["--algorithm", "unigram", "--vocab-size", "400"]
 BPE_SP = ["--algorithm", "bpe", "--pretokenizer", "sentencepiece", "--vocab-size", "300"]
