@@ -147,5 +147,17 @@ def test_keep_replaces_invalid_utf8_as_tokenize_does():
     batch = pa.RecordBatch.from_pydict({TEXT: pa.array(lines, pa.binary()),
                                         MALFORMED: pa.array([False] * len(lines))})
     tokenized = classify_rows(batch, "keep", 1 << 20, str).texts.to_pylist()
-    encoded = jobs.encode.InvalidLines("keep", "in.txt").apply(lines)
-    assert [text.encode() for text in tokenized] == encoded
+    encoded, ending = jobs.encode.InvalidLines("keep", "in.txt").apply(lines, b"\n")
+    assert [text.encode() for text in tokenized] == encoded and ending == b"\n"
+
+
+@pytest.mark.parametrize("family", SENTENCEPIECE_STYLE)
+def test_skipping_a_last_line_without_newline_leaves_the_kept_lines_newlines(models, tmp_path, capsys, family):
+    lines, _ = corpus()
+    source = tmp_path / "in.txt"
+    source.write_bytes(b"\n".join(lines[:4]) + b"\n" + lines[4])  # line 5, invalid, has no newline
+    assert _encode(models[family], source, "--on-bad-row", "skip") == 0
+    assert "1 of 5 lines were not valid UTF-8 (the first: " in capsys.readouterr().err
+    tok = Tokenizer.load(models[family])
+    written = (tmp_path / "in.txt.ids").read_bytes()
+    assert written.endswith(b"\n") and _ids(source) == [tok.encode(line) for line in lines[:4]]
