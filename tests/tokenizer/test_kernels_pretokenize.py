@@ -110,3 +110,18 @@ def test_escape_spaces(docs):
     escaped = [d.replace(b" ", "\u2581".encode()) for d in docs]
     assert written == len(out) and out.tobytes() == b"".join(escaped)
     assert out_offsets.tolist() == np.cumsum([0] + [len(d) for d in escaped]).tolist()
+
+
+def test_the_stored_class_table_is_the_classified_one_and_a_damaged_one_is_not_used(tmp_path):
+    from tokenizer.kernels.pretokenize import _classified, _store_table, _stored_table, char_class_table
+
+    classified = _classified()
+    assert np.array_equal(char_class_table(), classified)  # whether this process loaded it or classified it
+    path = str(tmp_path / "classes.npy")
+    assert _stored_table(path) is None  # none there yet
+    _store_table(path, classified)
+    assert np.array_equal(_stored_table(path), classified)
+    data = bytearray(open(path, "rb").read())
+    data[ord("a")] ^= 1  # one byte flipped: its checksum no longer matches
+    open(path, "wb").write(bytes(data))
+    assert _stored_table(path) is None

@@ -22,11 +22,13 @@ a run of other characters; the final newline is a whitespace run at the end of t
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 import unicodedata
 
 import numpy as np
 
-from tokenizer.kernels import kernel
+from tokenizer.kernels import KERNELS_DIRECTORY, kernel
 from tokenizer.kernels.utf8 import decode_char
 
 OTHER, LETTER, NUMBER, SPACE = 0, 1, 2, 3
@@ -43,9 +45,22 @@ WHITE_SPACE = (list(range(0x09, 0x0E)) + [0x20, 0x85, 0xA0, 0x1680] + list(range
 def char_class_table() -> np.ndarray:
     """uint8 array of shape ``(0x110000,)``: the class of every code point (see the module docstring).
 
-    Built once per process from :mod:`unicodedata` (well under a second): planes 0-3 and 14 are classified, the rest
-    hold no letters or numbers. ``char_class_table()[ord("a")] == LETTER``.
+    Classified from :mod:`unicodedata` (planes 0-3 and 14; the rest hold no letters or numbers) once per Unicode
+    version: the table is kept beside the compiled kernels with its SHA-256 (:func:`_stored_table`), so a process
+    loads it instead of asking :mod:`unicodedata` about 270,000 code points. ``char_class_table()[ord("a")] ==
+    LETTER``.
     """
+    path = os.path.join(KERNELS_DIRECTORY, "__pycache__", f"char-classes-unicode-{unicodedata.unidata_version}.npy")
+    table = _stored_table(path)
+    if table is None:
+        table = _classified()
+        _store_table(path, table)
+    table.flags.writeable = False
+    return table
+
+
+def _classified() -> np.ndarray:
+    """The table of :func:`char_class_table`, classified code point by code point."""
     table = np.zeros(0x110000, dtype=np.uint8)
     category = unicodedata.category
     for low, high in ((0, 0x40000), (0xE0000, 0xE1000)):
@@ -56,8 +71,37 @@ def char_class_table() -> np.ndarray:
             elif major == "N":
                 table[cp] = NUMBER
     table[WHITE_SPACE] = SPACE
-    table.flags.writeable = False
     return table
+
+
+def _stored_table(path: str) -> np.ndarray | None:
+    """The table kept at ``path`` (its bytes, then their SHA-256), or ``None`` when there is none, it is damaged
+    or it disagrees with :mod:`unicodedata` on a few code points (then it is classified again)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    body, digest = data[:0x110000], data[0x110000:]
+    if len(body) != 0x110000 or hashlib.sha256(body).digest() != digest:
+        return None
+    table = np.frombuffer(body, dtype=np.uint8).copy()
+    probes = {ord("a"): LETTER, 0x4E00: LETTER, ord("7"): NUMBER, 0xBD: NUMBER, 0x20: SPACE, 0x3000: SPACE,
+              ord("!"): OTHER}
+    return table if all(table[cp] == kind for cp, kind in probes.items()) else None
+
+
+def _store_table(path: str, table: np.ndarray) -> None:
+    """Keep ``table`` at ``path`` for the next processes (best effort: an unwritable place only costs them the
+    classification)."""
+    from tokenizer.errors import OutputWriteError
+    from tokenizer.files import write_atomic
+
+    body = table.tobytes()
+    try:
+        write_atomic(path, body + hashlib.sha256(body).digest(), what="character class table")
+    except OutputWriteError:
+        pass
 
 
 @kernel(inline="always")
