@@ -159,3 +159,16 @@ def test_the_sentencepiece_style_unigram_model_gives_the_same_ids_in_sentencepie
     processor = spm.SentencePieceProcessor(model_file=str(tmp_path / "m.model"))
     lines = corpus[1] + ["-" * 80, "=" * 33, "." * 7, "www.www.www"]   # exact ties: the same order everywhere
     assert processor.encode(lines) == native.encode_batch(lines)
+
+
+def test_decode_skip_special_tokens_and_len_mean_what_transformers_means(exported, corpus):
+    """(Without skip_special_tokens transformers spells control tokens, which decode leaves out natively: the
+    documented difference; with it the two agree.)"""
+    native, folder = exported
+    tok = transformers.AutoTokenizer.from_pretrained(folder)
+    assert len(native) == len(tok) == native.vocab_size
+    for line in corpus[1][:200] + SPECIAL_TEXT:
+        ids = native.encode(line, add_bos=True, add_eos=True)
+        with_specials = native.encode(line + "<s>x</s>", allowed_special="all")
+        for sequence in (ids, with_specials):
+            assert native.decode(sequence, skip_special_tokens=True) == tok.decode(sequence, skip_special_tokens=True)
