@@ -105,6 +105,19 @@ def spark_arrow_type(data_type: pa.DataType) -> pa.DataType | None:
     return data_type if data_type in _DIRECT_TYPES else None
 
 
+def kept_fields(schema: pa.Schema, keep_columns: Sequence[str]) -> tuple[list[pa.Field], str | None]:
+    """``(fields, None)``: the kept columns of ``schema`` typed as Spark's Parquet reader gives them
+    (:func:`spark_arrow_type`), or ``([...], name)`` for the first one it converts (a type this module does not
+    read directly). ``kept_fields(pa.schema([("id", pa.int64())]), ["id"])`` -> ``([id: int64], None)``."""
+    fields = []
+    for name in keep_columns:
+        converted = spark_arrow_type(schema.field(name).type)
+        if converted is None:
+            return fields, name
+        fields.append(pa.field(name, converted))
+    return fields, None
+
+
 def plan_parquet(
     files: Sequence[tuple[str, int]], text_column: str, keep_columns: Sequence[str], tasks: int | None,
 ) -> tuple[ParquetPlan | None, pa.Schema | None, str]:
@@ -153,12 +166,9 @@ def plan_parquet(
                 return None, None, f"{path}: text column {text_column!r} is dictionary-encoded"
             raise InputError(f"column {text_column!r} has type {text_type}, not string or binary: pass the column "
                              "that holds the text with --text-column NAME")
-        fields = []
-        for name in keep_columns:
-            converted = spark_arrow_type(schema.field(name).type)
-            if converted is None:
-                return None, None, f"{path}: column {name!r} is {schema.field(name).type}, which Spark converts"
-            fields.append(pa.field(name, converted))
+        fields, converted = kept_fields(schema, keep_columns)
+        if converted is not None:
+            return None, None, f"{path}: column {converted!r} is {schema.field(converted).type}, which Spark converts"
         file_keep = pa.schema(fields)
         if keep_schema is None:
             keep_schema = file_keep

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.read.arrow_read import BATCH_ROWS, BatchPlace, _falses, arrow_filesystem, spark_arrow_type
+from pipelines.read.arrow_read import BATCH_ROWS, BatchPlace, _falses, arrow_filesystem, kept_fields, spark_arrow_type
 from pipelines.read.row_filter import parse_row_filter
 from pipelines.read.tables import TableFile, TableSnapshot, table_columns
 from tokenizer.errors import InputError
@@ -69,17 +69,13 @@ def _checked_columns(schema: pa.Schema, text_column: str, keep_columns: Sequence
             raise InputError(f"table {table} has no column {name!r} (its columns: {', '.join(schema.names)}): "
                              f"fix {option}")
     text_type = schema.field(text_column).type
-    if not (pa.types.is_string(text_type) or pa.types.is_large_string(text_type) or pa.types.is_binary(text_type)
-            or pa.types.is_large_binary(text_type)):
+    if spark_arrow_type(text_type) not in (pa.string(), pa.binary()):
         raise InputError(f"column {text_column!r} of table {table} has type {text_type}, not string or binary: pass "
                          "the column that holds the text with --text-column NAME")
-    kept = []
-    for name in keep_columns:
-        arrow_type = spark_arrow_type(schema.field(name).type)
-        if arrow_type is None:
-            raise InputError(f"--keep-columns {name}: its type {schema.field(name).type} cannot be kept in the "
-                             "output; keep columns of numbers, booleans, strings or binaries")
-        kept.append(pa.field(name, arrow_type))
+    kept, converted = kept_fields(schema, keep_columns)
+    if converted is not None:
+        raise InputError(f"--keep-columns {converted}: its type {schema.field(converted).type} cannot be kept in the "
+                         "output; keep columns of numbers, booleans, strings or binaries")
     return pa.schema(kept)
 
 
