@@ -126,6 +126,12 @@ class Model:
         Specials (e.g. ``("<s>", "</s>")``) are CONTROL pieces; ``<s>``/``</s>``/``<pad>`` set bos/eos/pad ids.
         """
         scores = np.asarray(scores, dtype=np.float32)
+        short = next((i for i, piece in enumerate(pieces) if len(piece) < 2), None)
+        if short is not None:
+            raise ModelError(
+                f"piece {short} ({bytes(pieces[short])!r}) is shorter than two bytes: a byte-level model already has "
+                "ids 0..255 for the single bytes, so pass only pieces of two or more bytes"
+            )
         if len(scores) != len(pieces):
             raise ModelError(f"{len(pieces)} pieces but {len(scores)} scores: pass one score per piece")
         if byte_scores is None:

@@ -26,6 +26,13 @@ def test_hand_example():
         tok.decode_batch("ab")
 
 
+@pytest.mark.parametrize("piece", [b"a", b""])
+def test_byte_level_refuses_a_piece_shorter_than_two_bytes(piece):
+    # ids 0..255 are already the single bytes: a second id for b"a" would make the model fail to load later.
+    with pytest.raises(tokenizer.ModelError, match=r"piece 1 .*shorter than two bytes"):
+        Model.byte_level([b"ab", piece], [-1.0, -2.0])
+
+
 def test_id_to_bytes_joins_to_decode_bytes(tokenizers):
     for name, tok in tokenizers.items():
         for text in sample_texts(20):
