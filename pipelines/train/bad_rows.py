@@ -41,7 +41,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from tokenizer.bad_rows import BAD_ROW_CHOICES, invalid_utf8_mask, keeps_invalid_utf8, valid_utf8
+from tokenizer.bad_rows import BAD_ROW_CHOICES, INVALID_UTF8, invalid_utf8_mask, keeps_invalid_utf8, valid_utf8
 from tokenizer.errors import InputError
 
 #: the read counts (:class:`pipelines.read.readers.ReadStats` fields) of each kind, and how a summary names it
@@ -50,8 +50,8 @@ _NAMES = {"malformed": ("malformed JSON line", "malformed JSON lines"),
           "invalid_utf8": ("document not valid UTF-8", "documents not valid UTF-8"),
           "null": ("row without text", "rows without text")}
 _WHAT = {"malformed": "not a JSON object",
-         "invalid_utf8": "not valid UTF-8, which a SentencePiece-style model (unigram, bpe --pretokenizer "
-                         "sentencepiece) takes as U+FFFD replacements (byte-level models keep any bytes)"}
+         "invalid_utf8": f"{INVALID_UTF8}; the byte-level algorithms (bytepiece, bpe, unigram --unigram-variant "
+                         "byte) keep any bytes"}
 
 
 def model_pretokenizer(options: dict) -> str:
