@@ -43,8 +43,8 @@ one-thread encoder's reaches 70% of twice its throughput.
 
 ``--slice FILE`` takes the rows from FILE (one document per line; ``corpora/build-large.sh``'s kernel slices)
 instead of ``--corpus``'s train split (whose model is still used); ``--tables-only`` times only the two jobs of the
-table target (``spark parquet->parquet`` and ``spark delta table->parquet``, interleaved) and writes
-``benchmarks/results/tokenize-job-tables.json``.
+table target (``spark parquet->parquet`` and ``spark delta table->parquet``, interleaved) and prints them (the
+results file stays the full run's).
 
 The model is a SentencePiece unigram model trained with the lossless settings (identity normalizer, byte fallback,
 no whitespace changes) on the first 14 MB of en.train, loaded by both sides. Targets: Parquet->Parquet on local[2]
@@ -211,7 +211,7 @@ def output_megabytes(out_root: str, name: str) -> float:
 def compare_tables(args, model_path: str, lake: str, delta: str, warm: str, rows: int, total_bytes: int,
                    load_before) -> int:
     """``--tables-only``: the Parquet files' job and the Delta table's (the same rows, files and row groups),
-    interleaved, best of ``--repeats``; prints their table and the ratio, writes ``tokenize-job-tables.json``."""
+    interleaved, best of ``--repeats``; prints their table, the ratio and the load (no results file)."""
     from pipelines.spark.session import build_session
     from pipelines.tokenize import TokenizeConfig, run_tokenize
 
@@ -248,12 +248,8 @@ def compare_tables(args, model_path: str, lake: str, delta: str, warm: str, rows
     print()
     print(table)
     print(f"- {target['target']}: {ratio:.2f} (needed 0.9) {'met' if target['met'] else 'NOT met'}")
-    print(common.load_text())
-    path = common.write_results("tokenize-job-tables", {
-        "rows_from": args.slice or f"{args.corpus}.train", "rows": rows, "bytes": total_bytes, "files": args.files,
-        "model": os.path.basename(model_path), "repeats": args.repeats, "spark": runs, "targets": [target],
-        "table": table, "load_before": load_before, "load_after": common.load_average()})
-    print(f"wrote {path}")
+    print(f"{common.load_text()} (before: load {load_before['load1']:.2f}); no results file written (tokenize-job.json "
+          "holds the full run)")
     return 0
 
 
