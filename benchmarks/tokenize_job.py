@@ -3,6 +3,8 @@ Python loop calling sentencepiece over the same rows.
 
     .venv/bin/python benchmarks/tokenize_job.py                  # en.train.txt, every line one document
     .venv/bin/python benchmarks/tokenize_job.py --rows 200000    # a quicker run on the first rows
+    .venv/bin/python benchmarks/tokenize_job.py --slice /work/corpora/kernel-256m.txt --tables-only
+        # the Delta table against the Parquet files only, on build-large.sh's 256 MiB kernel slice
 
 What is measured (best of ``--repeats``; the machine's load is printed and stored, since other work on a shared
 2-core machine slows every system):
@@ -38,6 +40,11 @@ The machine is shared, so wall-clock ratios swing with other work; the script al
 each system's whole process tree (for Spark: driver, JVM, Python daemon and workers). ``encoder CPU / job CPU`` is
 the load-independent form of the first target: with both cores busy, a job whose CPU is at most 1/0.7 of the
 one-thread encoder's reaches 70% of twice its throughput.
+
+``--slice FILE`` takes the rows from FILE (one document per line; ``corpora/build-large.sh``'s kernel slices)
+instead of ``--corpus``'s train split (whose model is still used); ``--tables-only`` times only the two jobs of the
+table target (``spark parquet->parquet`` and ``spark delta table->parquet``, interleaved) and prints them (the
+results file stays the full run's).
 
 The model is a SentencePiece unigram model trained with the lossless settings (identity normalizer, byte fallback,
 no whitespace changes) on the first 14 MB of en.train, loaded by both sides. Targets: Parquet->Parquet on local[2]
@@ -201,6 +208,51 @@ def output_megabytes(out_root: str, name: str) -> float:
                if not entry.startswith("_")) / 1e6
 
 
+def compare_tables(args, model_path: str, lake: str, delta: str, warm: str, rows: int, total_bytes: int,
+                   load_before) -> int:
+    """``--tables-only``: the Parquet files' job and the Delta table's (the same rows, files and row groups),
+    interleaved, best of ``--repeats``; prints their table, the ratio and the load (no results file)."""
+    from pipelines.spark.session import build_session
+    from pipelines.tokenize import TokenizeConfig, run_tokenize
+
+    spark = build_session("local[2]", app_name="shardpiece-bench-tokenize", driver_memory="4g", small_driver=True)
+    out_root = os.path.join(args.work, "tokenize-out")
+    summaries: dict[str, dict] = {}
+
+    def job(name: str, source: str, input_format: str | None):
+        def run():
+            summary = run_tokenize(spark, TokenizeConfig(
+                model=model_path, inputs=[source], input_format=input_format, output=os.path.join(out_root, name),
+                keep_columns=["id"], mode="overwrite", progress_seconds=60))
+            assert name == "warm" or summary["documents"] == rows, "lost or doubled documents"
+            if summary["seconds"] < summaries.get(name, {}).get("seconds", float("inf")):
+                summaries[name] = summary
+        return run
+
+    job("warm", warm, None)()  # Python workers started, the Numba cache loaded
+    systems = {"parquet": cpu_measured(job("parquet", lake, None)),
+               "delta": cpu_measured(job("delta", delta, "delta"))}
+    best = common.interleaved_best(systems, args.repeats)
+    spark.stop()
+    mb = total_bytes / 1e6
+    runs = {name: {"seconds": summaries[name]["seconds"], "wall_seconds": best[name],
+                   "cpu_seconds": systems[name].cpu, "mb_per_s": mb / summaries[name]["seconds"],
+                   "partitions": summaries[name]["partitions"]} for name in systems}
+    ratio = runs["delta"]["mb_per_s"] / runs["parquet"]["mb_per_s"]
+    table = common.markdown_table(["system", "seconds", "MB/s", "CPU s"], [
+        [label, runs[name]["seconds"], runs[name]["mb_per_s"], runs[name]["cpu_seconds"]]
+        for name, label in (("parquet", "spark local[2] parquet->parquet"),
+                            ("delta", "spark local[2] delta table->parquet"))])
+    target = {"target": "delta table->parquet >= 90% of the Parquet files' MB/s (the same rows, files and row groups)",
+              "value": ratio, "needed": 0.9, "met": ratio >= 0.9}
+    print()
+    print(table)
+    print(f"- {target['target']}: {ratio:.2f} (needed 0.9) {'met' if target['met'] else 'NOT met'}")
+    print(f"{common.load_text()} (before: load {load_before['load1']:.2f}); no results file written (tokenize-job.json "
+          "holds the full run)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", default="en", choices=common.CORPORA)
@@ -213,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--codecs", nargs="*", default=["snappy", "lz4", "none"],
                         help="other Parquet codecs to time the Parquet->Parquet job with (context rows)")
+    parser.add_argument("--slice", metavar="FILE", help="rows from FILE (one document per line, e.g. a kernel "
+                        "slice of corpora/build-large.sh) instead of the corpus's train split")
+    parser.add_argument("--tables-only", action="store_true",
+                        help="time only the Parquet files' and the Delta table's jobs (the table target)")
     parser.add_argument("--no-command-line", dest="command_line", action="store_false",
                         help="skip timing the `shardpiece tokenize` command as its own process")
     args = parser.parse_args(argv)
@@ -224,16 +280,22 @@ def main(argv: list[str] | None = None) -> int:
     from pipelines.tokenize import TokenizeConfig, run_tokenize
     from tokenizer import Tokenizer
 
-    lines = common.read_lines(common.corpus_path(args.corpora, args.corpus, "train"))
+    rows_name = os.path.basename(args.slice).rsplit(".", 1)[0] if args.slice else args.corpus
+    lines = common.read_lines(args.slice or common.corpus_path(args.corpora, args.corpus, "train"))
     if args.rows:
         lines = lines[:args.rows]
     total_bytes = sum(len(line.encode()) for line in lines)
-    print(f"{args.corpus}.train: {len(lines):,} rows, {total_bytes / 1e6:.1f} MB; {common.load_text()}", flush=True)
+    print(f"{args.slice or args.corpus + '.train'}: {len(lines):,} rows, {total_bytes / 1e6:.1f} MB; "
+          f"{common.load_text()}", flush=True)
     load_before = common.load_average()
     model_path = common.lossless_sentencepiece_model(args)
-    lake = parquet_lake(lines, os.path.join(args.work, f"tokenize-{args.corpus}-{len(lines)}-parquet"), args.files)
-    texts = text_lake(lines, os.path.join(args.work, f"tokenize-{args.corpus}-{len(lines)}-text"), args.files)
-    delta = delta_lake(lines, os.path.join(args.work, f"tokenize-{args.corpus}-{len(lines)}-delta"), args.files)
+    lake = parquet_lake(lines, os.path.join(args.work, f"tokenize-{rows_name}-{len(lines)}-parquet"), args.files)
+    delta = delta_lake(lines, os.path.join(args.work, f"tokenize-{rows_name}-{len(lines)}-delta"), args.files)
+    warm = os.path.join(args.work, "tokenize-warmup.parquet")
+    parquet_lake(lines[:20_000], warm, 2)
+    if args.tables_only:
+        return compare_tables(args, model_path, lake, delta, warm, len(lines), total_bytes, load_before)
+    texts = text_lake(lines, os.path.join(args.work, f"tokenize-{rows_name}-{len(lines)}-text"), args.files)
 
     tokenizer = Tokenizer.load(model_path)
     array = pa.array(lines, pa.string())
@@ -248,8 +310,6 @@ def main(argv: list[str] | None = None) -> int:
     # the Parquet read path only schedules tasks), a 4g heap ceiling, one reused Python worker per core.
     spark = build_session("local[2]", app_name="shardpiece-bench-tokenize", driver_memory="4g", small_driver=True)
     out_root = os.path.join(args.work, "tokenize-out")
-    warm = os.path.join(args.work, "tokenize-warmup.parquet")
-    parquet_lake(lines[:20_000], warm, 2)
     run_tokenize(spark, TokenizeConfig(model=model_path, inputs=[warm], output=os.path.join(out_root, "warm"),
                                        mode="overwrite", progress_seconds=60))
 

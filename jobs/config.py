@@ -28,6 +28,7 @@ import difflib
 import os
 from typing import Any
 
+from jobs.table_options import table_schema
 from tokenizer.errors import ConfigError
 
 _URI_PREFIXES = ("file:", "hdfs:", "s3:", "s3a:", "s3n:", "gs:", "abfs:", "abfss:", "wasb:", "wasbs:", "viewfs:")
@@ -87,12 +88,8 @@ TOKENIZE_SCHEMA: dict[str, tuple[Any, str]] = {
     "inputs": (is_str_or_list, "a path or a list of paths"),
     "output": (is_str, "a directory path"),
     "input_format": (optional(is_str), "a string (text, jsonl, parquet, delta or iceberg)"),
-    "table_version": (optional(is_int), "an integer (a Delta table's version)"),
-    "snapshot_id": (optional(is_int), "an integer (an Iceberg table's snapshot id)"),
-    "as_of": (optional(is_str), "an ISO 8601 time string, e.g. '2026-12-07T02:00:00Z'"),
-    "catalog": (optional(lambda v: isinstance(v, dict)), "a mapping of the Iceberg catalog's properties"),
+    **table_schema(),
     "on_table_change": (is_str, "a string (error or retokenize)"),
-    "where": (optional(is_str), "a string (a row filter such as \"lang = 'en'\")"),
     "text_column": (is_str, "a string"),
     "keep_columns": (_columns, "a list of column names or a comma-separated string"),
     "output_format": (is_str, "a string (parquet, megatron or npy)"),
@@ -211,7 +208,7 @@ def load_config(path: str, schema: dict[str, tuple[Any, str]]) -> dict[str, Any]
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     config = validate_config(raw, path, schema)
-    if "input" in config:
+    if "input" in config and config.get("input_format") != "iceberg":  # an Iceberg input: a table's name
         inputs = [config["input"]] if isinstance(config["input"], str) else list(config["input"])
         base = os.path.dirname(os.path.abspath(path))
         config["input"] = [p if os.path.isabs(p) or p.startswith(_URI_PREFIXES) else os.path.join(base, p)

@@ -26,6 +26,7 @@ import os
 import sys
 from dataclasses import fields
 
+from jobs.table_options import INPUT_FORMAT_HELP, INPUT_FORMATS, TABLE_OPTIONS
 from pipelines.tokenize.writers import PARQUET_CODECS
 from tokenizer.errors import ConfigError
 
@@ -39,17 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--model", help="model file (shardpiece, SentencePiece .model or tokenizer.json)")
     add("--input", dest="inputs", nargs="+", help="input files, globs or directories (any Hadoop filesystem)")
     add("--output", help="output directory (or, with --merge-megatron, the merged dataset's path prefix)")
-    add("--input-format", choices=["text", "jsonl", "parquet", "delta", "iceberg"],
-        help="default: guessed from file names; delta: --input is the table's path; iceberg: --input is its "
-             "namespace.table name, the catalog in --config's catalog: section")
-    add("--table-version", type=int, help="a Delta table's version to read (default: the current one)")
-    add("--snapshot-id", type=int, help="an Iceberg table's snapshot to read (default: the current one)")
+    add("--input-format", choices=list(INPUT_FORMATS), help=INPUT_FORMAT_HELP)
+    for option in TABLE_OPTIONS:
+        if option.flag:
+            add(option.flag, type=option.type, metavar=option.metavar, help=option.help)
     add("--on-table-change", choices=["error", "retokenize"],
         help="when a table commit removed rows already tokenized (a delete, an update): stop naming it (default) or "
              "tokenize again the shards that hold them, in this run's commit")
-    add("--as-of", help="read the table version current at this time (ISO 8601, e.g. 2026-12-07T02:00:00Z)")
-    add("--where", help="row filter for Parquet and tables, e.g. \"lang = 'en' AND quality >= 0.5\" (=, !=, <, <=, "
-                        ">, >=, IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT)")
     add("--text-column", help="JSONL field / Parquet column holding the text (default: text)")
     add("--keep-columns", help="comma-separated input columns copied to Parquet output (e.g. id,url)")
     add("--output-format", choices=["parquet", "megatron", "npy"], help="default: parquet")

@@ -30,7 +30,8 @@ def resolved_config(options: dict[str, Any]) -> dict[str, Any]:
     from pipelines.train.skeleton import default_work_dir
 
     resolved = dict(options)
-    resolved["input"] = [os.path.abspath(p) if local_path(p) == p else p for p in options["input"]]
+    if options.get("input_format") != "iceberg":  # an Iceberg input is a table's name, not a path
+        resolved["input"] = [os.path.abspath(p) if local_path(p) == p else p for p in options["input"]]
     resolved["output"] = os.path.abspath(options["output"])
     resolved["work_dir"] = os.path.abspath(options.get("work_dir") or default_work_dir(options["output"]))
     return resolved

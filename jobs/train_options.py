@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from jobs import config as C
+from jobs.table_options import INPUT_FORMAT_HELP, INPUT_FORMATS, TABLE_OPTIONS
 from tokenizer.bad_rows import BAD_ROW_POLICIES
 from tokenizer.errors import ConfigError
 from tokenizer.trainers.limits import BYTE_LEVEL_MAX_PIECE_BYTES
@@ -109,8 +110,10 @@ OPTIONS: tuple[Option, ...] = (
        "pieces included; several sizes come from one count", "train", nargs="+", type=int, metavar="N"),
     _o("output", _str, "a path", "model file (one size) or directory (several sizes)", "train", metavar="MODEL"),
     # ------------------------------------------------------------------ input
-    _o("input_format", _str, "a string (text, jsonl or parquet)", "default: guessed from the file names", "input",
-       choices=("text", "jsonl", "parquet")),
+    _o("input_format", _str, "a string (text, jsonl, parquet, delta or iceberg)", INPUT_FORMAT_HELP, "input",
+       choices=INPUT_FORMATS),
+    *(_o(t.key, t.check, t.expected, t.help, "input", type=t.type, metavar=t.metavar, flags=None if t.flag else ())
+      for t in TABLE_OPTIONS),
     _o("text_column", _str, "a string", "JSONL field / Parquet column of the text (default text)", "input",
        default="text", metavar="NAME"),
     _o("holdout_fraction", _num, "a number between 0 and 0.5", "share of documents held out of training to "
@@ -393,6 +396,10 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
     if options["max_table_entries"] and options["max_table_entries"] < MIN_LIMIT:
         raise ConfigError(f"--max-table-entries {options['max_table_entries']}: use {MIN_LIMIT} or more (or 0 for no "
                           "bound); a smaller table leaves no room for a useful vocabulary")
+    from pipelines.read.tables import check_table_options
+
+    check_table_options(options.get("input_format"), options["input"], options.get("reader"),
+                        **{t.key: options.get(t.key) for t in TABLE_OPTIONS})
     if (options.get("master") or "").lower() == "none":
         if options.get("partitions") is not None:
             raise ConfigError("--partitions needs Spark; with --master none use --threads")

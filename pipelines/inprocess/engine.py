@@ -42,17 +42,22 @@ class InProcessEngine:
     def label(self, stage: str) -> None:
         """Stages need no label here (Spark names its jobs after them)."""
 
-    def read(self, direct: bool, log) -> tuple[dict, str, str | None]:
+    def read(self, direct: bool, log, table=None) -> tuple[dict, str, str | None]:
         """Read every document into memory: ``(read counts, "pyarrow in this process", input format)``, bad rows
-        as ``--on-bad-row`` says (:mod:`pipelines.train.bad_rows`). The counts are computed again on a resumed run
-        (reading is what gives the documents)."""
-        from pipelines.inprocess.read import read_local_corpus
+        as ``--on-bad-row`` says (:mod:`pipelines.train.bad_rows`); ``table``: a
+        :class:`~pipelines.train.table_input.TableInput` to read instead of the input files. The counts are
+        computed again on a resumed run (reading is what gives the documents)."""
+        from pipelines.inprocess.read import read_local_corpus, read_table_corpus
         from pipelines.train.bad_rows import TrainBadRows
 
         options = self.options
         started = time.perf_counter()
-        self.corpus = read_local_corpus(options["input"], options.get("input_format"), options["text_column"],
-                                        float(options["holdout_fraction"]), TrainBadRows.of(options))
+        if table is not None:
+            self.corpus = read_table_corpus(table, float(options["holdout_fraction"]), TrainBadRows.of(options))
+            table.check_selected(self.corpus.stats.documents)
+        else:
+            self.corpus = read_local_corpus(options["input"], options.get("input_format"), options["text_column"],
+                                            float(options["holdout_fraction"]), TrainBadRows.of(options))
         counts = self.corpus.stats.to_dict()
         log.add("read", started, **{k: counts[k] for k in READ_COUNTS}, held_out_documents=len(self.corpus.held_out))
         return counts, "pyarrow in this process", self.corpus.input_format

@@ -125,15 +125,42 @@ def read_local_corpus(inputs: Sequence[str] | str, input_format: str | None = No
             arrays = ((lines, 0, None) for lines in _line_arrays(files))
         else:
             arrays = _jsonl_arrays(_line_arrays(files), text_column, fields)
-        for array, malformed, line_invalid in arrays:
-            dropped += _account(array, malformed, stats, split, rule, line_invalid)
-            if rule.policy == "error" and rule.bad_counts(stats.to_dict()):  # stop at the first bad batch
-                check_bad_rows(stats.to_dict(), rule, [path for path, _ in files], input_format, text_column)
+        dropped = _read_arrays(arrays, stats, split, rule, [path for path, _ in files], input_format, text_column)
     stats.documents = stats.rows - stats.null_rows - stats.empty_rows - stats.malformed_rows - dropped
     if (input_format == "jsonl" and stats.rows > stats.malformed_rows
             and stats.null_rows == stats.rows - stats.malformed_rows and not fields.found):
         raise missing_column_error(text_column, sorted(fields.sample), "field", names[:3])
     return LocalCorpus(split.training, split.held_out, stats, input_format, [path for path, _ in files])
+
+
+def read_table_corpus(table, holdout_fraction: float = 0.0, bad_rows: TrainBadRows | None = None) -> LocalCorpus:
+    """Read a table version or filtered Parquet files (a :class:`pipelines.train.table_input.TableInput`: its
+    units, :func:`pipelines.read.table_units.read_table_units`) into a :class:`LocalCorpus`, counted, split and
+    with bad rows handled as :func:`read_local_corpus` does; ``input_format`` is the table's kind (``delta``,
+    ``iceberg``; ``parquet`` for files), ``files`` its data files in reading order."""
+    from pipelines.read.table_units import read_table_units
+
+    check_holdout_fraction(holdout_fraction)
+    stats = ReadStats(files=len(table.paths), input_bytes=table.input_bytes)
+    split, rule = _Split(holdout_fraction), bad_rows or TrainBadRows("keep")
+    batches = read_table_units(table.units, table.text_column, pa.schema([]), TEXT, "malformed")
+    arrays = ((_as_binary(batch.column(0)), 0, None) for batch in batches)
+    dropped = _read_arrays(arrays, stats, split, rule, table.paths, "parquet", table.text_column)
+    stats.documents = stats.rows - stats.null_rows - stats.empty_rows - dropped
+    return LocalCorpus(split.training, split.held_out, stats, table.snapshot.kind, table.paths)
+
+
+def _read_arrays(arrays, stats: ReadStats, split: "_Split", rule: TrainBadRows, paths: list[str], input_format: str,
+                 text_column: str) -> int:
+    """Count and split every ``(array, malformed rows, line_invalid)`` of ``arrays`` (:func:`_account`), stopping
+    at the first batch with a bad row under ``--on-bad-row error`` (its error names the row in ``paths``, read as
+    ``input_format``). Returns the documents dropped."""
+    dropped = 0
+    for array, malformed, line_invalid in arrays:
+        dropped += _account(array, malformed, stats, split, rule, line_invalid)
+        if rule.policy == "error" and rule.bad_counts(stats.to_dict()):  # stop at the first bad batch
+            check_bad_rows(stats.to_dict(), rule, paths, input_format, text_column)
+    return dropped
 
 
 def _local(path: str) -> str:

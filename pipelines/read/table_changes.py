@@ -136,8 +136,8 @@ def _delta_commits(snapshot: TableSnapshot, since: int) -> list[_Commit]:
 # --------------------------------------------------------------------------------------------------- Apache Iceberg
 def _iceberg_commits(snapshot: TableSnapshot, since: int, catalog: Mapping[str, Any]) -> list[_Commit]:
     """The snapshots after ``since`` up to ``snapshot`` (its ancestors), each as the files it added and removed;
-    a ``replace`` snapshot changes no data."""
-    from pipelines.read.tables import iceberg_snapshot, load_iceberg_table
+    a ``replace`` snapshot changes no data. The table is loaded from the catalog once for all of them."""
+    from pipelines.read.tables import load_iceberg_table, loaded_iceberg_snapshot
 
     table = load_iceberg_table(snapshot.table, catalog)
     chain, current = [], table.snapshot_by_id(snapshot.version)
@@ -147,10 +147,10 @@ def _iceberg_commits(snapshot: TableSnapshot, since: int, catalog: Mapping[str, 
     if current is None:
         raise InputError(f"Iceberg table {snapshot.table}: snapshot {since}, which the output was tokenized from, "
                          f"is not an ancestor of snapshot {snapshot.version}: rerun with --mode overwrite")
-    before = {f.path for f in iceberg_snapshot(snapshot.table, catalog, since).files}
+    before = {f.path for f in loaded_iceberg_snapshot(table, snapshot.table, since).files}
     commits = []
     for step in reversed(chain):
-        after = {f.path for f in iceberg_snapshot(snapshot.table, catalog, step.snapshot_id).files}
+        after = {f.path for f in loaded_iceberg_snapshot(table, snapshot.table, step.snapshot_id).files}
         operation = getattr(step.summary.operation, "value", str(step.summary.operation)) if step.summary else ""
         changes = operation != "replace"
         commits.append(_Commit(step.snapshot_id, tuple((p, changes) for p in sorted(after - before)),

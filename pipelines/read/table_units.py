@@ -21,7 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.read.arrow_read import BATCH_ROWS, BatchPlace, _falses, arrow_filesystem, kept_fields, spark_arrow_type
+from pipelines.read.arrow_read import (BATCH_ROWS, BatchPlace, _falses, arrow_filesystem, kept_fields,
+                                       read_work_units, spark_arrow_type)
 from pipelines.read.row_filter import parse_row_filter
 from pipelines.read.tables import TableFile, TableSnapshot, table_columns
 from tokenizer.errors import InputError
@@ -95,6 +96,14 @@ def parquet_footer(path: str) -> pq.FileMetaData:
         return pq.ParquetFile(handle).metadata
 
 
+def files_snapshot(files: Sequence[tuple[str, int]]) -> TableSnapshot:
+    """Parquet files ``[(path, bytes), ...]`` (at least one) as a table of those files (kind ``parquet``, version
+    0), typed by the first file's schema: how ``--where`` reads plain Parquet (:func:`plan_table`)."""
+    schema = parquet_footer(files[0][0]).schema.to_arrow_schema()
+    return TableSnapshot("parquet", files[0][0], 0, tuple(TableFile(path, size, None) for path, size in files),
+                         schema)
+
+
 def plan_table(snapshot: TableSnapshot, text_column: str, keep_columns: Sequence[str],
                where: str | None) -> tuple[TablePlan, pa.Schema]:
     """``(plan, kept columns' schema)`` for the files of ``snapshot`` (their footers read here, on the driver)."""
@@ -143,3 +152,12 @@ def read_table_units(units: Sequence[TableUnit], text_column: str, keep_schema: 
                     arrays += [columns.column(f.name).cast(f.type) for f in keep_schema]
                     batch = pa.RecordBatch.from_arrays(arrays, [text_name, malformed_name, *keep_schema.names])
                     yield (batch, place) if located else batch
+
+
+def read_planned_units(units: Sequence, text_column: str, keep_schema: pa.Schema, text_name: str,
+                       malformed_name: str, located: bool = False) -> Iterator[pa.RecordBatch]:
+    """The batches of one task's units, of any plan (all of one kind, as a plan makes them): a table's
+    (:func:`read_table_units`), Parquet's or text's (:func:`pipelines.read.arrow_read.read_work_units`)."""
+    if units and isinstance(units[0], TableUnit):
+        return read_table_units(units, text_column, keep_schema, text_name, malformed_name, located=located)
+    return read_work_units(units, text_column, keep_schema, text_name, malformed_name, located=located)

@@ -158,7 +158,13 @@ def iceberg_snapshot(name: str, catalog: Mapping[str, Any], snapshot_id: int | N
     current at ``as_of``; default: the current)."""
     if snapshot_id is not None and as_of is not None:
         raise ConfigError("--snapshot-id and --as-of: give one of them")
-    table = load_iceberg_table(name, catalog)
+    return loaded_iceberg_snapshot(load_iceberg_table(name, catalog), name, snapshot_id, as_of)
+
+
+def loaded_iceberg_snapshot(table, name: str, snapshot_id: int | None = None,
+                            as_of: str | None = None) -> TableSnapshot:
+    """:func:`iceberg_snapshot` of a pyiceberg ``Table`` already loaded (several snapshots of one table read with
+    one catalog lookup)."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
     if as_of is not None:
@@ -184,6 +190,48 @@ def iceberg_snapshot(name: str, catalog: Mapping[str, Any], snapshot_id: int | N
     schema = schema_to_pyarrow(schemas.get(snapshot.schema_id, table.schema()), include_field_ids=False)
     return TableSnapshot("iceberg", name, int(snapshot.snapshot_id), tuple(sorted(files, key=lambda f: f.path)),
                          schema, int(snapshot.timestamp_ms))
+
+
+def open_snapshot(input_format: str, table: str, catalog: Mapping[str, Any] | None = None,
+                  table_version: int | None = None, snapshot_id: int | None = None,
+                  as_of: str | None = None) -> TableSnapshot:
+    """The version of the table ``table`` (a Delta table's path, an Iceberg table's ``namespace.table`` in
+    ``catalog``) that the options pick: :func:`delta_snapshot` or :func:`iceberg_snapshot`."""
+    if input_format == "delta":
+        return delta_snapshot(table, table_version, as_of)
+    if input_format == "iceberg":
+        return iceberg_snapshot(table, catalog or {}, snapshot_id, as_of)
+    raise ConfigError(f"input format {input_format!r} is no table format: use one of {', '.join(TABLE_FORMATS)}")
+
+
+def check_table_options(input_format: str | None, inputs: Sequence[str], reader: str | None = None, *,
+                        table_version: int | None = None, snapshot_id: int | None = None, as_of: str | None = None,
+                        catalog: Mapping[str, Any] | None = None, where: str | None = None) -> None:
+    """The checks of the table and row-filter options that ``tokenize`` and ``train`` share, before anything is
+    read: each option only with the input it applies to, one table per run, and ``where``'s syntax. Raises a
+    one-line :class:`ConfigError` naming the option. Example: ``check_table_options("parquet", ["d"],
+    table_version=3)`` -> ``ConfigError("--table-version is for --input-format delta (a delta table)")``."""
+    from pipelines.read.row_filter import parse_row_filter
+
+    for name, value, kind in (("table_version", table_version, "delta"), ("snapshot_id", snapshot_id, "iceberg"),
+                              ("catalog", catalog, "iceberg")):
+        if value is not None and input_format != kind:
+            raise ConfigError(f"--{name.replace('_', '-')} is for --input-format {kind} (a {kind} table)")
+    if as_of is not None and input_format not in TABLE_FORMATS:
+        raise ConfigError("--as-of picks a table version: use it with --input-format delta or iceberg")
+    if input_format in TABLE_FORMATS:
+        if len(inputs) != 1:
+            what = "path" if input_format == "delta" else "name (namespace.table)"
+            raise ConfigError(f"--input-format {input_format} reads one table: give its {what} as the one "
+                              f"--input, not {len(inputs)}")
+        if reader == "spark":
+            raise ConfigError("reader: spark cannot read tables (their files are read with pyarrow); use reader: "
+                              "auto")
+    if where is not None:
+        parse_row_filter(where)  # a syntax error: its own message
+        if input_format in ("text", "jsonl") or reader == "spark":
+            raise ConfigError("--where filters Parquet files and tables (read with pyarrow): not text or JSONL "
+                              "input, nor reader: spark")
 
 
 # ------------------------------------------------------------------------------------------------------- reading

@@ -31,7 +31,8 @@ DIRECT_TASK_BYTES = 64 << 20  # text per task
 def direct_count_task(groups: list, counter: Counter, threads: int, holdout_fraction: float, keep_documents: int,
                       text_column: str = "text", buckets: int = 1, bad_rows=None) -> Callable:
     """``mapInArrow`` function over ``spark.range(len(groups))`` (one id per partition): read the units of
-    ``groups[id]`` with pyarrow (text lines, or a Parquet file's ``text_column``, nulls dropped and strings taken
+    ``groups[id]`` with pyarrow (text lines, or a Parquet file's or a table's ``text_column``, a table's
+    ``--where`` applied, nulls dropped and strings taken
     as their UTF-8 bytes, as Spark's reader gives them), drop the held-out documents, count the rest with
     ``counter`` (:data:`pipelines.train.tables.Counter`) on ``threads`` threads; yields the reduce's ``(bucket, blob)``
     rows (:func:`pipelines.spark.reduce.counted_rows`) and the first ``keep_documents`` held-out and training documents
@@ -43,7 +44,7 @@ def direct_count_task(groups: list, counter: Counter, threads: int, holdout_frac
     def run(batches):
         import pyarrow as pa
 
-        from pipelines.read.arrow_read import read_work_units
+        from pipelines.read.table_units import read_planned_units
         from tokenizer.bad_rows import invalid_utf8_mask
         from tokenizer.kernels.xxhash import held_out_documents
 
@@ -51,8 +52,9 @@ def direct_count_task(groups: list, counter: Counter, threads: int, holdout_frac
         found = {"null_rows": 0, "invalid_utf8_rows": 0}  # this partition's rows without text, not valid UTF-8
 
         def documents(units):
-            for batch in read_work_units(units, text_column, pa.schema([]), "text", "malformed"):
-                column = batch.column(0)  # text lines: binary, never null; Parquet: string or binary, nullable
+            for batch in read_planned_units(units, text_column, pa.schema([]), "text", "malformed"):
+                column = batch.column(0)  # text lines: binary, never null; Parquet, tables: string or binary,
+                # nullable
                 binary = pa.large_binary() if pa.types.is_large_string(column.type) or \
                     pa.types.is_large_binary(column.type) else pa.binary()
                 found["null_rows"] += column.null_count
@@ -141,3 +143,37 @@ def direct_units(spark, inputs: list[str], input_format: str | None, text_column
         return plan.units if plan is not None and plan.units else None
     units, _ = plan_text(files, None)
     return units
+
+
+def table_corpus(spark, table, partitions: int | None = None, bad_rows=None):
+    """A table version or filtered Parquet files (:class:`pipelines.train.table_input.TableInput`) as a persisted
+    :class:`~pipelines.read.readers.Corpus` (``text: binary``, ``malformed``: all false), read by pyarrow in Spark
+    tasks of up to ``DIRECT_TASK_BYTES`` each (:func:`pipelines.read.table_units.read_table_units`; Spark's readers
+    know no table), repartitioned into ``partitions`` when given: what Spark's reader gives for files, for the
+    passes that read the documents more than once (BytePiece, ``--partitions``)."""
+    from pyspark import StorageLevel
+
+    from pipelines.read.arrow_read import assign_units
+    from pipelines.read.readers import Corpus, InputFiles
+
+    units, text_column = table.units, table.text_column
+    tasks = max(1, min(len(units), -(-sum(unit.weight for unit in units) // DIRECT_TASK_BYTES)))
+    groups = [group for group in assign_units(units, tasks) if group] or [[]]
+
+    def read(batches):
+        import pyarrow as pa
+
+        from pipelines.read.table_units import read_table_units
+
+        for index in [i for batch in batches for i in batch.column(0).to_pylist()]:
+            for batch in read_table_units(groups[index], text_column, pa.schema([]), "text", "malformed"):
+                yield pa.RecordBatch.from_arrays([batch.column(0).cast(pa.binary()), batch.column(1)],
+                                                 ["text", "malformed"])
+
+    raw = spark.range(len(groups), numPartitions=len(groups)).mapInArrow(read, "text binary, malformed boolean")
+    if partitions is not None:
+        raw = raw.repartition(int(partitions))
+    listed = InputFiles(files=table.paths, empty_files=[], total_bytes=table.input_bytes,
+                        sizes={f.path: f.size for f in table.snapshot.files})
+    return Corpus(raw=raw.persist(StorageLevel.MEMORY_AND_DISK), input_files=listed,
+                  input_format=table.snapshot.kind, text_column=text_column, bad_rows=bad_rows)

@@ -150,7 +150,7 @@ class SparkEngine:
                                    single_worker=True, log_file=options.get("spark_log_file"))
         progress(f"[spark] session on {self.spark.sparkContext.master} in {time.perf_counter() - started:.1f} s")
         self.threads = max(1, int(options["threads"])) if options.get("threads") else task_threads(self.spark)
-        self.documents = self.held_out = self.units = self.corpus = None
+        self.documents = self.held_out = self.units = self.corpus = self.table = None
         self.bad_rows = TrainBadRows.of(options)
 
     @classmethod
@@ -165,6 +165,7 @@ class SparkEngine:
         engine.spark = documents.sparkSession
         engine.threads = max(1, int(threads)) if threads else task_threads(engine.spark)
         engine.documents, engine.held_out, engine.units, engine.corpus = documents, None, None, None
+        engine.table = None
         engine.bad_rows = TrainBadRows.of(engine.options)
         return engine
 
@@ -190,11 +191,16 @@ class SparkEngine:
         if watcher is not None:
             watcher.stop()
 
-    def read(self, direct: bool, log) -> tuple[dict, str, str | None]:
+    def read(self, direct: bool, log, table=None) -> tuple[dict, str, str | None]:
         """Read the input: ``(read counts, reader, input format)``; ``direct``: a one-pass count may read local
         files in its tasks (then nothing is read here and the counts are ``{}``). ``log``: the run's
-        :class:`~pipelines.train.workdir.StageLog` (the counts are a stage of the work directory)."""
+        :class:`~pipelines.train.workdir.StageLog` (the counts are a stage of the work directory). ``table``: a
+        :class:`~pipelines.train.table_input.TableInput` to read instead of the input files (by pyarrow in the
+        tasks, on any master: Spark's readers know no table)."""
         options = self.options
+        self.table = table
+        if table is not None:
+            return self._read_table(direct, log, table)
         if direct and options["reader"] == "auto" and not options.get("partitions"):
             from pipelines.spark.direct_count import direct_units
 
@@ -219,6 +225,27 @@ class SparkEngine:
         self.documents, self.held_out = split_holdout(corpus.documents, float(options["holdout_fraction"]))
         return counts, "spark", corpus.input_format
 
+    def _read_table(self, direct: bool, log, table) -> tuple[dict, str, str | None]:
+        """:meth:`read` of a table: its units counted in the tasks (``direct``, no ``--partitions``), else a
+        persisted corpus of its documents (:func:`pipelines.spark.direct_count.table_corpus`)."""
+        from pipelines.spark.direct_count import table_corpus
+
+        if direct and not self.options.get("partitions"):
+            self.units = table.units
+            return {}, "pyarrow in the tasks", table.snapshot.kind
+        self.label("read")
+        corpus = self.corpus = table_corpus(self.spark, table, self.options.get("partitions"), self.bad_rows)
+
+        def compute() -> dict:
+            counts = corpus.compute_stats().to_dict()
+            check_bad_rows(counts, self.bad_rows, table.paths, "parquet", table.text_column)
+            table.check_selected(counts["documents"])
+            return counts
+
+        counts = log.run("read", compute, JSON, lambda value: {k: value[k] for k in READ_COUNTS})
+        self.documents, self.held_out = split_holdout(corpus.documents, float(self.options["holdout_fraction"]))
+        return counts, "pyarrow in the tasks", table.snapshot.kind
+
     # ------------------------------------------------------------------------------------------------ counting
     def count(self, counter: Counter, kind: str, *, keep: Callable | None = None, groups: KeyGroups | None = None,
               limit: int | None = None, set_aside: bool = False, keep_documents: int = 0) -> Reduced:
@@ -235,7 +262,11 @@ class SparkEngine:
                                           threads=self.threads, keep_documents=keep_documents,
                                           text_column=self.options["text_column"], limit=limit,
                                           bad_rows=self.bad_rows)
-            if self.bad_rows.policy == "error" and self.bad_rows.bad_counts(reduced.stats):
+            table = self.table
+            if table is not None:
+                check_bad_rows(reduced.stats, self.bad_rows, table.paths, "parquet", table.text_column)
+                table.check_selected(int(reduced.stats.get("documents", 0)))
+            elif self.bad_rows.policy == "error" and self.bad_rows.bad_counts(reduced.stats):
                 from pipelines.read.readers import detect_format, list_input_files
 
                 listed = list_input_files(self.spark, self.options["input"])

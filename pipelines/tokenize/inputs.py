@@ -14,8 +14,8 @@ import pyarrow as pa
 
 from pipelines.read.arrow_read import TextPlan, plan_parquet, plan_text
 from pipelines.read.table_changes import refuse_rewrites, table_changes
-from pipelines.read.table_units import plan_table
-from pipelines.read.tables import TableFile, TableSnapshot, delta_snapshot, iceberg_snapshot
+from pipelines.read.table_units import files_snapshot, plan_table
+from pipelines.read.tables import TableSnapshot, open_snapshot
 from pipelines.tokenize.commit import InputFile, OutputDirectory, Replaced
 from pipelines.read.readers import InputFiles, _read_lines, detect_format, list_input_files, missing_column_error
 from pipelines.tokenize.options import MALFORMED, TEXT, TokenizeConfig
@@ -53,10 +53,8 @@ def table_inputs(config: TokenizeConfig, out: OutputDirectory) -> TableInputs:
     this run, never tokenized again: :mod:`pipelines.read.table_changes`). A commit since the output's last table
     version that removed tokenized rows is refused, naming it, or with ``on_table_change: retokenize`` the shards
     holding them are rebuilt (:mod:`pipelines.tokenize.retokenize`)."""
-    if config.input_format == "delta":
-        snapshot = delta_snapshot(config.inputs[0], config.table_version, config.as_of)
-    else:
-        snapshot = iceberg_snapshot(config.inputs[0], config.catalog or {}, config.snapshot_id, config.as_of)
+    snapshot = open_snapshot(config.input_format, config.inputs[0], config.catalog, config.table_version,
+                             config.snapshot_id, config.as_of)
     runs = (out.manifest() or {"runs": []})["runs"]
     versions = [run["table"]["version"] for run in runs if run.get("table")]
     present = [f.path for f in snapshot.files]
@@ -141,12 +139,8 @@ def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[Inpu
         chosen = dataclasses.replace(snapshot, files=tuple(f for f in snapshot.files if f.path in wanted))
         return plan_table(chosen, config.text_column, config.keep_columns, config.where)
     if input_format == "parquet" and config.where is not None:
-        from pipelines.read.table_units import parquet_footer
-
-        schema = parquet_footer(files[0].path).schema.to_arrow_schema()
-        plain = TableSnapshot("parquet", files[0].path, 0, tuple(TableFile(f.path, f.size, None) for f in files),
-                              schema)
-        return plan_table(plain, config.text_column, config.keep_columns, config.where)
+        return plan_table(files_snapshot([(f.path, f.size) for f in files]), config.text_column,
+                          config.keep_columns, config.where)
     if config.where is not None:
         raise ConfigError(f"--where filters Parquet files and tables, not {input_format} input")
     if input_format == "text" and config.keep_columns:  # for either reader

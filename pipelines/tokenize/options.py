@@ -94,31 +94,14 @@ class TokenizeConfig:
         self._validate_table_options()
 
     def _validate_table_options(self) -> None:
-        from pipelines.read.row_filter import parse_row_filter
-        from pipelines.read.tables import TABLE_FORMATS
+        from pipelines.read.tables import check_table_options
 
         if self.input_format is not None and self.input_format not in INPUT_FORMATS:
             raise ConfigError(f"input format {self.input_format!r}: use one of {', '.join(INPUT_FORMATS)}")
-        for name, kind in (("table_version", "delta"), ("snapshot_id", "iceberg"), ("catalog", "iceberg")):
-            if getattr(self, name) is not None and self.input_format != kind:
-                raise ConfigError(f"--{name.replace('_', '-')} is for --input-format {kind} (a {kind} table)")
         if self.on_table_change not in ("error", "retokenize"):
             raise ConfigError(f"--on-table-change {self.on_table_change!r}: use error or retokenize")
-        if self.as_of is not None and self.input_format not in TABLE_FORMATS:
-            raise ConfigError("--as-of picks a table version: use it with --input-format delta or iceberg")
-        if self.input_format in TABLE_FORMATS:
-            if len(self.inputs) != 1:
-                what = "path" if self.input_format == "delta" else "name (namespace.table)"
-                raise ConfigError(f"--input-format {self.input_format} reads one table: give its {what} as the one "
-                                  f"--input, not {len(self.inputs)}")
-            if self.reader == "spark":
-                raise ConfigError("reader: spark cannot read tables (their files are read with pyarrow); use reader: "
-                                  "auto")
-        if self.where is not None:
-            parse_row_filter(self.where)  # a syntax error: its own message
-            if self.input_format in ("text", "jsonl") or self.reader == "spark":
-                raise ConfigError("--where filters Parquet files and tables (read with pyarrow): not text or JSONL "
-                                  "input, nor reader: spark")
+        check_table_options(self.input_format, self.inputs, self.reader, table_version=self.table_version,
+                            snapshot_id=self.snapshot_id, as_of=self.as_of, catalog=self.catalog, where=self.where)
 
     def settings(self, model_sha256: str) -> dict[str, Any]:
         """What must not change between runs appending to one output (checked in incremental and skip modes): also

@@ -14,8 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.read.arrow_read import read_work_units
-from pipelines.read.table_units import TableUnit, read_table_units
+from pipelines.read.table_units import read_planned_units
 from pipelines.tokenize.commit import OutputDirectory
 from pipelines.tokenize.options import BAD_ROW_KINDS, MALFORMED, RESULT_SCHEMA, TEXT
 from pipelines.tokenize.stats import token_buckets
@@ -154,8 +153,7 @@ def encode_units(
     task, encoded and written as its shard; yields one dict of counts (the ``RESULT_SCHEMA`` fields)."""
     partition, attempt = _task_identity()
     for units in groups:
-        read = read_table_units if units and isinstance(units[0], TableUnit) else read_work_units
-        batches = read(units, text_column, keep_schema, TEXT, MALFORMED, located=True)
+        batches = read_planned_units(units, text_column, keep_schema, TEXT, MALFORMED, located=True)
         yield encode_task(batches, partition=partition, attempt=attempt, model=model, model_sha256=model_sha256,
                           output=output, run_id=run_id, config=config,
                           empty_schema=keep_schema if len(keep_schema) else None)

@@ -1,8 +1,9 @@
 """The one training skeleton: everything a run needs that is not the algorithm, the same for all of them.
 
     options (resolved by the job)  ->  paths checked (outputs, work directory, local inputs)
+      -> a table's version pinned (--input-format delta|iceberg; Parquet with --where: pipelines.train.table_input)
       -> engine (choose_engine: this process or Spark)  ->  input fingerprint
-      -> work directory keyed by (version, algorithm, settings, input digest, ...), its lease (one run per key)
+      -> work directory keyed by (version, algorithm, settings, input digest, table and --where, ...), its lease
       -> read (the engine; bad rows as --on-bad-row says: pipelines.train.bad_rows)
       -> the algorithm's fit: its stages on the engine, each stored in the work directory (resume)
       -> models written atomically, the resolved config, the evaluation (bytes per token, round trip)
@@ -94,18 +95,27 @@ def check_before_start(options: dict, outputs: list[str], work_root: str) -> Non
                               "--vocab-size values to write a directory of models")
         writable_directory(os.path.dirname(path) or ".", "--output")
     writable_directory(work_root, "--work-dir")
+    if options.get("input_format") == "iceberg":  # a table's name in a catalog, not a path
+        return
+    from pipelines.read.tables import refuse_table_folder
+
+    refuse_table_folder(options["input"], options.get("input_format"))  # a table's folder read as files
+    if options.get("input_format") == "delta":
+        return
     listed = list_local_inputs(list(options["input"]))  # raises "matches no file" for a local input
     if listed is not None and not listed[0]:
         raise InputError(f"the corpus has no text (every file of --input {' '.join(options['input'])} is empty, 0 "
                          "bytes): check --input and --text-column")
 
 
-def open_engine(options: dict, progress: Callable[[str], None]):
-    """The engine :func:`pipelines.train.engine.choose_engine` picks for these options, started."""
+def open_engine(options: dict, progress: Callable[[str], None], table=None):
+    """The engine :func:`pipelines.train.engine.choose_engine` picks for these options (and ``table``, a
+    :class:`~pipelines.train.table_input.TableInput`: its files' size), started."""
     from pipelines.inprocess.read import local_input_bytes
     from pipelines.train.engine import choose_engine
 
-    choice = choose_engine(options, local_input_bytes)
+    local_bytes = local_input_bytes if table is None else lambda inputs: table.local_bytes
+    choice = choose_engine(options, local_bytes)
     progress(f"[engine] {choice.engine}: {choice.reason}")
     if choice.engine == "in-process":
         from pipelines.inprocess.engine import InProcessEngine
@@ -121,9 +131,11 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
     config written beside the models. Returns the manifest (also written beside the models)."""
     from pipelines.lease import Lease
     from pipelines.manifest import file_checksums, write_manifest
+    from pipelines.read.tables import TABLE_FORMATS
     from pipelines.read.readers import ReadStats
     from pipelines.train.algorithms import ALGORITHMS, Source
     from pipelines.train.bad_rows import TrainBadRows, bad_row_report
+    from pipelines.train.table_input import table_input
     from pipelines.train.workdir import StageLog, WorkDir
     from tokenizer import __version__
     from tokenizer.evaluation import bytes_per_token
@@ -140,12 +152,17 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
     # then does not wait for them at its end
     threading.Thread(target=importlib.import_module, args=("tokenizer.core",), name="import-encoder",
                      daemon=True).start()
-    engine = open_engine(options, progress)
+    # a table's version is pinned once, before anything is read (pipelines.train.table_input)
+    table = table_input(options) if options.get("input_format") in TABLE_FORMATS else None
+    engine = open_engine(options, progress, table)
     lease = None
     try:
         started = time.perf_counter()
+        if table is None and options.get("where") is not None:  # Parquet files, listed as the engine lists them
+            table = table_input(options, getattr(engine, "spark", None))
         work_root = options["work_dir"]
-        fingerprint = engine.fingerprint(options["input"], os.path.join(work_root, "input-hashes.json"))
+        fingerprint = table.fingerprint() if table is not None and table.is_table else \
+            engine.fingerprint(options["input"], os.path.join(work_root, "input-hashes.json"))
         fingerprint["seconds"] = round(time.perf_counter() - started, 3)
         progress(f"[fingerprint] {fingerprint['seconds']:.1f} s: {len(fingerprint['files'])} files, "
                  f"{fingerprint['total_bytes']:,} bytes, {fingerprint['digest']}")
@@ -155,11 +172,12 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
             "input": fingerprint["digest"], "input_format": options.get("input_format"),
             "text_column": options["text_column"], "holdout_fraction": float(options["holdout_fraction"]),
             "max_table_entries": options["max_table_entries"], "on_bad_row": options.get("on_bad_row", "error"),
+            **({"table": table.key()} if table is not None else {}),  # the version and --where
         }, resume=options.get("resume", True) is not False, progress=progress)
         lease = Lease(os.path.join(work.path, "lease.json"), f"work directory {work.path} (this run's key)",
                       progress=progress).acquire()  # two runs of one key would write the same stage files
         log = StageLog(work, progress)
-        read_counts, reader, input_format = engine.read(algorithm.reads_files_in_tasks, log)
+        read_counts, reader, input_format = engine.read(algorithm.reads_files_in_tasks, log, table)
         if read_counts:
             algorithm.check_read(ReadStats(**read_counts), settings)
         trained = algorithm.fit(Source(engine, options, work, log), settings, progress)
@@ -202,6 +220,7 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
         "input_format": options.get("input_format") or input_format,
         "text_column": options["text_column"],
         "reader": reader,
+        **({"table": table.key()} if table is not None else {}),
         "read": read_counts,
         "bad_rows": bad_rows,
         "holdout_fraction": float(options["holdout_fraction"]),
