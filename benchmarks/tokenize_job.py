@@ -211,7 +211,8 @@ def output_megabytes(out_root: str, name: str) -> float:
 def compare_tables(args, model_path: str, lake: str, delta: str, warm: str, rows: int, total_bytes: int,
                    load_before) -> int:
     """``--tables-only``: the Parquet files' job and the Delta table's (the same rows, files and row groups),
-    interleaved, best of ``--repeats``; prints their table, the ratio and the load (no results file)."""
+    interleaved, best of ``--repeats``; prints their table, the ratio and the load, and writes the run to
+    ``tokenize-job.json`` under :func:`results_key`."""
     from pipelines.spark.session import build_session
     from pipelines.tokenize import TokenizeConfig, run_tokenize
 
@@ -248,9 +249,21 @@ def compare_tables(args, model_path: str, lake: str, delta: str, warm: str, rows
     print()
     print(table)
     print(f"- {target['target']}: {ratio:.2f} (needed 0.9) {'met' if target['met'] else 'NOT met'}")
-    print(f"{common.load_text()} (before: load {load_before['load1']:.2f}); no results file written (tokenize-job.json "
-          "holds the full run)")
+    print(common.load_text())
+    path = common.write_results("tokenize-job", {
+        "rows_from": args.slice or f"{args.corpus}.train", "rows": rows, "bytes": total_bytes,
+        "model": os.path.basename(model_path), "repeats": args.repeats, "spark": runs, "targets": [target],
+        "table": table, "load_before": load_before, "load_after": common.load_average(),
+    }, key=results_key(args))
+    print(f"wrote {path}")
     return 0
+
+
+def results_key(args) -> str:
+    """The run's key in ``tokenize-job.json``: ``"full en"`` for the whole comparison on en.train, ``"tables
+    kernel-256m"`` for ``--tables-only --slice .../kernel-256m.txt``."""
+    rows_from = os.path.splitext(os.path.basename(args.slice))[0] if args.slice else args.corpus
+    return f"{'tables' if args.tables_only else 'full'} {rows_from}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -451,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         "tasks_work_one_process": one_process,
         "load_before": load_before, "session": "local[2], small_driver (serial GC, C1 only), driver memory 4g, Python workers reused",
         "targets": targets, "table": table, "load_after": common.load_average(),
-    })
+    }, key=results_key(args))
     print(f"wrote {path}")
     return 0
 

@@ -1,5 +1,5 @@
 """BENCHMARKS.md is the current truth: one section per benchmark script, naming the script's one results file and
-quoting that file's runs (commit, date), in under 400 lines; no measured figure in the package's docstrings or
+quoting that file's runs (commit, date), in under 500 lines; no measured figure in the package's docstrings or
 comments (they point to BENCHMARKS.md instead). Reads files only: no Spark, no benchmark run."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(REPO, "benchmarks")
 RESULTS = os.path.join(BENCHMARKS, "results")
 DOC = os.path.join(REPO, "BENCHMARKS.md")
-MAX_LINES = 400
+MAX_LINES = 500
 #: Sections of BENCHMARKS.md that are not about one script.
 OTHER_SECTIONS = {"Test runs recorded by hand"}
 #: Results files still in an older per-run form, with the script they belong to: encode.py's next run writes
