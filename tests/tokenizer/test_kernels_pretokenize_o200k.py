@@ -13,7 +13,7 @@ from tokenizer.twins.pretokenize_o200k import ref_pretokenize_o200k
 
 # upper, lower, title case (ǅ), modifier letters (ʰ, Lm), other letters (中 ひ ا), marks (Mn U+0301, Mc U+0903,
 # Me U+20DD), numbers (Nd, No, Nl), apostrophes and contraction letters (ſ folds to s), whitespace and newlines
-ALPHABET = (list("AaBbZzSsTtRrEeVvMmLlDdΣσДдİß") + ["ǅ", "ʰ", "中", "ひ", "ا", "ſ", "\u0301", "\u0903", "\u20dd"]
+ALPHABET = (list("AaBbZzSsTtRrEeVvMmLlDdΣσДдİß") + ["ǅ", "ʰ", "中", "ひ", "ا", "ſ"] + ["\u0301", "\u0903", "\u20dd"]
             + list("09١²Ⅻ") + ["'", "'", "/", "!", ".", "-", "_", " ", " ", " ", "\n", "\r", "\t", "\u3000",
                                "\u00a0", "\u2028", "\x85", "\x0b"])
 texts = st.text(alphabet=st.sampled_from(ALPHABET), max_size=40)
@@ -99,3 +99,56 @@ def test_tiktokens_regex_engine_splits_where_the_kernel_does(texts):
                                  special_tokens={})
     expected = [i for piece in pieces for i in ([ranks[piece]] if piece in ranks else list(piece))]
     assert encoding.encode_ordinary(text) == expected
+
+
+LINEAR_SCRIPT = r"""
+import json, sys
+import numpy as np
+from tokenizer.kernels import KERNELS_DIRECTORY
+from tokenizer.kernels.pretokenize import PATTERNS, char_class_table, pretokenize_into
+
+CASES = {"upper run": "A", "mark then upper run": "\u0301" + "A" * 9, "modifier letter and upper": "ʰA",
+         "upper then lower": "Aa", "spaces": " ", "newline and space": "\n ", "marks": "\u0301",
+         "punctuation and slash": "!/", "digits": "7"}
+counted = [0]
+
+def local(frame, event, arg):
+    counted[0] += event == "line"
+    return local
+
+def tracer(frame, event, arg):
+    return local if frame.f_code.co_filename.startswith(KERNELS_DIRECTORY) else None
+
+table, small, result = char_class_table(), int(sys.argv[1]), {}
+for name, unit in CASES.items():
+    work = []
+    for size in (small, 10 * small):
+        data = np.frombuffer((unit * size).encode() + b"x", np.uint8)
+        ends = np.empty(len(data) + 1, np.int64)
+        counted[0] = 0
+        sys.settrace(tracer)
+        pretokenize_into(table, PATTERNS["o200k"], data, 0, len(data), ends, 0)
+        sys.settrace(None)
+        work.append(counted[0])
+    result[name] = work
+print(json.dumps(result))
+"""
+
+
+def test_work_grows_linearly_on_long_runs():
+    """The kernel run as plain Python (``SHARDPIECE_DISABLE_JIT=1``) on long runs, the lines it executes counted:
+    ten times the text costs at most 1.5 x ten times the work (a rescan per character would cost a hundred)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "SHARDPIECE_DISABLE_JIT": "1", "PYTHONPATH": repo}
+    done = subprocess.run([sys.executable, "-c", LINEAR_SCRIPT, "200"], cwd=repo, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    work = json.loads(done.stdout.strip().splitlines()[-1])
+    assert all(small > 200 for small, _ in work.values()), work  # the trace did count the kernel's work
+    superlinear = {name: (small, large) for name, (small, large) in work.items() if large > 15 * small}
+    assert not superlinear, superlinear

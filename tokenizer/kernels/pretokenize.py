@@ -36,7 +36,7 @@ from tokenizer.kernels.utf8 import decode_char
 OTHER, LETTER, NUMBER, SPACE = 0, 1, 2, 3
 PATTERN_GPT2 = 1
 PATTERN_LLAMA3 = 2
-PATTERN_O200K = 3  # tiktoken's o200k pattern: tokenizer.kernels.pretokenize_o200k
+PATTERN_O200K = 8  # tiktoken's o200k pattern (tokenizer.kernels.pretokenize_o200k); 3..6 are chunk_count's modes
 PATTERNS = {"gpt2": PATTERN_GPT2, "llama3": PATTERN_LLAMA3, "o200k": PATTERN_O200K}
 # The Unicode White_Space property (stable since Unicode 6.3); Python's str.isspace() differs (it includes
 # U+001C..U+001F and excludes nothing else), so it is listed here.

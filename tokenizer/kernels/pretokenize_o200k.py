@@ -87,7 +87,7 @@ def _class_at(char_class, data, pos, end):
         return np.int64(AT_END), np.int64(0)
     byte = data[pos]
     if byte < 0x80:
-        return np.int64(char_class[O200K_CLASSES + byte]), np.int64(1)
+        return np.int64(char_class[O200K_CLASSES + np.int64(byte)]), np.int64(1)
     cp, length = decode_char(data, pos, end)
     if cp < 0:
         return np.int64(0), length
