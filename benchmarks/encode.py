@@ -109,23 +109,24 @@ def measure_compile(model_path: str) -> dict:
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
-def train_byte_level_bpe(train_path: str, path: str, vocab_size: int) -> float:
-    """Train (once) shardpiece's byte-level BPE (GPT-2 pattern) on the file; returns seconds (0 when cached)."""
+def train_byte_level_bpe(train_path: str, path: str, vocab_size: int, pattern: str = "gpt2") -> float:
+    """Train (once) shardpiece's byte-level BPE (GPT-2 pattern, or ``pattern``) on the file; returns seconds (0 when
+    cached)."""
     from tokenizer.trainers import bpe
 
     if os.path.isfile(path):
         return 0.0
     started = time.perf_counter()
     lines = common.read_lines(train_path)
-    model = bpe.train_bpe_local(lines, bpe.BpeSettings(vocab_sizes=(vocab_size,)))[vocab_size]
+    model = bpe.train_bpe_local(lines, bpe.BpeSettings(vocab_sizes=(vocab_size,), pattern=pattern))[vocab_size]
     model.save(path + f".tmp{os.getpid()}")
     os.replace(path + f".tmp{os.getpid()}", path)
     return time.perf_counter() - started
 
 
-def tiktoken_encoding(tok):
-    """``(tiktoken Encoding with the model's merges, array mapping its ids to ours)``: single bytes take ranks
-    0-255, each merged piece 256 + its merge rank (tokenizer.kernels.bpe_ranked's order)."""
+def tiktoken_encoding(tok, pat_str: str = GPT2_PATTERN):
+    """``(tiktoken Encoding with the model's merges and the regex ``pat_str``, array mapping its ids to ours)``:
+    single bytes take ranks 0-255, each merged piece 256 + its merge rank (tokenizer.kernels.bpe_ranked's order)."""
     import numpy as np
     import tiktoken
 
@@ -137,7 +138,7 @@ def tiktoken_encoding(tok):
     ours = np.zeros(len(ranks), np.int64)
     for piece, rank in ranks.items():
         ours[rank] = tok.piece_to_id(piece)
-    return tiktoken.Encoding("shardpiece-byte-level", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
+    return tiktoken.Encoding("shardpiece-byte-level", pat_str=pat_str, mergeable_ranks=ranks,
                              special_tokens={}), ours
 
 

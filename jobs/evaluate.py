@@ -31,8 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "spaces), vocabulary used, unknown/byte-fallback rate, round trip, encode MB/s (one thread).")
     parser.add_argument("--model", action="extend", nargs="+", required=True, metavar="MODEL",
                         help="a shardpiece model, SentencePiece .model, BytePiece JSON, tokenizer.json, a Hugging "
-                             "Face tokenizer folder, or FILE.tiktoken:PATTERN (PATTERN gpt2 or cl100k); several "
-                             "after one --model, or --model repeated")
+                             "Face tokenizer folder, or FILE.tiktoken:PATTERN (PATTERN gpt2, cl100k or o200k); "
+                             "several after one --model, or --model repeated")
     parser.add_argument("--input", action="append", required=True, metavar="PATH",
                         help="a file, directory or quoted glob (text, JSONL or Parquet); repeat for more inputs, "
                              "each measured and shown on its own")
@@ -41,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--text-column", default="text", metavar="NAME",
                         help="JSONL field / Parquet column of the text (default text)")
     parser.add_argument("--tiktoken-pattern", metavar="PATTERN",
-                        help="the pre-tokenizer pattern of .tiktoken models given without ':PATTERN' (gpt2 or "
-                             "cl100k)")
+                        help="the pre-tokenizer pattern of .tiktoken models given without ':PATTERN' (gpt2, "
+                             "cl100k or o200k)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object a line per model and input instead of the tables")
     parser.add_argument("--plot", metavar="PNG", help="draw bytes/token against vocabulary size into this PNG file")

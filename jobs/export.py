@@ -38,7 +38,7 @@ def export_sentencepiece(model, output: str) -> str:
 
 def export_tiktoken(model, output: str) -> str:
     """Write a byte-level BPE model's vocabulary as a tiktoken ``.tiktoken`` file (ranks in merge order; the
-    pre-tokenizer pattern is not in the file: gpt2 or cl100k as the model's, see
+    pre-tokenizer pattern is not in the file: gpt2, cl100k or o200k as the model's, see
     :mod:`tokenizer.interop.tiktoken_files`)."""
     from tokenizer.files import write_atomic
     from tokenizer.interop.tiktoken_files import PATTERNS, tiktoken_file_text

@@ -234,8 +234,9 @@ OPTIONS: tuple[Option, ...] = (
     _o("pretokenizer", _str, "a string (byte_level or sentencepiece)", "byte_level: regex pre-split, "
        "tokenizers/tiktoken-compatible (default); sentencepiece: '▁' words, SentencePiece's BPE rules", "bpe",
        algorithms=BPE, default="byte_level", choices=("byte_level", "sentencepiece")),
-    _o("pattern", _str, "a string (gpt2 or llama3)", "the byte_level regex (default gpt2)", "bpe",
-       algorithms=BPE, default="gpt2", choices=("gpt2", "llama3")),
+    _o("pattern", _str, "a string (gpt2, llama3 or o200k)", "the byte_level regex: gpt2, llama3 (cl100k's) or "
+       "o200k (o200k_base's, letters split by case); default gpt2", "bpe",
+       algorithms=BPE, default="gpt2", choices=("gpt2", "llama3", "o200k")),
 )
 BY_KEY = {option.key: option for option in OPTIONS}
 #: what ``--unigram-defaults`` sets, for the options not given: lossless, or SentencePiece's own defaults (the

@@ -180,6 +180,20 @@ def test_the_tiktoken_file_gives_tiktokens_own_token_counts(workspace, records):
         assert record["vocab_size"] == encoding.n_vocab
 
 
+def test_the_tiktoken_file_read_with_the_o200k_pattern_gives_tiktokens_counts(workspace, capsys):
+    """--tiktoken-pattern o200k: the same ranks pre-split by tiktoken's o200k regex (letters split by case)."""
+    tiktoken = pytest.importorskip("tiktoken")
+    from tokenizer.interop.tiktoken_files import TIKTOKEN_PATTERN_TEXT, read_tiktoken_ranks
+
+    path = next(e for e in workspace["exports"] if e.endswith(":gpt2")).rpartition(":")[0]
+    encoding = tiktoken.Encoding(name="bpe-1000-o200k", pat_str=TIKTOKEN_PATTERN_TEXT["o200k"], special_tokens={},
+                                 mergeable_ranks=read_tiktoken_ranks(path))
+    got = run_json(["--model", path, "--tiktoken-pattern", "o200k", "--input", workspace["inputs"]["en"]], capsys)
+    documents = workspace["documents"]["en"]
+    assert got[0]["round_trip"] is True
+    assert got[0]["tokens"] == sum(len(encoding.encode_ordinary(t.decode("utf-8"))) for t in documents)
+
+
 def test_jsonl_and_parquet_columns_give_the_text_files_figures(workspace, capsys):
     model = workspace["models"]["bpe-1000.model"]
     inputs = workspace["inputs"]
@@ -255,7 +269,7 @@ def test_the_command_prints_the_same_records(workspace, records):
     ("missing model", "cannot read the file"),
     ("not a model", "unknown model format"),
     ("tiktoken without pattern", "--tiktoken-pattern"),
-    ("o200k", "use gpt2 or cl100k"),
+    ("unknown tiktoken pattern", "use one of gpt2, cl100k, o200k"),
     ("folder without tokenizer.json", "a folder without a tokenizer.json"),
 ])
 def test_a_bad_model_or_input_is_exit_2_with_one_line(workspace, case, fix, tmp_path, capsys):
@@ -267,7 +281,7 @@ def test_a_bad_model_or_input_is_exit_2_with_one_line(workspace, case, fix, tmp_
         "missing model": ["--model", str(tmp_path / "nope.model"), "--input", source],
         "not a model": ["--model", source, "--input", source],
         "tiktoken without pattern": ["--model", tiktoken_file, "--input", source],
-        "o200k": ["--model", tiktoken_file + ":o200k", "--input", source],
+        "unknown tiktoken pattern": ["--model", tiktoken_file + ":p50k", "--input", source],
         "folder without tokenizer.json": ["--model", str(tmp_path / "empty"), "--input", source],
     }[case]
     code = main(["evaluate", *argv])

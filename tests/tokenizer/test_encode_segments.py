@@ -21,7 +21,7 @@ from tokenizer.twins.batch import ref_segment_lengths
 from tests.tokenizer.sample_models import sample_lines
 
 PIECES = st.sampled_from(["a", "bc", " ", "  ", "\n", "\n\n", "\u2581", "\u2581\u2581", "7", "42", "中", "日本",
-                          "'s", "!?", "\t", "é"])
+                          "'s", "!?", "\t", "é", "Ab", "CD"])
 DOCUMENTS = st.lists(st.lists(PIECES, max_size=30).map(lambda parts: "".join(parts).encode()), min_size=1,
                      max_size=6)
 
@@ -40,7 +40,7 @@ def segment_lengths(segments, document: bytes) -> list[int]:
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(PIECES, max_size=40).map(lambda parts: "".join(parts).encode()),
-       st.sampled_from([None, "gpt2", "llama3", "words", "lines"]))
+       st.sampled_from([None, "gpt2", "llama3", "o200k", "words", "lines"]))
 def test_segment_end_agrees_with_its_twin(document, cut):
     pattern = PATTERNS[cut] if cut in PATTERNS else 0
     char_class = char_class_table() if pattern else np.zeros(0, np.uint8)

@@ -31,7 +31,7 @@ def test_byte_map_is_gpt2s():
     assert encode_piece(b" a") == "Ġa"
 
 
-@pytest.mark.parametrize("pattern", ["gpt2", "llama3"])
+@pytest.mark.parametrize("pattern", ["gpt2", "llama3", "o200k"])
 def test_exported_bpe_gives_identical_ids(tmp_path, pattern):
     model = bpe.train_bpe_local(TRAIN, bpe.BpeSettings(vocab_sizes=(400,), pattern=pattern, min_count=1))[400]
     path = tmp_path / "tokenizer.json"
@@ -82,6 +82,20 @@ def test_imported_llama3_style_with_ignore_merges(tmp_path):
                                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     path = hf_trained(tmp_path, pre, ignore_merges=True)
     assert Tokenizer.load(path).encode_batch(TEXTS) == hf_ids(path, TEXTS)
+
+
+def test_imported_o200k_split_as_gpt_4o_spells_it(tmp_path):
+    """Split with tiktoken's o200k regex, behavior Removed and invert true (matches kept), then ByteLevel."""
+    from tokenizers import Regex, pre_tokenizers
+    from tokenizer.pretokenize_patterns import PATTERN_TEXT
+
+    pre = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(PATTERN_TEXT["o200k"]), "removed", invert=True),
+                                   pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    path = hf_trained(tmp_path, pre, ignore_merges=True)
+    texts = TEXTS + ["HelloWORLD'LL ABCdef x/\n/y", "ʰA \u0301ABC it'ſ naïveTÉST"]
+    loaded = Tokenizer.load(path)
+    assert loaded.model.pretokenizer["pattern"] == "o200k"
+    assert loaded.encode_batch(texts) == hf_ids(path, texts)
 
 
 def test_merge_replay_differs_from_concatenation_rule(tmp_path):

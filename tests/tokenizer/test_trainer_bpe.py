@@ -165,11 +165,11 @@ def test_sentencepiece_chunks():
     assert chunks == ["a", "▁▁bc", "\n\n", "d"]
 
 
-texts_strategy = st.lists(st.text(alphabet="ab c\n\t中ひ'.9é\u0301\x00", max_size=12), max_size=6)
+texts_strategy = st.lists(st.text(alphabet="abAB c\n\t中ひ'.9é\u0301\x00", max_size=12), max_size=6)
 
 
 @pytest.mark.parametrize("pretokenizer,pattern", [("byte_level", "gpt2"), ("byte_level", "llama3"),
-                                                  ("sentencepiece", "gpt2")])
+                                                  ("byte_level", "o200k"), ("sentencepiece", "gpt2")])
 @settings(max_examples=60, deadline=None)
 @given(texts=texts_strategy, junk=st.binary(max_size=4))
 def test_count_chunk_table_matches_twin(pretokenizer, pattern, texts, junk):
@@ -250,7 +250,7 @@ CORPUS = ["the cat sat on the mat", "the dog's bone", "  indented\tline\n", "中
 
 
 @pytest.mark.parametrize("pretokenizer,pattern", [("byte_level", "gpt2"), ("byte_level", "llama3"),
-                                                  ("sentencepiece", "gpt2")])
+                                                  ("byte_level", "o200k"), ("sentencepiece", "gpt2")])
 def test_models_are_nested_and_lossless(pretokenizer, pattern):
     s = bpe.BpeSettings(vocab_sizes=(280, 300), pretokenizer=pretokenizer, pattern=pattern)
     models = bpe.train_bpe_local(CORPUS, s)

@@ -194,12 +194,15 @@ def _pattern_of(pre: Any, source: str) -> str | None:
         split, last = pre["pretokenizers"]
         if split.get("type") == "Split" and last.get("type") == "ByteLevel":
             regex = (split.get("pattern") or {}).get("Regex")
+            # every pattern's matches tile the text, so keeping the matches (Isolated) and removing what lies
+            # between them (Removed, inverted: how GPT-4o's tokenizer.json spells o200k) cut the same pieces
+            spelling = (split.get("behavior"), bool(split.get("invert")))
             for name, text in PATTERN_TEXT.items():
-                if regex == text and split.get("behavior") == "Isolated" and not split.get("invert"):
+                if regex == text and spelling in (("Isolated", False), ("Removed", True)):
                     byte_level(last, False)
                     return name
             raise ModelFileError(source, f"Split regex {regex!r} is not one of the supported patterns "
-                                 f"({', '.join(sorted(PATTERN_TEXT))}, behavior Isolated)")
+                                 f"({', '.join(sorted(PATTERN_TEXT))}, behavior Isolated, or Removed inverted)")
     raise ModelFileError(source, f"pre_tokenizer {json.dumps(pre)[:200]} is not supported: shardpiece reads "
                          "byte-level tokenizer.json files (ByteLevel, or Split + ByteLevel)")
 

@@ -14,8 +14,8 @@ Pre-tokenizer patterns (``pattern=``), as ``tiktoken_ext/openai_public.py`` defi
   ``\\s++$`` (whitespace that runs to the end of the text is one pre-token); the two differ only on a text that ends
   with whitespace after its last ``\\r``/``\\n`` (``"a\\n "``: tiktoken ``["a", "\\n "]``, here ``["a", "\\n", " "]``),
   never on lines read without their newline;
-- ``"o200k"`` is refused: its regex splits letters by case (``\\p{Lu}``/``\\p{Ll}`` classes), which the
-  pre-tokenizer kernels do not implement.
+- ``"o200k"`` (o200k_base): shardpiece's ``o200k`` pre-tokenizer, which implements tiktoken's regex exactly
+  (letters split by case, :mod:`tokenizer.kernels.pretokenize_o200k`; it has no ``\\s++$`` alternative).
 
 Example (hand-checkable): the file ``YQ== 0``, ``Yg== 1``, ... (the 256 single bytes), then ``YWI= 256``
 (``b"ab"``) gives a 257-piece model with ``pieces[256] == b"ab"``, made by merging ``b"a"`` and ``b"b"``.
@@ -31,18 +31,19 @@ import numpy as np
 
 from tokenizer.errors import ConfigError, ModelFileError
 from tokenizer.model import Model, PieceType
+from tokenizer.pretokenize_patterns import PATTERN_TEXT
 
 #: the file name ending of a tiktoken file; its pre-tokenizer pattern follows a colon (``FILE.tiktoken:gpt2``)
 TIKTOKEN_SUFFIX = ".tiktoken"
 #: tiktoken's pattern name -> shardpiece's byte_level pre-tokenizer pattern
-PATTERNS = {"gpt2": "gpt2", "cl100k": "llama3"}
-#: the patterns tiktoken defines that no pre-tokenizer here implements
-UNSUPPORTED_PATTERNS = ("o200k",)
-#: the pattern text of each name as tiktoken_ext/openai_public.py spells it (r50k_pat_str, cl100k_base's pat_str)
+PATTERNS = {"gpt2": "gpt2", "cl100k": "llama3", "o200k": "o200k"}
+#: the pattern text of each name as tiktoken_ext/openai_public.py spells it (r50k_pat_str, cl100k_base's and
+#: o200k_base's pat_str)
 TIKTOKEN_PATTERN_TEXT = {
     "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s""",
     "cl100k": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|"""
               r"""\s*[\r\n]|\s+(?!\S)|\s""",
+    "o200k": PATTERN_TEXT["o200k"],
 }
 
 
@@ -91,11 +92,8 @@ def merge_split(ranks: dict[bytes, int], token: bytes) -> int | None:
 
 def model_from_tiktoken_ranks(ranks: dict[bytes, int], pattern: str, source: str = "<.tiktoken>") -> Model:
     """A byte-level BPE :class:`Model` whose ids are the ranks (see the module docstring); ``pattern`` is
-    ``"gpt2"`` or ``"cl100k"``. Raises :class:`ConfigError` for another pattern, :class:`ModelFileError` when the
-    ranks leave gaps, repeat or lack a single byte."""
-    if pattern in UNSUPPORTED_PATTERNS:
-        raise ConfigError(f"--tiktoken-pattern {pattern} is not supported: its regex splits letters by case, which "
-                          f"shardpiece's pre-tokenizers do not implement; use {' or '.join(PATTERNS)}")
+    ``"gpt2"``, ``"cl100k"`` or ``"o200k"``. Raises :class:`ConfigError` for another pattern,
+    :class:`ModelFileError` when the ranks leave gaps, repeat or lack a single byte."""
     if pattern not in PATTERNS:
         raise ConfigError(f"unknown tiktoken pattern {pattern!r}: use one of {', '.join(PATTERNS)}")
     size = len(ranks)

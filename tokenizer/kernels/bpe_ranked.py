@@ -449,7 +449,7 @@ def ranked_bpe_into(pair_table, bits, byte_to_id, data, start, end, sym, nxt, pr
 
 class ByteLevelEncoder:
     """The encoder of a model whose ``pretokenizer`` is ``{"name": "byte_level", "pattern": "gpt2" | "llama3" |
-    None}``: regex pre-split, then merge replay (``bpe`` models; the merges come from
+    "o200k" | None}``: regex pre-split, then merge replay (``bpe`` models; the merges come from
     ``provenance["bpe_merges"]["left_lengths"]``: for the NORMAL pieces of two or more bytes in rank order, i.e.
     by decreasing score then id, the byte length of each one's left part) or Viterbi (``unigram`` models) inside
     each pre-token. Built by :class:`tokenizer.compiled.CompiledModel`; read-only once built."""

@@ -1,4 +1,5 @@
-"""Regex pre-split of UTF-8 text into pre-tokens, hand-written for the GPT-2 and Llama-3 (cl100k-style) patterns.
+"""Regex pre-split of UTF-8 text into pre-tokens, hand-written for the GPT-2 and Llama-3 (cl100k-style) patterns
+(and, through :mod:`tokenizer.kernels.pretokenize_o200k`, tiktoken's o200k pattern).
 
 Byte-level BPE tokenizers first cut text with a regular expression, then run BPE inside each piece. These kernels
 reproduce two such patterns exactly (leftmost alternative wins, as in a backtracking regex engine) without a regex
@@ -29,12 +30,14 @@ import unicodedata
 import numpy as np
 
 from tokenizer.kernels import KERNELS_DIRECTORY, kernel
+from tokenizer.kernels.pretokenize_o200k import O200K_CLASSES, o200k_class_of, o200k_classified, o200k_pretoken_end
 from tokenizer.kernels.utf8 import decode_char
 
 OTHER, LETTER, NUMBER, SPACE = 0, 1, 2, 3
 PATTERN_GPT2 = 1
 PATTERN_LLAMA3 = 2
-PATTERNS = {"gpt2": PATTERN_GPT2, "llama3": PATTERN_LLAMA3}
+PATTERN_O200K = 8  # tiktoken's o200k pattern (tokenizer.kernels.pretokenize_o200k); 3..6 are chunk_count's modes
+PATTERNS = {"gpt2": PATTERN_GPT2, "llama3": PATTERN_LLAMA3, "o200k": PATTERN_O200K}
 # The Unicode White_Space property (stable since Unicode 6.3); Python's str.isspace() differs (it includes
 # U+001C..U+001F and excludes nothing else), so it is listed here.
 WHITE_SPACE = (list(range(0x09, 0x0E)) + [0x20, 0x85, 0xA0, 0x1680] + list(range(0x2000, 0x200B))
@@ -43,14 +46,16 @@ WHITE_SPACE = (list(range(0x09, 0x0E)) + [0x20, 0x85, 0xA0, 0x1680] + list(range
 
 @functools.lru_cache(maxsize=1)
 def char_class_table() -> np.ndarray:
-    """uint8 array of shape ``(0x110000,)``: the class of every code point (see the module docstring).
+    """uint8 array of shape ``(2 * 0x110000,)``: the class of every code point (see the module docstring), then
+    from ``O200K_CLASSES`` on the o200k classes (:mod:`tokenizer.kernels.pretokenize_o200k`).
 
     Classified from :mod:`unicodedata` (planes 0-3 and 14; the rest hold no letters or numbers) once per Unicode
     version: the table is kept beside the compiled kernels with its SHA-256 (:func:`_stored_table`), so a process
     loads it instead of asking :mod:`unicodedata` about 270,000 code points. ``char_class_table()[ord("a")] ==
     LETTER``.
     """
-    path = os.path.join(KERNELS_DIRECTORY, "__pycache__", f"char-classes-unicode-{unicodedata.unidata_version}.npy")
+    path = os.path.join(KERNELS_DIRECTORY, "__pycache__",
+                        f"char-and-o200k-classes-unicode-{unicodedata.unidata_version}.npy")
     table = _stored_table(path)
     if table is None:
         table = _classified()
@@ -71,7 +76,7 @@ def _classified() -> np.ndarray:
             elif major == "N":
                 table[cp] = NUMBER
     table[WHITE_SPACE] = SPACE
-    return table
+    return np.concatenate([table, o200k_classified(WHITE_SPACE)])
 
 
 def _stored_table(path: str) -> np.ndarray | None:
@@ -82,12 +87,13 @@ def _stored_table(path: str) -> np.ndarray | None:
             data = handle.read()
     except OSError:
         return None
-    body, digest = data[:0x110000], data[0x110000:]
-    if len(body) != 0x110000 or hashlib.sha256(body).digest() != digest:
+    body, digest = data[:2 * 0x110000], data[2 * 0x110000:]
+    if len(body) != 2 * 0x110000 or hashlib.sha256(body).digest() != digest:
         return None
     table = np.frombuffer(body, dtype=np.uint8).copy()
     probes = {ord("a"): LETTER, 0x4E00: LETTER, ord("7"): NUMBER, 0xBD: NUMBER, 0x20: SPACE, 0x3000: SPACE,
               ord("!"): OTHER}
+    probes.update({O200K_CLASSES + cp: o200k_class_of(chr(cp), cp in WHITE_SPACE) for cp in (0x41, 0x61, 0x301, 0x0A)})
     return table if all(table[cp] == kind for cp, kind in probes.items()) else None
 
 
@@ -189,7 +195,9 @@ def _whitespace(char_class, data, pos, end):
 @kernel(inline="always")
 def next_pretoken_end(char_class, pattern, data, pos, end):
     """End (exclusive) of the pre-token that starts at ``data[pos]`` (``pos < end``), for ``pattern``
-    ``PATTERN_GPT2`` or ``PATTERN_LLAMA3``. ``char_class`` is :func:`char_class_table`."""
+    ``PATTERN_GPT2``, ``PATTERN_LLAMA3`` or ``PATTERN_O200K``. ``char_class`` is :func:`char_class_table`."""
+    if pattern == PATTERN_O200K:
+        return o200k_pretoken_end(char_class, data, pos, end)
     llama3 = pattern == PATTERN_LLAMA3
     length = _contraction(data, pos, end, llama3)
     if length:

@@ -8,8 +8,8 @@
 
 Pre-tokenization (``settings.pretokenizer``):
 
-- ``"byte_level"``: the text is split with a regex (``settings.pattern``: ``"gpt2"`` or ``"llama3"``, see
-  :mod:`tokenizer.kernels.pretokenize`), pieces never cross a pre-token. The model's ``pretokenizer`` is
+- ``"byte_level"``: the text is split with a regex (``settings.pattern``: ``"gpt2"``, ``"llama3"`` or ``"o200k"``,
+  see :mod:`tokenizer.kernels.pretokenize`), pieces never cross a pre-token. The model's ``pretokenizer`` is
   ``{"name": "byte_level", "pattern": ...}`` and it encodes by *replaying the merges* (lowest rank first, leftmost
   first), exactly as Hugging Face ``tokenizers`` and tiktoken do; it exports to a ``tokenizer.json``.
 - ``"sentencepiece"``: SentencePiece's BPE trainer's rules (``bpe_model_trainer.cc`` with identity normalization,
@@ -75,7 +75,7 @@ class BpeSettings:
     Attributes:
         vocab_sizes: vocabulary sizes, each counting the 256 byte pieces and the special tokens.
         pretokenizer: ``"byte_level"`` (regex pre-split, Hugging Face / tiktoken compatible) or ``"sentencepiece"``.
-        pattern: the regex of ``byte_level``: ``"gpt2"`` or ``"llama3"``.
+        pattern: the regex of ``byte_level``: ``"gpt2"``, ``"llama3"`` or ``"o200k"``.
         min_count: stop merging when the best pair occurs fewer times than this: default 1 for ``sentencepiece``
             (SentencePiece's BPE merges on to the vocabulary size), 2 for ``byte_level``.
         max_piece_length: longest merged piece: bytes for ``byte_level`` (default 256), characters for

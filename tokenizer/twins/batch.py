@@ -36,7 +36,7 @@ def _words(document: bytes) -> list[bytes]:
 def ref_segment_lengths(document: bytes, pattern: str | None = None, words: bool = False,
                         lines: bool = False) -> list[int]:
     """Twin of :func:`tokenizer.kernels.batch.segment_end` walked over a whole document: the lengths of its
-    regex pre-tokens (``pattern`` ``"gpt2"``/``"llama3"``), words (``words``) or lines with their newlines
+    regex pre-tokens (``pattern`` ``"gpt2"``/``"llama3"``/``"o200k"``), words (``words``) or lines with their newlines
     (``lines``, BytePiece's chunks ``[^\n]*\n+|[^\n]+``); the document whole without any."""
     if pattern is not None:
         parts = ref_pretokenize(document, pattern)

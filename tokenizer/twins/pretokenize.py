@@ -8,6 +8,7 @@ regular expressions over a list of characters (slow, for tests).
 from __future__ import annotations
 
 from tokenizer.kernels.pretokenize import LETTER, NUMBER, OTHER, SPACE, char_class_table
+from tokenizer.twins.pretokenize_o200k import ref_pretokenize_o200k
 
 
 def _chars(data: bytes) -> list[tuple[bytes, int]]:
@@ -31,7 +32,9 @@ def _chars(data: bytes) -> list[tuple[bytes, int]]:
 
 
 def ref_pretokenize(data: bytes, pattern: str = "gpt2") -> list[bytes]:
-    """Split ``data`` with the ``"gpt2"`` or ``"llama3"`` pattern; ``b"".join(result) == data``."""
+    """Split ``data`` with the ``"gpt2"``, ``"llama3"`` or ``"o200k"`` pattern; ``b"".join(result) == data``."""
+    if pattern == "o200k":
+        return ref_pretokenize_o200k(data)
     chars = _chars(bytes(data))
     n = len(chars)
     out: list[bytes] = []
