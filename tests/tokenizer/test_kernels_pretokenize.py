@@ -12,7 +12,7 @@ from tokenizer.kernels.pretokenize import (PATTERNS, char_class_table, escape_sp
                                            pretokenize_batch, pretokenize_into, sentencepiece_chunk_end)
 from tokenizer.twins.pretokenize import ref_pretokenize, ref_sentencepiece_chunks
 
-ALPHABET = list("ab'sStTdlLrevm Z9١²\n\r\t  　!?.,-_中文ひらがなé") + ["\u2028", "\x85", "\u00a0"]
+ALPHABET = list("ab'sStTdlLrevmſ Z9١²\n\r\t  　!?.,-_中文ひらがなé") + ["\u2028", "\x85", "\u00a0"]
 texts = st.text(alphabet=st.sampled_from(ALPHABET), max_size=40)
 
 

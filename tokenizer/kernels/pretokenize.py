@@ -158,12 +158,15 @@ def _lower(byte):
 
 @kernel
 def _contraction(data, pos, end, ignore_case):
-    """Length of ``'s|'t|'re|'ve|'m|'ll|'d`` at ``pos`` (0 if none)."""
+    """Length of ``'s|'t|'re|'ve|'m|'ll|'d`` at ``pos`` (0 if none); with ``ignore_case`` (``(?i:...)``, as the
+    regex engines fold case) ``ſ`` (U+017F) counts as ``s``: ``b"'\xc5\xbfx"`` -> 3."""
     if data[pos] != 39 or pos + 1 >= end:
         return 0
     c1 = data[pos + 1]
     if ignore_case:
         c1 = _lower(c1)
+        if c1 == 0xC5 and pos + 2 < end and data[pos + 2] == 0xBF:  # U+017F, long s
+            return 3
     if c1 == 115 or c1 == 116 or c1 == 109 or c1 == 100:  # s t m d
         return 2
     if pos + 2 < end:

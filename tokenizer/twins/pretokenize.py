@@ -60,7 +60,7 @@ def ref_pretokenize(data: bytes, pattern: str = "gpt2") -> list[bytes]:
     while i < n:
         llama3 = pattern == "llama3"
         rest = b"".join(c for c, _ in chars[i:i + 3])
-        probe = rest.lower() if llama3 else rest
+        probe = rest.lower().replace("ſ".encode(), b"s") if llama3 else rest  # (?i): simple case folding, ſ -> s
         j = None
         for contraction in (b"'s", b"'t", b"'re", b"'ve", b"'m", b"'ll", b"'d"):
             if probe.startswith(contraction):
