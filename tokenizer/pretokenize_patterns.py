@@ -7,4 +7,6 @@ PATTERN_TEXT = {
     "gpt2": r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
     "llama3": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
               r"|\s*[\r\n]+|\s+(?!\S)|\s+",
+    # superword BPE's second stage (tokenizer.kernels.superword_split): the stretches between matches are pieces too
+    "superword": r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*|\s*[\r\n]+|\s+(?!\S)",
 }

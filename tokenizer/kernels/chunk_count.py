@@ -122,8 +122,8 @@ def split_before_end(mode, data, pos, end):
 def count_chunk_table(mode, char_class, script, data, offsets):
     """Pre-tokenize the documents ``data[offsets[i]:offsets[i + 1]]`` and count the distinct chunks, in one pass.
 
-    ``mode`` 1 or 2: the GPT-2 / Llama-3 regex (``next_pretoken_end`` with ``char_class``); 3: SentencePiece-style
-    chunks of space-escaped text (``sentencepiece_chunk_end`` with ``script``); 4, 5, 6: a chunk before each
+    ``mode`` 1, 2 or 16: the GPT-2 / Llama-3 regex or superword BPE's coarse split (``next_pretoken_end`` with
+    ``char_class``); 3: SentencePiece-style chunks of space-escaped text (``sentencepiece_chunk_end`` with ``script``); 4, 5, 6: a chunk before each
     ``"▁"``, before each space, or whole documents (``split_before_end``; the unigram trainer's words). The
     open-addressing table starts small and doubles (a table sized to the data stays in cache). Returns
     ``(starts, ends, counts)`` (int64), one entry per distinct chunk in order of first occurrence:
@@ -145,7 +145,7 @@ def count_chunk_table(mode, char_class, script, data, offsets):
         while pos < end:
             if mode == MODE_SENTENCEPIECE:
                 stop = sentencepiece_chunk_end(script, data, pos, end)
-            elif mode >= MODE_BEFORE_SPACE_SYMBOL:
+            elif MODE_BEFORE_SPACE_SYMBOL <= mode <= MODE_WHOLE_DOCUMENT:
                 stop = split_before_end(mode, data, pos, end)
             else:
                 stop = next_pretoken_end(char_class, mode, data, pos, end)

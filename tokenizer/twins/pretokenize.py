@@ -31,7 +31,11 @@ def _chars(data: bytes) -> list[tuple[bytes, int]]:
 
 
 def ref_pretokenize(data: bytes, pattern: str = "gpt2") -> list[bytes]:
-    """Split ``data`` with the ``"gpt2"`` or ``"llama3"`` pattern; ``b"".join(result) == data``."""
+    """Split ``data`` with the ``"gpt2"``, ``"llama3"`` or ``"superword"`` pattern; ``b"".join(result) == data``."""
+    if pattern == "superword":
+        from tokenizer.twins.superword_split import ref_superword_chunks
+
+        return ref_superword_chunks(data)
     chars = _chars(bytes(data))
     n = len(chars)
     out: list[bytes] = []
