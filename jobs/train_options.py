@@ -233,6 +233,14 @@ OPTIONS: tuple[Option, ...] = (
        algorithms=BPE, default="byte_level", choices=("byte_level", "sentencepiece")),
     _o("pattern", _str, "a string (gpt2 or llama3)", "the byte_level regex (default gpt2)", "bpe",
        algorithms=BPE, default="gpt2", choices=("gpt2", "llama3")),
+    _o("superword_transition", _num, "a number: a share below 1 or a vocabulary size", "superword BPE: plain merges "
+       "up to this vocabulary size (or share of the largest --vocab-size, e.g. 0.8), then merges that cross spaces "
+       "(default: none, plain BPE)", "bpe", algorithms=BPE, type=float, metavar="T"),
+    _o("superword_pattern", _str, "a string (superword)", "superword BPE's second-stage split (default superword: "
+       "numbers, punctuation runs and line breaks cut; spaces stay inside)", "bpe", algorithms=BPE,
+       default="superword", choices=("superword",)),
+    _o("superword_max_words", _int, "an integer", "superword BPE: most words in a second-stage piece, a word "
+       "counted at each space (default 4)", "bpe", algorithms=BPE, default=4, type=int, metavar="N"),
 )
 BY_KEY = {option.key: option for option in OPTIONS}
 #: what ``--unigram-defaults`` sets, for the options not given: lossless, or SentencePiece's own defaults (the

@@ -3,7 +3,7 @@ native ids on every line (text that spells a control token included), add bos/eo
 --add-eos`` does, pad, and decode losslessly; ``Tokenizer.load`` reads the export back to the same ids and specials.
 
 Models are trained here on the shipped sample corpus (``data/sample``): BytePiece, byte-level unigram, byte-level
-BPE, and SentencePiece-style unigram and BPE (whose unigram model also goes to sentencepiece, with the same ids)."""
+BPE, superword BPE, and SentencePiece-style unigram and BPE (whose unigram model also goes to sentencepiece, with the same ids)."""
 
 from __future__ import annotations
 
@@ -59,10 +59,13 @@ def _train(kind: str, train: list[str]):
 
     if kind == "sentencepiece-bpe":
         return bpe.train_bpe_local(train, bpe.BpeSettings(vocab_sizes=(4000,), pretokenizer="sentencepiece"))[4000]
+    if kind == "superword-bpe":  # merges across spaces after 900 pieces: the coarse Split in the export
+        return bpe.train_bpe_local(train, bpe.BpeSettings(vocab_sizes=(1500,), min_count=2,
+                                                          superword_transition=900))[1500]
     return bpe.train_bpe_local(train, bpe.BpeSettings(vocab_sizes=(1500,), pattern="gpt2", min_count=2))[1500]
 
 
-BYTE_LEVEL = ("bytepiece", "byte-unigram", "byte-level-bpe")
+BYTE_LEVEL = ("bytepiece", "byte-unigram", "byte-level-bpe", "superword-bpe")
 
 
 @pytest.fixture(scope="module", params=BYTE_LEVEL + ("sentencepiece-unigram", "sentencepiece-bpe"))
