@@ -3,7 +3,8 @@ native ids on every line (text that spells a control token included), add bos/eo
 --add-eos`` does, pad, and decode losslessly; ``Tokenizer.load`` reads the export back to the same ids and specials.
 
 Models are trained here on the shipped sample corpus (``data/sample``): BytePiece, byte-level unigram, byte-level
-BPE, superword BPE, and SentencePiece-style unigram and BPE (whose unigram model also goes to sentencepiece, with the same ids)."""
+BPE, superword BPE, and SentencePiece-style unigram and BPE (whose unigram model also goes to sentencepiece, with
+the same ids)."""
 
 from __future__ import annotations
 
