@@ -32,7 +32,7 @@ from tokenizer.kernels.utf8 import decode_char
 #: the pattern id of the coarse split (``tokenizer.kernels.pretokenize.PATTERNS["superword"]``): far from the
 #: other pre-split ids and from the chunk counter's other modes (``tokenizer.kernels.chunk_count``)
 PATTERN_SUPERWORD = 16
-_OTHER, _NUMBER, _SPACE = 0, 2, 3
+_OTHER, _LETTER, _NUMBER, _SPACE = 0, 1, 2, 3
 
 
 @kernel(inline="always")
@@ -108,7 +108,16 @@ def superword_chunk_end(char_class, data, pos, end):
         return stop
     _, width = _class_width(char_class, data, pos, end)
     stop = pos + width
-    while stop < end and superword_match_end(char_class, data, stop, end) < 0:
+    while stop < end:
+        byte = data[stop]
+        if byte < 0x80 and char_class[byte] == _LETTER:  # an ASCII letter starts no match: most of the text
+            stop += 1
+            continue
+        if byte == 32 and stop + 1 < end and data[stop + 1] < 0x80 and char_class[data[stop + 1]] == _LETTER:
+            stop += 2  # a space before a letter starts none either, nor does the letter
+            continue
+        if superword_match_end(char_class, data, stop, end) >= 0:
+            break
         _, width = _class_width(char_class, data, stop, end)
         stop += width
     return stop
