@@ -236,9 +236,10 @@ OPTIONS: tuple[Option, ...] = (
     _o("superword_transition", _num, "a number: a share below 1 or a vocabulary size", "superword BPE: plain merges "
        "up to this vocabulary size (or share of the largest --vocab-size, e.g. 0.8), then merges that cross spaces "
        "(default: none, plain BPE)", "bpe", algorithms=BPE, type=float, metavar="T"),
-    _o("superword_pattern", _str, "a string (superword)", "superword BPE's second-stage split (default superword: "
-       "numbers, punctuation runs and line breaks cut; spaces stay inside)", "bpe", algorithms=BPE,
-       default="superword", choices=("superword",)),
+    _o("superword_pattern", _str, "a string (superword or superbpe)", "superword BPE's second-stage split "
+       "(default superword: numbers, punctuation runs and line breaks cut, spaces stay inside; superbpe: the "
+       "published SuperBPE split, line breaks inside too)", "bpe", algorithms=BPE, default="superword",
+       choices=("superword", "superbpe")),
     _o("superword_max_words", _int, "an integer", "superword BPE: most words in a second-stage piece, a word "
        "counted at each space (default 4)", "bpe", algorithms=BPE, default=4, type=int, metavar="N"),
 )

@@ -9,4 +9,6 @@ PATTERN_TEXT = {
               r"|\s*[\r\n]+|\s+(?!\S)|\s+",
     # superword BPE's second stage (tokenizer.kernels.superword_split): the stretches between matches are pieces too
     "superword": r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*|\s*[\r\n]+|\s+(?!\S)",
+    # the published SuperBPE tokenizers' second-stage split (spaces only in its last alternative)
+    "superbpe": r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)",
 }

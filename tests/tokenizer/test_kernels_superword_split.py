@@ -15,19 +15,19 @@ ALPHABET = list("ab'sZ9١² \n\r\t  　!?.,-/_中ひé") + ["\u2028", "\x85", "\
 texts = st.text(alphabet=st.sampled_from(ALPHABET), max_size=40)
 
 
-def kernel_chunks(data: bytes) -> list[bytes]:
+def kernel_chunks(data: bytes, pattern: str = "superword") -> list[bytes]:
     array = np.frombuffer(data, dtype=np.uint8)
     ends = np.empty(len(data) + 1, np.int64)
-    n = pretokenize_into(char_class_table(), PATTERNS["superword"], array, 0, len(data), ends, 0)
+    n = pretokenize_into(char_class_table(), PATTERNS[pattern], array, 0, len(data), ends, 0)
     bounds = [0] + ends[:n].tolist()
     return [data[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-def regex_chunks(text: str) -> list[bytes]:
+def regex_chunks(text: str, pattern: str = "superword") -> list[bytes]:
     """The pattern's matches and the stretches between them, with the `regex` module."""
     regex = pytest.importorskip("regex")
     out, at = [], 0
-    for match in regex.finditer(PATTERN_TEXT["superword"], text):
+    for match in regex.finditer(PATTERN_TEXT[pattern], text):
         if match.start() > at:
             out.append(text[at:match.start()])
         out.append(match.group())
@@ -46,29 +46,36 @@ def test_spaces_stay_inside_and_line_breaks_end_a_chunk():
     assert kernel_chunks(b"by the way  it  \nis") == [b"by the way", b" ", b" it", b"  \n", b"is"]
 
 
+def test_superbpe_keeps_line_breaks_inside():
+    assert kernel_chunks(b"by the way  it  \nis", "superbpe") == [b"by the way", b" ", b" it", b"  ", b"\nis"]
+
+
+@pytest.mark.parametrize("pattern", ["superword", "superbpe"])
 @settings(max_examples=300, deadline=None)
 @given(text=texts)
-def test_kernel_matches_twin_and_regex_module(text):
+def test_kernel_matches_twin_and_regex_module(pattern, text):
     data = text.encode()
-    got = kernel_chunks(data)
-    assert got == ref_superword_chunks(data) == regex_chunks(text)
+    got = kernel_chunks(data, pattern)
+    assert got == ref_superword_chunks(data, pattern) == regex_chunks(text, pattern)
     assert b"".join(got) == data and all(got)
 
 
+@pytest.mark.parametrize("pattern", ["superword", "superbpe"])
 @settings(max_examples=150, deadline=None)
 @given(data=st.binary(max_size=40))
-def test_arbitrary_bytes_tile(data):
-    got = kernel_chunks(data)
-    assert got == ref_superword_chunks(data)
+def test_arbitrary_bytes_tile(pattern, data):
+    got = kernel_chunks(data, pattern)
+    assert got == ref_superword_chunks(data, pattern)
     assert b"".join(got) == data and all(got)
 
 
+@pytest.mark.parametrize("pattern", ["superword", "superbpe"])
 @settings(max_examples=100, deadline=None)
 @given(text=texts)
-def test_hugging_face_split_agrees(text):
+def test_hugging_face_split_agrees(pattern, text):
     tokenizers = pytest.importorskip("tokenizers")
-    split = tokenizers.pre_tokenizers.Split(tokenizers.Regex(PATTERN_TEXT["superword"]), behavior="isolated")
-    assert [piece.encode() for piece, _ in split.pre_tokenize_str(text)] == kernel_chunks(text.encode())
+    split = tokenizers.pre_tokenizers.Split(tokenizers.Regex(PATTERN_TEXT[pattern]), behavior="isolated")
+    assert [piece.encode() for piece, _ in split.pre_tokenize_str(text)] == kernel_chunks(text.encode(), pattern)
 
 
 def test_a_long_stretch_without_matches_is_one_chunk():

@@ -83,3 +83,23 @@ def test_encoding_the_chunks_with_stage_one_replays_merges_by_rank():
     settings = bpe.BpeSettings(vocab_sizes=(300,), special_tokens=(), superword_transition=258)
     symbols, offsets = sw.encode_chunks(stage_one, chunks, settings)
     assert symbols.tolist() == [257, 256, 99] and offsets.tolist() == [0, 2, 3]
+
+
+@pytest.mark.parametrize("pattern", ["superword", "superbpe"])
+def test_export_gives_tokenizers_ids_and_loads_back(tmp_path, pattern):
+    """The tokenizer.json of a superword model (its coarse Split, one merges list) in Hugging Face tokenizers: the
+    same ids on every line; the importer reads it back (``superbpe``: the published SuperBPE tokenizers' split)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizer.interop.huggingface import save_tokenizer_json
+
+    lines = sample_lines()
+    settings = bpe.BpeSettings(vocab_sizes=(600,), superword_transition=0.6, superword_pattern=pattern)
+    model = bpe.train_bpe_local(lines[:500], settings)[600]
+    path = tmp_path / "tokenizer.json"
+    save_tokenizer_json(model, path)
+    texts = [line.decode() for line in lines[500:]] + ["a  b \n\n c", "by the way\nof the 12345!!"]
+    ours = Tokenizer(model).encode_batch(texts)
+    theirs = [e.ids for e in tokenizers.Tokenizer.from_file(str(path)).encode_batch(texts, add_special_tokens=False)]
+    assert ours == theirs
+    back = Tokenizer.load(str(path))
+    assert back.model.pretokenizer["pattern"] == pattern and back.encode_batch(texts) == ours

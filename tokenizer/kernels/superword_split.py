@@ -7,11 +7,12 @@ Face ``Split`` with behavior ``Isolated``)::
 
     superword: \\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]{2,}[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)
 
-so a chunk is a run of up to three digits, a run of two or more punctuation characters (with the space before it
-and the newlines or slashes after it), whitespace that holds a line break (up to its last one), whitespace before
-more whitespace or the end of the text, or everything between such matches: words, the single spaces between
-them, single punctuation characters (``"the cat, the dog"`` is one chunk). Line breaks always end a chunk, so no
-piece crosses a line.
+(``superbpe``, the split of the published SuperBPE tokenizers, has ``' +(?!\\S)'`` for the last two alternatives:
+only spaces, so its chunks may cross lines) so a chunk is a run of up to three digits, a run of two or more
+punctuation characters (with the space before it and the newlines or slashes after it), whitespace that holds a line
+break (up to its last one), whitespace before more whitespace or the end of the text, or everything between such
+matches: words, the single spaces between them, single punctuation characters (``"the cat, the dog"`` is one
+chunk). With ``superword`` line breaks always end a chunk, so no piece crosses a line.
 
 Characters are classified by ``char_class`` (:func:`tokenizer.kernels.pretokenize.char_class_table`: 0 other, 1
 letter, 2 number, 3 whitespace); a byte that does not start a valid UTF-8 character is one ``other`` character,
@@ -32,6 +33,7 @@ from tokenizer.kernels.utf8 import decode_char
 #: the pattern id of the coarse split (``tokenizer.kernels.pretokenize.PATTERNS["superword"]``): far from the
 #: other pre-split ids and from the chunk counter's other modes (``tokenizer.kernels.chunk_count``)
 PATTERN_SUPERWORD = 16
+PATTERN_SUPERBPE = 17  # the published SuperBPE tokenizers' split (pretokenize_patterns.PATTERN_TEXT["superbpe"])
 _OTHER, _LETTER, _NUMBER, _SPACE = 0, 1, 2, 3
 
 
@@ -45,9 +47,10 @@ def _class_width(char_class, data, pos, end):
 
 
 @kernel
-def superword_match_end(char_class, data, pos, end):
+def superword_match_end(char_class, data, pos, end, pattern):
     """End of the coarse pattern's match at ``data[pos]`` (``pos < end``), or -1 when none of its alternatives
-    matches there. Example: ``b"a b"`` at 0 -> -1; ``b"!!x"`` at 0 -> 2."""
+    matches there (``pattern``: :data:`PATTERN_SUPERWORD` or :data:`PATTERN_SUPERBPE`). Example: ``b"a b"`` at 0
+    -> -1; ``b"!!x"`` at 0 -> 2."""
     klass, width = _class_width(char_class, data, pos, end)
     if klass == _NUMBER:  # \p{N}{1,3}
         stop = pos + width
@@ -78,6 +81,18 @@ def superword_match_end(char_class, data, pos, end):
             return stop
     if klass != _SPACE:
         return -1
+    if pattern == PATTERN_SUPERBPE:  # ' +(?!\S)': spaces only
+        stop = pos
+        while stop < end and data[stop] == 32:
+            stop += 1
+        if stop == pos:
+            return -1
+        if stop >= end:
+            return stop
+        next_class, _ = _class_width(char_class, data, stop, end)
+        if next_class == _SPACE:
+            return stop
+        return stop - 1 if stop - 1 > pos else -1
     # \s*[\r\n]+ : the whitespace run up to its last line break; else \s+(?!\S)
     stop = pos
     last = pos
@@ -100,10 +115,10 @@ def superword_match_end(char_class, data, pos, end):
 
 
 @kernel
-def superword_chunk_end(char_class, data, pos, end):
+def superword_chunk_end(char_class, data, pos, end, pattern):
     """End (exclusive) of the coarse chunk that starts at ``data[pos]`` (``pos < end``): the pattern's match there,
     else the stretch up to the next position where it matches (or ``end``). Example: ``b"a b!!"`` at 0 -> 3."""
-    stop = superword_match_end(char_class, data, pos, end)
+    stop = superword_match_end(char_class, data, pos, end, pattern)
     if stop > pos:
         return stop
     _, width = _class_width(char_class, data, pos, end)
@@ -116,7 +131,7 @@ def superword_chunk_end(char_class, data, pos, end):
         if byte == 32 and stop + 1 < end and data[stop + 1] < 0x80 and char_class[data[stop + 1]] == _LETTER:
             stop += 2  # a space before a letter starts none either, nor does the letter
             continue
-        if superword_match_end(char_class, data, stop, end) >= 0:
+        if superword_match_end(char_class, data, stop, end, pattern) >= 0:
             break
         _, width = _class_width(char_class, data, stop, end)
         stop += width

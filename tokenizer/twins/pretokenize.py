@@ -31,11 +31,11 @@ def _chars(data: bytes) -> list[tuple[bytes, int]]:
 
 
 def ref_pretokenize(data: bytes, pattern: str = "gpt2") -> list[bytes]:
-    """Split ``data`` with the ``"gpt2"``, ``"llama3"`` or ``"superword"`` pattern; ``b"".join(result) == data``."""
-    if pattern == "superword":
+    """Split ``data`` with the ``"gpt2"``, ``"llama3"``, ``"superword"`` or ``"superbpe"`` pattern; ``b"".join(result) == data``."""
+    if pattern in ("superword", "superbpe"):
         from tokenizer.twins.superword_split import ref_superword_chunks
 
-        return ref_superword_chunks(data)
+        return ref_superword_chunks(data, pattern)
     chars = _chars(bytes(data))
     n = len(chars)
     out: list[bytes] = []

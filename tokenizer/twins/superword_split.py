@@ -11,7 +11,7 @@ from tokenizer.kernels.pretokenize import NUMBER, OTHER, SPACE
 from tokenizer.twins.pretokenize import _chars
 
 
-def _match(chars: list[tuple[bytes, int]], i: int) -> int:
+def _match(chars: list[tuple[bytes, int]], i: int, pattern: str) -> int:
     """Index after the pattern's match at character ``i``, or -1 (alternatives in the pattern's order)."""
     n = len(chars)
     kind = lambda k: chars[k][1] if k < n else None  # noqa: E731
@@ -28,6 +28,14 @@ def _match(chars: list[tuple[bytes, int]], i: int) -> int:
             while j < n and chars[j][0] in (b"\r", b"\n", b"/"):
                 j += 1
             return j
+    if pattern == "superbpe":  # ' +(?!\S)', longest first
+        j = i
+        while j < n and chars[j][0] == b" ":
+            j += 1
+        for stop in range(j, i, -1):
+            if stop == n or kind(stop) == SPACE:
+                return stop
+        return -1
     j = i  # \s*[\r\n]+ : the longest whitespace run that ends with a line break
     best = -1
     while j < n and kind(j) == SPACE:
@@ -42,13 +50,13 @@ def _match(chars: list[tuple[bytes, int]], i: int) -> int:
     return -1
 
 
-def ref_superword_chunks(data: bytes) -> list[bytes]:
-    """Split ``data`` with the coarse pattern, matches and the stretches between them alike;
-    ``b"".join(result) == data``."""
+def ref_superword_chunks(data: bytes, pattern: str = "superword") -> list[bytes]:
+    """Split ``data`` with the coarse pattern (``"superword"`` or ``"superbpe"``), matches and the stretches
+    between them alike; ``b"".join(result) == data``."""
     chars = _chars(bytes(data))
     out, i, gap = [], 0, 0
     while i < len(chars):
-        j = _match(chars, i)
+        j = _match(chars, i, pattern)
         if j < 0:
             i += 1
             continue
