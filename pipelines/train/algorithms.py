@@ -340,6 +340,7 @@ class Bpe(Algorithm):
         from tokenizer.trainers import bpe
 
         from tokenizer.trainers import superword as sw
+        from tokenizer.trainers.superword_settings import transition_size
 
         progress(f"[chunks] pre-tokenizing ({settings.pretokenizer}) and counting chunks")
         table = count_chunk_table(source, counter(settings))
@@ -365,7 +366,7 @@ class Bpe(Algorithm):
                                 _model_stage_counts)
         details = {"distinct_chunks": len(table.chunks), "chunks": int(table.counts.sum())}
         if superword:
-            details.update(superword_transition=sw.transition_size(settings), superword_chunks=len(coarse.chunks),
+            details.update(superword_transition=transition_size(settings), superword_chunks=len(coarse.chunks),
                            superword_chunk_bytes=coarse.chunk_bytes)
         return Trained(models, fingerprint, int(table.stats.get("documents", 0)), details=details,
                        bounds=bounds, evaluation_documents=evaluation_of(table), read_counts=read_counts_of(table))

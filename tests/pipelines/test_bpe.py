@@ -177,5 +177,5 @@ def test_superword_chunks_identical_across_partitions_and_models_equal_local(spa
     merges = sw.learn_superword(bpe.learn_bpe(fine, fine_counts, settings, sw.stage_one_merges(settings)),
                                 chunks, counts, settings)
     models = bpe.build_models(merges, settings)
-    local = bpe.train_bpe_local(lines, settings)
+    local = sw.train_local(lines, settings)
     assert all(local[v].to_bytes() == models[v].to_bytes() for v in (300, 330))

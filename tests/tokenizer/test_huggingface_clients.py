@@ -61,8 +61,9 @@ def _train(kind: str, train: list[str]):
     if kind == "sentencepiece-bpe":
         return bpe.train_bpe_local(train, bpe.BpeSettings(vocab_sizes=(4000,), pretokenizer="sentencepiece"))[4000]
     if kind == "superword-bpe":  # merges across spaces after 900 pieces: the coarse Split in the export
-        return bpe.train_bpe_local(train, bpe.BpeSettings(vocab_sizes=(1500,), min_count=2,
-                                                          superword_transition=900))[1500]
+        from tokenizer.trainers.superword import train_local
+
+        return train_local(train, bpe.BpeSettings(vocab_sizes=(1500,), min_count=2, superword_transition=900))[1500]
     return bpe.train_bpe_local(train, bpe.BpeSettings(vocab_sizes=(1500,), pattern="gpt2", min_count=2))[1500]
 
 

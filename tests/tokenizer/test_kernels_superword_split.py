@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from tokenizer.kernels.pretokenize import PATTERNS, char_class_table, pretokenize_into
 from tokenizer.pretokenize_patterns import PATTERN_TEXT
-from tokenizer.twins.superword_split import ref_superword_chunks
+from tokenizer.twins.pretokenize import ref_superword_chunks
 
 ALPHABET = list("ab'sZ9١² \n\r\t  　!?.,-/_中ひé") + ["\u2028", "\x85", "\u00a0"]
 texts = st.text(alphabet=st.sampled_from(ALPHABET), max_size=40)

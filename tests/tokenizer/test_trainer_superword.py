@@ -12,6 +12,7 @@ import pytest
 from tokenizer import Tokenizer
 from tokenizer.errors import ConfigError
 from tokenizer.trainers import bpe, superword as sw
+from tokenizer.trainers.superword_settings import transition_size
 
 
 def sample_lines(n: int = 600, seed: int = 7) -> list[bytes]:
@@ -23,10 +24,10 @@ def sample_lines(n: int = 600, seed: int = 7) -> list[bytes]:
 
 def test_docstring_example():
     settings = bpe.BpeSettings(vocab_sizes=(259,), special_tokens=(), min_count=1, superword_transition=257)
-    model = bpe.train_bpe_local([b"a b a b"], settings)[259]
+    model = sw.train_local([b"a b a b"], settings)[259]
     assert model.pieces[256:] == [b" b", b"a b", b" a b"]
     assert model.pretokenizer == {"name": "byte_level", "pattern": "superword"}
-    assert sw.transition_size(bpe.BpeSettings(vocab_sizes=(1000,), superword_transition=0.8)) == 800
+    assert transition_size(bpe.BpeSettings(vocab_sizes=(1000,), superword_transition=0.8)) == 800
     assert sw.space_counts([b" of the", b"a"]).tolist() == [2, 0]
 
 
@@ -53,8 +54,8 @@ def test_plain_bpe_settings_and_models_do_not_mention_superwords():
 def test_second_stage_goes_on_from_the_first_and_crosses_spaces_within_the_cap():
     lines = sample_lines()
     settings = bpe.BpeSettings(vocab_sizes=(420, 600), superword_transition=300, superword_max_words=3)
-    models = bpe.train_bpe_local(lines, settings)
-    plain = bpe.train_bpe_local(lines, bpe.BpeSettings(vocab_sizes=(300,)))[300]
+    models = sw.train_local(lines, settings)
+    plain = sw.train_local(lines, bpe.BpeSettings(vocab_sizes=(300,)))[300]
     big = models[600]
     first = 300 - 3
     assert big.pieces[:first] == plain.pieces[:first]  # stage 1 is plain BPE up to the transition
@@ -69,8 +70,8 @@ def test_second_stage_goes_on_from_the_first_and_crosses_spaces_within_the_cap()
 def test_every_line_round_trips_and_superwords_take_fewer_tokens():
     lines = sample_lines()
     train, test = lines[:500], lines[500:] + [b"", b"a  b \n\n c", "\u00e9\u6771 \x85".encode(), b"\xff\xfe x"]
-    plain = Tokenizer(bpe.train_bpe_local(train, bpe.BpeSettings(vocab_sizes=(600,)))[600])
-    superword = Tokenizer(bpe.train_bpe_local(train, bpe.BpeSettings(vocab_sizes=(600,),
+    plain = Tokenizer(sw.train_local(train, bpe.BpeSettings(vocab_sizes=(600,)))[600])
+    superword = Tokenizer(sw.train_local(train, bpe.BpeSettings(vocab_sizes=(600,),
                                                                       superword_transition=0.7))[600])
     encoded = superword.encode_batch(test)
     assert [superword.decode_bytes(ids) for ids in encoded] == test
@@ -94,7 +95,7 @@ def test_export_gives_tokenizers_ids_and_loads_back(tmp_path, pattern):
 
     lines = sample_lines()
     settings = bpe.BpeSettings(vocab_sizes=(600,), superword_transition=0.6, superword_pattern=pattern)
-    model = bpe.train_bpe_local(lines[:500], settings)[600]
+    model = sw.train_local(lines[:500], settings)[600]
     path = tmp_path / "tokenizer.json"
     save_tokenizer_json(model, path)
     texts = [line.decode() for line in lines[500:]] + ["a  b \n\n c", "by the way\nof the 12345!!"]

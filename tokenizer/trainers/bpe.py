@@ -127,7 +127,7 @@ class BpeSettings:
             raise ConfigError(f"character_coverage={coverage!r} is invalid: use a number from 0.98 to 1.0 "
                               f"(SentencePiece's range)")
         if self.superword_transition is not None:
-            from tokenizer.trainers.superword import validate_superword
+            from tokenizer.trainers.superword_settings import validate_superword
 
             validate_superword(self)
         if len(set(self.special_tokens)) != len(self.special_tokens) or any(not s for s in self.special_tokens):
@@ -473,16 +473,14 @@ def train_from_table(chunks: list[bytes], counts, settings: BpeSettings,
 def train_bpe_local(texts: Iterable[bytes | str], settings: BpeSettings,
                     provenance: dict | None = None) -> dict[int, Model]:
     """Train on an in-memory corpus (what the Spark job computes, on one machine). ``provenance`` is stored as
-    given (pass ``{"chunk_table_fingerprint": ...}`` to match the Spark job's model)."""
+    given (pass ``{"chunk_table_fingerprint": ...}`` to match the Spark job's model). Plain BPE only: superword
+    settings train with :func:`tokenizer.trainers.superword.train_local`."""
     settings.validate()
-    packed = pack_texts(texts)
-    chunks, counts = sort_chunks(*count_chunks(*packed, settings))
+    if settings.superword_transition is not None:
+        raise ConfigError("train_bpe_local trains plain BPE: train superword settings with "
+                          "tokenizer.trainers.superword.train_local")
+    table = count_chunks(*pack_texts(texts), settings)
+    chunks, counts = sort_chunks(*table)
     if not chunks:
         raise InputError("the corpus has no text (every document is empty)")
-    if settings.superword_transition is None:
-        return build_models(learn_bpe(chunks, counts, settings), settings, provenance)
-    from tokenizer.trainers.superword import learn_superword, stage_one_merges, stage_two_settings
-
-    stage_one = learn_bpe(chunks, counts, settings, stage_one_merges(settings))
-    coarse, coarse_counts = sort_chunks(*count_chunks(*packed, stage_two_settings(settings)))
-    return build_models(learn_superword(stage_one, coarse, coarse_counts, settings), settings, provenance)
+    return build_models(learn_bpe(chunks, counts, settings), settings, provenance)
