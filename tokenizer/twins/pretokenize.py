@@ -1,5 +1,5 @@
-"""Pure-Python twins of :mod:`tokenizer.kernels.pretokenize` (and of its superword split): the same patterns, written as a direct reading of the
-regular expressions over a list of characters (slow, for tests).
+"""Pure-Python twins of :mod:`tokenizer.kernels.pretokenize` (and of its superword split): the same patterns,
+written as a direct reading of the regular expressions over a list of characters (slow, for tests).
 
     >>> ref_pretokenize(b"I'm  ok!!\\n", "gpt2")
     [b'I', b"'m", b' ', b' ok', b'!!', b'\\n']
@@ -31,7 +31,8 @@ def _chars(data: bytes) -> list[tuple[bytes, int]]:
 
 
 def ref_pretokenize(data: bytes, pattern: str = "gpt2") -> list[bytes]:
-    """Split ``data`` with the ``"gpt2"``, ``"llama3"``, ``"superword"`` or ``"superbpe"`` pattern; ``b"".join(result) == data``."""
+    """Split ``data`` with the ``"gpt2"``, ``"llama3"``, ``"superword"`` or ``"superbpe"`` pattern;
+    ``b"".join(result) == data``."""
     if pattern in ("superword", "superbpe"):
         return ref_superword_chunks(data, pattern)
     chars = _chars(bytes(data))
