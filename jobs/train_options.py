@@ -237,6 +237,15 @@ OPTIONS: tuple[Option, ...] = (
     _o("pattern", _str, "a string (gpt2, llama3 or o200k)", "the byte_level regex: gpt2, llama3 (cl100k's) or "
        "o200k (o200k_base's, letters split by case); default gpt2", "bpe",
        algorithms=BPE, default="gpt2", choices=("gpt2", "llama3", "o200k")),
+    _o("superword_transition", _num, "a number: a share below 1 or a vocabulary size", "superword BPE: plain merges "
+       "up to this vocabulary size (or share of the largest --vocab-size, e.g. 0.8), then merges that cross spaces "
+       "(default: none, plain BPE)", "bpe", algorithms=BPE, type=float, metavar="T"),
+    _o("superword_pattern", _str, "a string (superword or superbpe)", "superword BPE's second-stage split "
+       "(default superword: numbers, punctuation runs and line breaks cut, spaces stay inside; superbpe: the "
+       "published SuperBPE split, line breaks inside too)", "bpe", algorithms=BPE, default="superword",
+       choices=("superword", "superbpe")),
+    _o("superword_max_words", _int, "an integer", "superword BPE: most words in a second-stage piece, a word "
+       "counted at each space (default 4)", "bpe", algorithms=BPE, default=4, type=int, metavar="N"),
 )
 BY_KEY = {option.key: option for option in OPTIONS}
 #: what ``--unigram-defaults`` sets, for the options not given: lossless, or SentencePiece's own defaults (the

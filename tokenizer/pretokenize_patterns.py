@@ -13,4 +13,8 @@ PATTERN_TEXT = {
              r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
              r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
              r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    # superword BPE's second stage (tokenizer.kernels.superword_split): the stretches between matches are pieces too
+    "superword": r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*|\s*[\r\n]+|\s+(?!\S)",
+    # the published SuperBPE tokenizers' second-stage split (spaces only in its last alternative)
+    "superbpe": r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)",
 }

@@ -178,16 +178,17 @@ EM_STATE = StageCodec(
 
 
 # ---------------------------------------------------------------------------------------------------- chunk tables
-def count_chunk_table(source: Source, counter) -> Any:
-    """The ``chunks`` stage of unigram and BPE: the chunk table of the engine's documents counted by ``counter``
+def count_chunk_table(source: Source, counter, stage: str = "chunks") -> Any:
+    """The ``chunks`` stage of unigram and BPE (or another chunk table's, named ``stage``: superword BPE's
+    ``superword_chunks``): the chunk table of the engine's documents counted by ``counter``
     (:data:`pipelines.train.tables.Counter`), resumed from the work directory when a run before finished it. The
-    table keeps the first documents for the evaluation sample (a resumed run has them too)."""
+    ``chunks`` table keeps the first documents for the evaluation sample (a resumed run has them too)."""
     from pipelines.train.tables import chunk_table_of
 
     def compute():
-        source.engine.label("chunks")
-        return chunk_table_of(source.engine.count(counter, "bytes", limit=source.limit,
-                                                  keep_documents=int(source.options["eval_documents"])))
+        source.engine.label(stage)
+        keep = int(source.options["eval_documents"]) if stage == "chunks" else 0
+        return chunk_table_of(source.engine.count(counter, "bytes", limit=source.limit, keep_documents=keep))
 
     def counts(table) -> dict:
         return {"documents": int(table.stats.get("documents", 0)), "distinct_chunks": len(table.chunks),
@@ -195,7 +196,7 @@ def count_chunk_table(source: Source, counter) -> Any:
                 **{k: v for k, v in table.stats.items() if k != "documents"},
                 "dropped_by_bound": int(table.bound.get("dropped_entries", 0))}
 
-    table = source.log.run("chunks", compute, CHUNK_TABLE, counts)
+    table = source.log.run(stage, compute, CHUNK_TABLE, counts)
     if not table.chunks:
         raise InputError(NO_TEXT)
     return table
@@ -325,30 +326,50 @@ class Bpe(Algorithm):
         from tokenizer.trainers.bpe import BpeSettings
 
         length = options.get("max_piece_chars", options.get("max_piece_bytes"))
+        superword = {key: options[key] for key in ("superword_transition", "superword_pattern",
+                                                    "superword_max_words") if options.get(key) is not None}
         return BpeSettings(vocab_sizes=tuple(int(v) for v in options["vocab_size"]),
                            pretokenizer=options["pretokenizer"], pattern=options["pattern"],
                            min_count=options.get("min_count"), max_piece_length=length,
                            special_tokens=tuple(options["special_tokens"]),
-                           character_coverage=options.get("character_coverage", 0.9995)).validate()
+                           character_coverage=options.get("character_coverage", 0.9995), **superword).validate()
 
     @staticmethod
     def fit(source: Source, settings, progress: Callable[[str], None]) -> Trained:
         from pipelines.train.bpe import counter
         from tokenizer.trainers import bpe
 
+        from tokenizer.trainers import superword as sw
+        from tokenizer.trainers.superword_settings import transition_size
+
         progress(f"[chunks] pre-tokenizing ({settings.pretokenizer}) and counting chunks")
         table = count_chunk_table(source, counter(settings))
         fingerprint = bpe.bpe_table_fingerprint(table.chunks, table.counts)
-        merges = source.log.run("merges", lambda: bpe.learn_bpe(table.chunks, table.counts, settings), MERGES,
-                                lambda value: {"merges": len(value.left)})
-        provenance = {"chunk_table_fingerprint": fingerprint, "holdout_fraction": source.holdout,
-                      **table_bound.provenance({"chunks": table.bound})}
+        superword = settings.superword_transition is not None
+        wanted = sw.stage_one_merges(settings) if superword else None
+        merges = source.log.run("merges", lambda: bpe.learn_bpe(table.chunks, table.counts, settings, wanted),
+                                MERGES, lambda value: {"merges": len(value.left)})
+        provenance = {"chunk_table_fingerprint": fingerprint, "holdout_fraction": source.holdout}
+        tables = {"chunks": table}
+        if superword:  # stage 2: the coarse chunks, counted and reduced as the first, merges on from stage 1's
+            progress(f"[superword_chunks] counting {settings.superword_pattern} chunks (merges cross spaces)")
+            tables["superword_chunks"] = coarse = count_chunk_table(
+                source, counter(sw.stage_two_settings(settings)), "superword_chunks")
+            first = merges
+            merges = source.log.run("superword_merges",
+                                    lambda: sw.learn_superword(first, coarse.chunks, coarse.counts, settings),
+                                    MERGES, lambda value: {"merges": len(value.left)})
+            provenance["superword_chunk_table_fingerprint"] = bpe.bpe_table_fingerprint(coarse.chunks, coarse.counts)
+        bounds = {name: value.bound for name, value in tables.items()}
+        provenance.update(table_bound.provenance(bounds))
         models = source.log.run("models", lambda: bpe.build_models(merges, settings, provenance), MODELS,
                                 _model_stage_counts)
-        return Trained(models, fingerprint, int(table.stats.get("documents", 0)),
-                       details={"distinct_chunks": len(table.chunks), "chunks": int(table.counts.sum())},
-                       bounds={"chunks": table.bound}, evaluation_documents=evaluation_of(table),
-                       read_counts=read_counts_of(table))
+        details = {"distinct_chunks": len(table.chunks), "chunks": int(table.counts.sum())}
+        if superword:
+            details.update(superword_transition=transition_size(settings), superword_chunks=len(coarse.chunks),
+                           superword_chunk_bytes=coarse.chunk_bytes)
+        return Trained(models, fingerprint, int(table.stats.get("documents", 0)), details=details,
+                       bounds=bounds, evaluation_documents=evaluation_of(table), read_counts=read_counts_of(table))
 
 
 ALGORITHMS = {"bytepiece": BytePiece, "unigram": Unigram, "bpe": Bpe}

@@ -63,6 +63,8 @@ RUNS = {  # algorithm: (its options, its stages in order, the vocab sizes); bpe 
                 ["chunks", "em_60", "em_80", "models"],
                 (60, 80)),
     "bpe": (["--min-count", "2", "--pretokenizer", "sentencepiece"], ["chunks", "merges", "models"], (300, 330)),
+    "bpe superword": (["--min-count", "2", "--superword-transition", "290"],
+                      ["chunks", "merges", "superword_chunks", "superword_merges", "models"], (300, 330)),
 }
 
 
@@ -71,6 +73,7 @@ RUNS = {  # algorithm: (its options, its stages in order, the vocab sizes); bpe 
 def test_kill_after_each_stage_then_rerun_gives_identical_model_bytes(spark, tmp_path, monkeypatch, capsys,
                                                                       algorithm):
     options, stages, sizes = RUNS[algorithm]
+    algorithm = algorithm.split()[0]  # "bpe superword": bpe with the superword options
     (tmp_path / "corpus.txt").write_bytes(b"\n".join(syllable_lines()) + b"\n")
 
     def argv(work: str) -> list[str]:

@@ -157,3 +157,25 @@ def test_train_job_names_a_corrupt_parquet_input(spark, tmp_path, capsys):
     error = capsys.readouterr().err
     assert code != 0 and "bad.parquet" in error and "remove it from --input" in error, error[-2000:]
     assert not (tmp_path / "m.model").exists()
+
+
+def test_superword_chunks_identical_across_partitions_and_models_equal_local(spark):
+    """Superword BPE's second table (the coarse chunks) is counted by the same reduce: the same table for any
+    partitioning, so the same model bytes as the local trainer."""
+    from tokenizer.trainers import superword as sw
+
+    lines = sample_corpus()
+    settings = bpe.BpeSettings(vocab_sizes=(300, 330), superword_transition=290)
+    coarse_settings = sw.stage_two_settings(settings)
+    chunks, counts = bpe.sort_chunks(*bpe.count_chunks(*bpe.pack_texts(lines), coarse_settings))
+    assert any(b" " in chunk.strip(b" ") for chunk in chunks)  # chunks hold spaces between words
+    for partitions, threads, shard_bytes in ((1, 1, 1 << 20), (3, 1, 1 << 20), (2, 2, 300)):
+        frame = spark.createDataFrame([(line,) for line in lines], "text binary").repartition(partitions)
+        table = count_chunk_table(frame, counter(coarse_settings, shard_bytes), threads=threads)
+        assert table.chunks == chunks and table.counts.tolist() == counts.tolist()
+    fine, fine_counts = bpe.sort_chunks(*bpe.count_chunks(*bpe.pack_texts(lines), settings))
+    merges = sw.learn_superword(bpe.learn_bpe(fine, fine_counts, settings, sw.stage_one_merges(settings)),
+                                chunks, counts, settings)
+    models = bpe.build_models(merges, settings)
+    local = sw.train_local(lines, settings)
+    assert all(local[v].to_bytes() == models[v].to_bytes() for v in (300, 330))

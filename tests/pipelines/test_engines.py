@@ -19,6 +19,7 @@ ALGORITHMS = {  # name: flags (small vocabularies, settings that make every stag
     "bytepiece": ["--algorithm", "bytepiece", "--min-count", "2", "--order", "4", "--vocab-size", "400"],
     "unigram": ["--algorithm", "unigram", "--vocab-size", "400"],  # lossless: byte fallback's 256 pieces too
     "bpe byte-level": ["--algorithm", "bpe", "--vocab-size", "400"],
+    "bpe superword": ["--algorithm", "bpe", "--vocab-size", "400", "--superword-transition", "0.8"],
     "bpe sentencepiece": ["--algorithm", "bpe", "--pretokenizer", "sentencepiece", "--vocab-size", "300"],
 }
 

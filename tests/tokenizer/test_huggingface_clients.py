@@ -3,8 +3,8 @@ native ids on every line (text that spells a control token included), add bos/eo
 --add-eos`` does, pad, and decode losslessly; ``Tokenizer.load`` reads the export back to the same ids and specials.
 
 Models are trained here on the shipped sample corpus (``data/sample``): BytePiece, byte-level unigram, byte-level
-BPE (the GPT-2 and the o200k pattern), and SentencePiece-style unigram and BPE (whose unigram model also goes to
-sentencepiece, with the same ids)."""
+BPE (the GPT-2 and the o200k pattern), superword BPE, and SentencePiece-style unigram and BPE (whose unigram model
+also goes to sentencepiece, with the same ids)."""
 
 from __future__ import annotations
 
@@ -60,11 +60,15 @@ def _train(kind: str, train: list[str]):
 
     if kind == "sentencepiece-bpe":
         return bpe.train_bpe_local(train, bpe.BpeSettings(vocab_sizes=(4000,), pretokenizer="sentencepiece"))[4000]
+    if kind == "superword-bpe":  # merges across spaces after 900 pieces: the coarse Split in the export
+        from tokenizer.trainers.superword import train_local
+
+        return train_local(train, bpe.BpeSettings(vocab_sizes=(1500,), min_count=2, superword_transition=900))[1500]
     pattern = "o200k" if kind == "byte-level-bpe-o200k" else "gpt2"  # o200k: a Split with tiktoken's regex
     return bpe.train_bpe_local(train, bpe.BpeSettings(vocab_sizes=(1500,), pattern=pattern, min_count=2))[1500]
 
 
-BYTE_LEVEL = ("bytepiece", "byte-unigram", "byte-level-bpe", "byte-level-bpe-o200k")
+BYTE_LEVEL = ("bytepiece", "byte-unigram", "byte-level-bpe", "byte-level-bpe-o200k", "superword-bpe")
 
 
 @pytest.fixture(scope="module", params=BYTE_LEVEL + ("sentencepiece-unigram", "sentencepiece-bpe"))

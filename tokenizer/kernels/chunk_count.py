@@ -122,12 +122,12 @@ def split_before_end(mode, data, pos, end):
 def count_chunk_table(mode, char_class, script, data, offsets):
     """Pre-tokenize the documents ``data[offsets[i]:offsets[i + 1]]`` and count the distinct chunks, in one pass.
 
-    ``mode`` 1, 2 or 8: the GPT-2 / Llama-3 / o200k regex (``next_pretoken_end`` with ``char_class``); 3:
-    SentencePiece-style chunks of space-escaped text (``sentencepiece_chunk_end`` with ``script``); 4, 5, 6: a chunk
-    before each ``"▁"``, before each space, or whole documents (``split_before_end``; the unigram trainer's words).
-    The open-addressing table starts small and doubles (a table sized to the data stays in cache). Returns
-    ``(starts, ends, counts)`` (int64), one entry per distinct chunk in order of first occurrence:
-    ``data[starts[k]:ends[k]]`` and its count.
+    ``mode`` 1, 2, 8 or 16/17: the GPT-2 / Llama-3 / o200k regex or superword BPE's coarse splits
+    (``next_pretoken_end`` with ``char_class``); 3: SentencePiece-style chunks of space-escaped text
+    (``sentencepiece_chunk_end`` with ``script``); 4, 5, 6: a chunk before each ``"▁"``, before each space, or whole
+    documents (``split_before_end``; the unigram trainer's words). The open-addressing table starts small and doubles
+    (a table sized to the data stays in cache). Returns ``(starts, ends, counts)`` (int64), one entry per distinct
+    chunk in order of first occurrence: ``data[starts[k]:ends[k]]`` and its count.
     Example (mode 1): documents ``b"a a"``, ``b"a"`` -> chunks ``a`` x2, `` a`` x1: starts ``[0, 1]``, ends
     ``[1, 3]``, counts ``[2, 1]``.
     """

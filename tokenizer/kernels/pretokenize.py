@@ -31,13 +31,16 @@ import numpy as np
 
 from tokenizer.kernels import KERNELS_DIRECTORY, kernel
 from tokenizer.kernels.pretokenize_o200k import O200K_CLASSES, o200k_class_of, o200k_classified, o200k_pretoken_end
+from tokenizer.kernels.superword_split import PATTERN_SUPERBPE, PATTERN_SUPERWORD, superword_chunk_end
 from tokenizer.kernels.utf8 import decode_char
 
 OTHER, LETTER, NUMBER, SPACE = 0, 1, 2, 3
 PATTERN_GPT2 = 1
 PATTERN_LLAMA3 = 2
 PATTERN_O200K = 8  # tiktoken's o200k pattern (tokenizer.kernels.pretokenize_o200k); 3..6 are chunk_count's modes
-PATTERNS = {"gpt2": PATTERN_GPT2, "llama3": PATTERN_LLAMA3, "o200k": PATTERN_O200K}
+PATTERNS = {"gpt2": PATTERN_GPT2, "llama3": PATTERN_LLAMA3, "o200k": PATTERN_O200K,
+            # superword BPE's coarse splits (tokenizer.kernels.superword_split)
+            "superword": PATTERN_SUPERWORD, "superbpe": PATTERN_SUPERBPE}
 # The Unicode White_Space property (stable since Unicode 6.3); Python's str.isspace() differs (it includes
 # U+001C..U+001F and excludes nothing else), so it is listed here.
 WHITE_SPACE = (list(range(0x09, 0x0E)) + [0x20, 0x85, 0xA0, 0x1680] + list(range(0x2000, 0x200B))
@@ -198,9 +201,12 @@ def _whitespace(char_class, data, pos, end):
 @kernel(inline="always")
 def next_pretoken_end(char_class, pattern, data, pos, end):
     """End (exclusive) of the pre-token that starts at ``data[pos]`` (``pos < end``), for ``pattern``
-    ``PATTERN_GPT2``, ``PATTERN_LLAMA3`` or ``PATTERN_O200K``. ``char_class`` is :func:`char_class_table`."""
+    ``PATTERN_GPT2``, ``PATTERN_LLAMA3``, ``PATTERN_O200K``, ``PATTERN_SUPERWORD`` or ``PATTERN_SUPERBPE``.
+    ``char_class`` is :func:`char_class_table`."""
     if pattern == PATTERN_O200K:
         return o200k_pretoken_end(char_class, data, pos, end)
+    if pattern >= PATTERN_SUPERWORD:
+        return superword_chunk_end(char_class, data, pos, end, pattern)
     llama3 = pattern == PATTERN_LLAMA3
     length = _contraction(data, pos, end, llama3)
     if length:

@@ -83,6 +83,12 @@ class BpeSettings:
         character_coverage: ``sentencepiece`` only: the share of character occurrences whose characters are
             merged (SentencePiece's default 0.9995); the rarest characters stay bytes.
         special_tokens: CONTROL pieces after the merged pieces.
+        superword_transition: ``byte_level`` only: train superword BPE (:mod:`tokenizer.trainers.superword`):
+            ordinary merges up to this vocabulary size (an integer, counted as ``vocab_sizes`` are) or share of the
+            largest vocab size (a number below 1), then merges inside ``superword_pattern``'s coarser chunks;
+            ``None`` (default): plain BPE.
+        superword_pattern: the second stage's split (default ``"superword"``); the model encodes with it.
+        superword_max_words: most words in a second-stage piece (default 4), a word counted at each space.
     """
 
     vocab_sizes: tuple[int, ...] = (32000,)
@@ -92,6 +98,9 @@ class BpeSettings:
     max_piece_length: int | None = None
     special_tokens: tuple[str, ...] = ("<pad>", "<s>", "</s>")
     character_coverage: float = 0.9995
+    superword_transition: float | int | None = None
+    superword_pattern: str = "superword"
+    superword_max_words: int = 4
 
     def __post_init__(self) -> None:
         sizes = (self.vocab_sizes,) if isinstance(self.vocab_sizes, int) else self.vocab_sizes
@@ -117,6 +126,10 @@ class BpeSettings:
         if isinstance(coverage, bool) or not isinstance(coverage, (int, float)) or not 0.98 <= coverage <= 1.0:
             raise ConfigError(f"character_coverage={coverage!r} is invalid: use a number from 0.98 to 1.0 "
                               f"(SentencePiece's range)")
+        if self.superword_transition is not None:
+            from tokenizer.trainers.superword_settings import validate_superword
+
+            validate_superword(self)
         if len(set(self.special_tokens)) != len(self.special_tokens) or any(not s for s in self.special_tokens):
             raise ConfigError(f"special_tokens={self.special_tokens!r} must be distinct non-empty strings")
         if not self.vocab_sizes:
@@ -134,12 +147,16 @@ class BpeSettings:
         out["special_tokens"] = list(self.special_tokens)
         if self.pretokenizer != "sentencepiece":
             del out["character_coverage"]  # unused: byte_level models stay as they were
+        if self.superword_transition is None:  # plain BPE models stay as they were
+            for key in ("superword_transition", "superword_pattern", "superword_max_words"):
+                del out[key]
         return out
 
     @property
     def model_pretokenizer(self) -> dict:
         if self.pretokenizer == "byte_level":
-            return {"name": "byte_level", "pattern": self.pattern}
+            superword = self.superword_transition is not None
+            return {"name": "byte_level", "pattern": self.superword_pattern if superword else self.pattern}
         return {"name": "sentencepiece", "add_dummy_prefix": False, "remove_extra_whitespaces": False,
                 "escape_whitespaces": True, "treat_whitespace_as_suffix": False}
 
@@ -292,13 +309,15 @@ class Merges:
         return out
 
 
-def learn_bpe(chunks: list[bytes], counts, settings: BpeSettings) -> Merges:
-    """Merges for the largest vocab size over a chunk count table (chunks as bytes; any order)."""
+def learn_bpe(chunks: list[bytes], counts, settings: BpeSettings, wanted: int | None = None) -> Merges:
+    """Merges for the largest vocab size over a chunk count table (chunks as bytes; any order); at most
+    ``wanted`` merges when given (superword BPE's first stage)."""
     settings.validate()
     counts = np.asarray(counts, np.int64)
     if len(chunks) != len(counts):
         raise InputError(f"{len(chunks)} chunks but {len(counts)} counts")
-    wanted = max(settings.vocab_sizes) - 256 - len(settings.special_tokens)
+    if wanted is None:
+        wanted = max(settings.vocab_sizes) - 256 - len(settings.special_tokens)
     data, offsets = pack(chunks)
     if settings.pretokenizer == "byte_level":
         symbols = data.astype(np.int32)
@@ -454,8 +473,12 @@ def train_from_table(chunks: list[bytes], counts, settings: BpeSettings,
 def train_bpe_local(texts: Iterable[bytes | str], settings: BpeSettings,
                     provenance: dict | None = None) -> dict[int, Model]:
     """Train on an in-memory corpus (what the Spark job computes, on one machine). ``provenance`` is stored as
-    given (pass ``{"chunk_table_fingerprint": ...}`` to match the Spark job's model)."""
+    given (pass ``{"chunk_table_fingerprint": ...}`` to match the Spark job's model). Plain BPE only: superword
+    settings train with :func:`tokenizer.trainers.superword.train_local`."""
     settings.validate()
+    if settings.superword_transition is not None:
+        raise ConfigError("train_bpe_local trains plain BPE: train superword settings with "
+                          "tokenizer.trainers.superword.train_local")
     table = count_chunks(*pack_texts(texts), settings)
     chunks, counts = sort_chunks(*table)
     if not chunks:
