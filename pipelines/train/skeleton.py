@@ -1,7 +1,7 @@
 """The one training skeleton: everything a run needs that is not the algorithm, the same for all of them.
 
     options (resolved by the job)  ->  paths checked (outputs, work directory, local inputs)
-      -> engine (choose_engine: this process or Spark)  ->  input fingerprint
+      -> engine (choose_engine: this process, Spark or Beam)  ->  input fingerprint
       -> work directory keyed by (version, algorithm, settings, input digest, ...), its lease (one run per key)
       -> read (the engine; bad rows as --on-bad-row says: pipelines.train.bad_rows)
       -> the algorithm's fit: its stages on the engine, each stored in the work directory (resume)
@@ -111,6 +111,10 @@ def open_engine(options: dict, progress: Callable[[str], None]):
         from pipelines.inprocess.engine import InProcessEngine
 
         return InProcessEngine(options, choice.reason, progress)
+    if choice.engine == "beam":
+        from pipelines.beam.train_engine import BeamEngine
+
+        return BeamEngine(options, choice.reason, progress)
     from pipelines.spark.train_engine import SparkEngine
 
     return SparkEngine(options, choice.reason, progress)
