@@ -169,3 +169,29 @@ def test_runtime_code_never_imports_the_twins():
     # the check sees the imports the tests make
     test_file = os.path.join(REPO, "tests", "tokenizer", "test_kernels_bpe.py")
     assert "tokenizer.twins.bpe" in imported_modules(test_file, "tests.tokenizer.test_kernels_bpe", known)
+
+
+def beam_importers() -> list[str]:
+    """Modules outside ``pipelines.beam`` that import ``apache_beam`` or ``pipelines.beam`` at module level (the
+    skeleton imports the Beam engine inside the function that opens it)."""
+    found = []
+    for name, path in project_modules().items():
+        if name == "pipelines.beam" or name.startswith("pipelines.beam."):
+            continue
+        for node in ast.parse(open(path, encoding="utf-8").read()).body:
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n.split(".")[0] == "apache_beam" or n.startswith("pipelines.beam") for n in names):
+                found.append(name)
+    return found
+
+
+def test_only_the_beam_engine_imports_beam():
+    """``import tokenizer``, the other engines and the jobs never load Apache Beam (an optional extra)."""
+    assert beam_importers() == []
+    code = ("import sys, tokenizer, jobs.train, jobs.tokenize, jobs.cli, pipelines.train.skeleton\n"
+            "import pipelines.inprocess.engine, pipelines.spark.train_engine, pipelines.tokenize.run\n"
+            "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'apache_beam'\n"
+            "                      or m.startswith('pipelines.beam'))))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr

@@ -15,11 +15,15 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import pickle
 import uuid
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
-from tokenizer.errors import ConfigError
+from tokenizer.errors import ConfigError, ShardpieceError
 
 #: the direct runner's defaults here: worker processes (not threads), 2 of them
 DIRECT_DEFAULTS = {"direct_running_mode": "multi_processing", "direct_num_workers": "2"}
@@ -60,6 +64,28 @@ def pipeline_options(options: dict):
     flags = [f"--{key}" if value.lower() == "true" else f"--{key}={value}"
              for key, value in option_pairs(options).items()]
     return PipelineOptions(flags)
+
+
+@contextlib.contextmanager
+def beam_log(path: str | None):
+    """While a pipeline runs, Beam's log (its own and what the runner relays of its workers') goes to the file
+    ``path`` (the run's log file under the work directory) instead of the terminal; ``None``: the terminal."""
+    if path is None:
+        yield
+        return
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    root = logging.getLogger()
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    saved = root.handlers[:], root.level
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
+        handler.close()
 
 
 def join(directory: str, *names: str) -> str:
@@ -142,3 +168,44 @@ class SharedFile:
 
     def __setstate__(self, state: dict) -> None:
         self.path = state["path"]
+
+
+# ---------------------------------------------------------------------------------------------- pipelines
+def run_pipeline(options: dict, build: Callable) -> None:
+    """Run one pipeline on the run's runner: ``build(pipeline)`` adds its transforms; Beam's log goes to the run's
+    log file (``options["spark_log_file"]``: the log file every engine of the run writes)."""
+    with beam_log(options.get("spark_log_file")):
+        import apache_beam as beam
+
+        with beam.Pipeline(options=pipeline_options(options)) as pipeline:
+            build(pipeline)
+
+
+def task(function: Callable, directory: str, element: tuple[int, Any]) -> None:
+    """Run ``function(index, item)`` for ``(index, item)`` and write ``("ok", result)``, or the input error it
+    raised as ``("error", exception)``, to ``result-INDEX.pkl`` (one file per input: a retry rewrites it)."""
+    index, item = element
+    try:
+        outcome = ("ok", function(index, item))
+    except ShardpieceError as error:
+        outcome = ("error", error)
+    write_file(join(directory, f"result-{index:05d}.pkl"), pickle.dumps(outcome, protocol=5))
+
+
+def run_tasks(options: dict, directory: str, items: list, function: Callable) -> list:
+    """``function(index, item)`` of every item in one pipeline (a task each, spread over the workers), the results
+    in item order, read from ``directory``; the first input error a task raised (a :class:`ShardpieceError`: a
+    bad row, a missing column) is raised here as it was raised there."""
+    import apache_beam as beam
+
+    run_pipeline(options, lambda p: (
+        p | "items" >> beam.Create(list(enumerate(items))) | "spread" >> beam.Reshuffle()
+        | "run" >> beam.Map(partial(task, function, directory))))
+    outcomes = [pickle.loads(read_file(path)) for path in list_files(directory, "result-*.pkl")]
+    if len(outcomes) != len(items):
+        raise RuntimeError(f"the Beam pipeline left {len(outcomes)} results of {len(items)} tasks in {directory}: "
+                           "rerun the job")
+    for state, value in outcomes:
+        if state == "error":
+            raise value
+    return [value for _, value in outcomes]

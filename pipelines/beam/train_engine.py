@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import time
 from functools import partial
 from typing import Any, Callable, Iterator
@@ -39,7 +38,6 @@ from pipelines.train.engine import READ_COUNTS
 from pipelines.train.tables import (Counter, KeyGroups, Reduced, bounded_table, by_bucket, decode, empty, encode,
                                     joined, keys_at, kept_mask, reduce_table, select, size)
 from pipelines.train.workdir import JSON
-from tokenizer.errors import ShardpieceError
 from tokenizer.trainers import chunk_table as T
 from tokenizer.trainers import table_bound as B
 
@@ -48,17 +46,6 @@ DEFAULT_BUCKETS = 16  # hash buckets of a count (--partitions changes it)
 
 
 # ---------------------------------------------------------------------------------------------- tasks
-def _task(function: Callable, directory: str, element: tuple[int, Any]) -> None:
-    """Run ``function(index, item)`` for ``(index, item)`` and write ``("ok", result)``, or the input error it raised as
-    ``("error", exception)``, to ``result-INDEX.pkl`` (one file per input: a retry rewrites it)."""
-    index, item = element
-    try:
-        outcome = ("ok", function(index, item))
-    except ShardpieceError as error:
-        outcome = ("error", error)
-    X.write_file(X.join(directory, f"result-{index:05d}.pkl"), pickle.dumps(outcome, protocol=5))
-
-
 def read_batches(path: str) -> Iterator:
     """The record batches (one ``text`` column) of a documents part."""
     import pyarrow as pa
@@ -196,33 +183,21 @@ class BeamEngine:
         return path
 
     def _pipeline(self, what: str, build: Callable) -> None:
-        """Run one pipeline: ``build(pipeline)`` adds its transforms."""
-        import apache_beam as beam
-
+        """Run one pipeline: ``build(pipeline)`` adds its transforms (Beam's log to the run's log file)."""
         started = time.perf_counter()
-        with beam.Pipeline(options=X.pipeline_options(self.options)) as pipeline:
-            build(pipeline)
+        X.run_pipeline(self.options, build)
         self.progress(f"[beam] {self.stage}: {what} on {self.pairs['runner']} in {time.perf_counter() - started:.1f} s")
 
     def _tasks(self, what: str, items: list, function: Callable) -> list:
-        """``function(index, item)`` of every item in one pipeline (a task each), the results in item order; the first
-        input error a task raised is raised here."""
-        import apache_beam as beam
-
+        """``function(index, item)`` of every item in one pipeline (:func:`pipelines.beam.exchange.run_tasks`)."""
         if not items:
             return []
         directory = self._directory()
-        self._pipeline(f"{len(items)} {what}", lambda p: (
-            p | "items" >> beam.Create(list(enumerate(items))) | "spread" >> beam.Reshuffle()
-            | "run" >> beam.Map(partial(_task, function, directory))))
-        outcomes = [pickle.loads(X.read_file(path)) for path in X.list_files(directory, "result-*.pkl")]
-        if len(outcomes) != len(items):
-            raise RuntimeError(f"the Beam pipeline left {len(outcomes)} results of {len(items)} tasks in "
-                               f"{directory}: rerun the job")
-        for state, value in outcomes:
-            if state == "error":
-                raise value
-        return [value for _, value in outcomes]
+        started = time.perf_counter()
+        results = X.run_tasks(self.options, directory, items, function)
+        self.progress(f"[beam] {self.stage}: {len(items)} {what} on {self.pairs['runner']} in "
+                      f"{time.perf_counter() - started:.1f} s")
+        return results
 
     # ------------------------------------------------------------------------------------------------ reading
     def read(self, direct: bool, log) -> tuple[dict, str, str | None]:
