@@ -130,3 +130,26 @@ def test_beam_options_pass_through_and_need_the_beam_engine():
                        (["--engine", "beam", "--beam-option", "novalue"], "give KEY=VALUE")):
         with pytest.raises(ConfigError, match=fix):
             resolve_options(build_parser().parse_args(base + extra))
+
+
+@pytest.mark.parametrize("limit", [None, 3, 5, 9])
+def test_the_bound_over_bucket_files_equals_the_in_process_bound(tmp_path, limit):
+    """The memory bound applied bucket by bucket (:func:`bounded_buckets`) keeps the entries, and reports the cut,
+    that :func:`pipelines.train.tables.bounded_table` gives over the one joined table (ties at the cut by key)."""
+    import numpy as np
+
+    from pipelines.beam import exchange as X
+    from pipelines.beam.train_engine import bounded_buckets
+    from pipelines.train.tables import bounded_table, by_bucket, encode
+    from tokenizer.trainers import table_bound as B
+
+    keys = np.array([3, 5, 8, 11, 12, 20, 21, 40, 41, 42], np.int64)
+    counts = np.array([7, 2, 2, 9, 2, 1, 7, 2, 5, 1], np.int64)
+    paths = []
+    for bucket, part in by_bucket("int64", (keys, counts), 4):
+        paths.append(str(tmp_path / f"kept-{bucket:05d}.bin"))
+        X.write_file(paths[-1], encode("int64", part))
+    table, report = bounded_buckets("int64", paths, B.histogram(counts), limit)
+    expected, expected_report = bounded_table("int64", (keys, counts), limit)
+    assert table[0].tolist() == expected[0].tolist() and table[1].tolist() == expected[1].tolist()
+    assert report == expected_report
