@@ -95,14 +95,14 @@ def test_a_bad_row_inside_a_task_stops_the_run_as_on_the_other_engines(second, t
 
 @pytest.mark.slow
 def test_a_killed_beam_run_resumes_to_the_same_bytes(second, tmp_path, monkeypatch):
-    from pipelines.train.workdir import FAULT_ENV
+    from pipelines.train.workdir import FAULT_ENV, InjectedFault
 
     flags = ALGORITHMS["bytepiece"][0]
     sources = [second["text"]]
     _, expected, _ = train(flags, sources, tmp_path / "inprocess", "--master", "none")
     monkeypatch.setenv(FAULT_ENV, "candidates")  # the run dies right after saving this stage
-    code, _, _ = train(flags, sources, tmp_path / "beam", *BEAM)
-    assert code != 0
+    with pytest.raises(InjectedFault):
+        train(flags, sources, tmp_path / "beam", *BEAM)
     monkeypatch.delenv(FAULT_ENV)
     code, got, manifest = train(flags, sources, tmp_path / "beam", *BEAM)
     assert code == 0 and got == expected
