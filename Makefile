@@ -17,7 +17,7 @@ $(STAMP): setup.cfg pyproject.toml
 	@$(MAKE) --no-print-directory java
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,beam]'
 	# bytepiece (a test oracle only) needs pyahocorasick built for bytes and no build isolation.
 	$(BIN)/python -m pip install --quiet cython setuptools wheel
 	AHOCORASICK_BYTES=1 $(BIN)/python -m pip install --quiet --no-binary pyahocorasick pyahocorasick

@@ -33,6 +33,9 @@ from tokenizer.errors import ConfigError
 _LIST_KEYS = ("inputs", "keep_columns")
 
 
+ENGINE_KEYS = ("engine", "runner", "beam_option", "beam")  # how the job runs, not a TokenizeConfig field
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shardpiece tokenize", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -60,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
              "text, as with every export of the model")
     add("--partitions", type=int, help="repartition the documents into N tasks/shards (default: as read)")
     add("--master", help="Spark master URL (default local[*])")
+    add("--engine", choices=["spark", "beam"], help="spark (default), or beam: Apache Beam on --runner (text and "
+        "Parquet input; pip install 'shardpiece[beam]'; docs/beam.md)")
+    add("--runner", help="the Beam runner of --engine beam (default DirectRunner, 2 worker processes)")
+    add("--beam-option", nargs="+", metavar="KEY=VALUE", help="Beam pipeline options of --engine beam")
     add("--verbose", action="store_true",
         help="Spark's log and the Java and Python stacks of a failure on the terminal (default: in a log file in "
              ".OUTPUT.logs/ beside the output directory, named by the error line)")
@@ -109,14 +116,15 @@ def make_config(args: argparse.Namespace):
     if "input" in values:
         values["inputs"] = values.pop("input")
     for key, value in vars(args).items():
-        if value is not None and key not in ("config", "master", "merge_megatron", "driver_memory", "verbose"):
+        if value is not None and key not in ("config", "master", "merge_megatron", "driver_memory", "verbose",
+                                             *ENGINE_KEYS):
             values[key] = value
     for key in _LIST_KEYS:
         if isinstance(values.get(key), str):
             values[key] = [v.strip() for v in values[key].split(",") if v.strip()] if key == "keep_columns" \
                 else [values[key]]
     known = {f.name for f in fields(TokenizeConfig)}
-    unknown = sorted(set(values) - known - {"master", "driver_memory"})
+    unknown = sorted(set(values) - known - {"master", "driver_memory", *ENGINE_KEYS})
     if unknown:
         raise ConfigError(f"unknown option(s) {', '.join(unknown)}: see shardpiece tokenize --help")
     for required in ("model", "inputs", "output"):
@@ -125,6 +133,13 @@ def make_config(args: argparse.Namespace):
             raise ConfigError(f"{flag} is required (on the command line or in --config)")
     master = values.pop("master", None)
     driver_memory = values.pop("driver_memory", None)
+    engine = {key: values.pop(key) for key in ENGINE_KEYS if key in values}
+    engine.update({key: getattr(args, key) for key in ENGINE_KEYS if getattr(args, key, None) is not None})
+    if engine and engine.get("engine", "spark") != "beam":
+        raise ConfigError(f"--{sorted(engine)[0].replace('_', '-')} is for Apache Beam: add --engine beam, or drop it")
+    if engine.get("engine") == "beam" and (args.master or master):
+        raise ConfigError("--master is Spark's: with --engine beam choose the runner with --runner")
+    args.engine_options = engine
     return TokenizeConfig(**values), args.master or master, args.driver_memory or driver_memory
 
 
@@ -195,6 +210,10 @@ def run(args: argparse.Namespace) -> int:
     # here with exit 2, naming the first, before its JVM starts
     with Lease(lease_beside(config.output), f"output directory {os.path.abspath(config.output)}",
                progress=lambda message: print(f"shardpiece tokenize: {message}", file=sys.stderr)):
+        if args.engine_options.get("engine") == "beam":
+            summary = run_on_beam(config, args)
+            print(json.dumps(summary, indent=2, ensure_ascii=False))
+            return 0
         from pyspark.sql import SparkSession
 
         from pipelines.manifest import versions
@@ -216,6 +235,20 @@ def run(args: argparse.Namespace) -> int:
                 spark.stop()
     print(json.dumps(summary, indent=2, ensure_ascii=False))
     return 0
+
+
+def run_on_beam(config, args: argparse.Namespace) -> dict:
+    """The job with Beam's tasks (:class:`pipelines.beam.tokenize.BeamTokenize`): no Spark session; Beam's log in
+    the same log directory as Spark's (``--verbose``: the terminal)."""
+    from pipelines.beam.tokenize import BeamTokenize
+    from pipelines.manifest import versions
+    from pipelines.spark.session import log_file_in
+    from pipelines.tokenize import run_tokenize
+    from tokenizer.files import hidden_beside
+
+    log_file = None if args.verbose else log_file_in(hidden_beside(config.output, "logs"), "tokenize")
+    executor = BeamTokenize({**args.engine_options, "spark_log_file": log_file})
+    return run_tokenize(None, config, versions=versions(None), executor=executor)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,8 @@ def format_summary(manifest: dict[str, Any]) -> str:
              "                    " + (f"spark master {manifest['spark_master']}, partitions: "
                                         f"{manifest['partitions'] or 'as read'}, " if manifest['spark_master'] != "none"
                                         else f"{manifest['threads']} threads, ") + f"reader: {manifest['reader']}"]
+    if manifest.get("beam_runner"):
+        lines[-1] = f"                    beam runner {manifest['beam_runner']}, {manifest['threads']} threads per task"
     for stage in manifest["stages"]:
         counts = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in stage["counts"].items()
                            if isinstance(v, int) and (v or k in ("documents", "rows")))

@@ -154,6 +154,15 @@ OPTIONS: tuple[Option, ...] = (
        "the manifest say what was dropped (default 10000000; 0: no bound)", "run", default=10_000_000, type=int,
        metavar="N"),
     _o("spark", C.is_spark_conf, "a mapping of Spark configuration keys to values", "", "run", flags=()),
+    _o("engine", _str, "a string (auto or beam)", "auto (default): this process or Spark, as --master says; beam: "
+       "Apache Beam pipelines on --runner (pip install 'shardpiece[beam]'; docs/beam.md). Same model bytes", "run",
+       default="auto", choices=("auto", "beam")),
+    _o("runner", _str, "a Beam runner name string", "the Beam runner of --engine beam (default DirectRunner: "
+       "2 worker processes here; DataflowRunner, FlinkRunner, PortableRunner, ...)", "run", metavar="NAME"),
+    _o("beam_option", C.is_str_list, "a list of KEY=VALUE strings", "Beam pipeline options of --engine beam, "
+       "passed through (e.g. --beam-option project=P region=europe-west1 temp_location=gs://B/tmp)", "run",
+       nargs="+", metavar="KEY=VALUE"),
+    _o("beam", C.is_spark_conf, "a mapping of Beam pipeline options to values", "", "run", flags=()),
     # ------------------------------------------------------------------ model options of several algorithms
     _o("special_tokens", C.is_str_list, "a list of strings", "control tokens (unigram: SentencePiece's control "
        "symbols, beside its <unk>, <s>, </s>)", "model", nargs="*", metavar="TOKEN",
@@ -410,6 +419,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
 
     check_table_options(options.get("input_format"), options["input"], options.get("reader"),
                         **{t.key: options.get(t.key) for t in TABLE_OPTIONS})
+    check_engine(options)
     if (options.get("master") or "").lower() == "none":
         if options.get("partitions") is not None:
             raise ConfigError("--partitions needs Spark; with --master none use --threads")
@@ -422,6 +432,30 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
                 raise ConfigError(f"--input {path}: --master none reads local files only; run with Spark "
                                   "(--master local[*] or a cluster URL) for other filesystems")
     return options, notices
+
+
+def check_engine(options: dict[str, Any]) -> None:
+    """Beam's options only with ``--engine beam``, and none of Spark's there (a :class:`ConfigError` naming the
+    fix). ``check_engine({"engine": "auto", "runner": "DirectRunner"})`` raises: --runner needs --engine beam."""
+    beam = options.get("engine") == "beam"
+    for key in ("runner", "beam_option", "beam"):
+        if options.get(key) and not beam:
+            flag = f"--{key.replace('_', '-')}" if key != "beam" else "the beam: section"
+            raise ConfigError(f"{flag} is for Apache Beam: add --engine beam, or drop it")
+    if not beam:
+        return
+    if (options.get("master") or "auto").lower() != "auto":
+        raise ConfigError(f"--master {options['master']} is Spark's: with --engine beam choose the runner with "
+                          "--runner (and --beam-option KEY=VALUE)")
+    for key, value in (("reader", "spark"), ("estep", "spark")):
+        if options.get(key) == value:
+            raise ConfigError(f"--{key} spark needs Spark: drop it with --engine beam")
+    if options.get("input_format") in ("delta", "iceberg") or options.get("where") is not None:
+        raise ConfigError("--engine beam trains from text, JSONL and Parquet files: for a Delta or Iceberg table or "
+                          "--where drop --engine beam (this process or Spark reads them)")
+    for pair in options.get("beam_option") or []:
+        if "=" not in pair or not pair.split("=", 1)[0].strip():
+            raise ConfigError(f"--beam-option {pair!r}: give KEY=VALUE, e.g. --beam-option direct_num_workers=2")
 
 
 def dump_config(options: dict[str, Any]) -> str:

@@ -22,10 +22,11 @@ def test_import_tokenizer_loads_no_pyspark():
     assert result.stdout.strip() == "", f"pyspark modules loaded: {result.stdout.strip()}"
 
 
-def heavy_modules_after(code: str) -> list[str]:
-    """The Numba, pyspark and numpy modules a fresh interpreter has loaded after running ``code``."""
+def heavy_modules_after(code: str, roots: tuple[str, ...] = ("numba", "pyspark", "numpy")) -> list[str]:
+    """The modules of the packages ``roots`` (default Numba, pyspark and numpy) a fresh interpreter has loaded after
+    running ``code``."""
     probe = code + ("\nimport sys\nprint(','.join(sorted(m for m in sys.modules\n"
-                    "    if m.split('.')[0] in ('numba', 'pyspark', 'numpy'))))\n")
+                    f"    if m.split('.')[0] in {tuple(roots)!r})))\n")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return [m for m in result.stdout.strip().splitlines()[-1].split(",") if m] if result.stdout.strip() else []
@@ -169,3 +170,27 @@ def test_runtime_code_never_imports_the_twins():
     # the check sees the imports the tests make
     test_file = os.path.join(REPO, "tests", "tokenizer", "test_kernels_bpe.py")
     assert "tokenizer.twins.bpe" in imported_modules(test_file, "tests.tokenizer.test_kernels_bpe", known)
+
+
+def beam_importers() -> list[str]:
+    """Modules outside ``pipelines.beam`` that import ``apache_beam`` or ``pipelines.beam`` at module level (the
+    skeleton imports the Beam engine inside the function that opens it)."""
+    found = []
+    for name, path in project_modules().items():
+        if name == "pipelines.beam" or name.startswith("pipelines.beam."):
+            continue
+        for node in ast.parse(open(path, encoding="utf-8").read()).body:
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n.split(".")[0] == "apache_beam" or n.startswith("pipelines.beam") for n in names):
+                found.append(name)
+    return found
+
+
+def test_only_the_beam_engine_imports_beam():
+    """``import tokenizer``, the other engines and the jobs never load Apache Beam (an optional extra)."""
+    assert beam_importers() == []
+    code = ("import tokenizer, jobs.train, jobs.tokenize, jobs.cli, pipelines.train.skeleton\n"
+            "import pipelines.inprocess.engine, pipelines.spark.train_engine, pipelines.tokenize.run")
+    loaded = heavy_modules_after(code, ("apache_beam", "pipelines"))
+    assert [m for m in loaded if m.split(".")[0] == "apache_beam" or m.startswith("pipelines.beam")] == []

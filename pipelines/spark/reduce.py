@@ -36,7 +36,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from pipelines.train.tables import (Counter, KeyGroups, Reduced, by_bucket, chunk_table_of, decode, encode,
-                                    keys_at, kept_mask, reduce_table, select, size, slice_rows)
+                                    joined, keys_at, kept_mask, reduce_table, select, size, slice_rows)
 from tokenizer.memory import release_freed_memory
 from tokenizer.packed import pack
 from tokenizer.trainers import chunk_table as T
@@ -237,15 +237,7 @@ def collect(frame, kind: str) -> Reduced:
     stats: list = []
     documents: dict = {}
     _read_rows(kind, frame.toArrow().to_batches(), tables, stats, documents)
-    if kind == "bytes":  # sorted and summed at once, with no hash table (the canonical order the fits need)
-        from tokenizer.trainers.bpe import sort_chunk_tables
-
-        chunks, counts = sort_chunk_tables(tables)  # empties the list: each batch goes once copied
-        table = (chunks.data, chunks.offsets, counts)
-    else:  # one copy, sorted (not a tree of pairwise merges, each a copy of its level)
-        from tokenizer.trainers.bytepiece import join_counts
-
-        table = join_counts(tables)  # empties the list too
+    table = joined(kind, tables)  # sorted at once, no hash table; empties the list: each batch goes once copied
     del tables
     release_freed_memory()  # the rows' Arrow copy
     return Reduced(table, T.add_stats(*stats), {}, _in_order(documents.get(HELD_OUT_BUCKET, [])),

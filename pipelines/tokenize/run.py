@@ -20,18 +20,22 @@ from pipelines.tokenize.options import RESULT_SCHEMA, TokenizeConfig, resolved_o
 from pipelines.tokenize.results import _check_results, _summary
 from pipelines.tokenize.task import BadRowError, _special_id, encode_partition, encode_units, load_tokenizer_bytes
 from tokenizer.bad_rows import BAD_ROW_CHOICES, keeps_invalid_utf8
-from tokenizer.errors import ConfigError, InputError
+from tokenizer.errors import ConfigError, InputError, ShardpieceError
 
 
-def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None = None,
+                 executor: Any = None) -> dict[str, Any]:
     """Run the tokenize job; returns the summary (also kept in ``OUTPUT/_manifest.parquet``:
     :func:`pipelines.tokenize.commit.read_summary`).
 
     The summary records the resolved options (``config``: every field of ``config`` after the config file and the
     command line were merged, defaults included, and the session's Spark master) and ``versions`` as given (the
-    ``shardpiece tokenize`` job passes :func:`pipelines.manifest.versions`; ``None`` records none)."""
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+    ``shardpiece tokenize`` job passes :func:`pipelines.manifest.versions`; ``None`` records none).
 
+    ``executor``: another engine's tasks instead of Spark's (``spark`` is then ``None``; local inputs the direct
+    path reads): ``executor.parallelism``, ``executor.master`` (what the summary records) and
+    ``executor.encode(groups, **encode_units's arguments) -> one result dict per group`` (the Beam engine's
+    :class:`pipelines.beam.tokenize.BeamTokenize`). The planning, checks and commit are the same."""
     config.validate()
     started = time.perf_counter()
     try:
@@ -58,7 +62,7 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
         snapshot, files, empty_files, input_format = table_input.snapshot, table_input.files, [], config.input_format
     else:
         refuse_table_folder(config.inputs, config.input_format)
-        files, empty_files, guessed = list_inputs(spark, config.inputs)
+        files, empty_files, guessed = list_inputs(spark, config.inputs)  # local inputs need no session
         input_format = config.input_format or guessed
     recorded = out.recorded_inputs()
     for item in files + empty_files:
@@ -75,7 +79,34 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     run_id = out.next_run_id()
     results: list[TaskResult] = []
     reader, shard_inputs = None, None
-    if new_files:
+    if new_files and executor is not None:
+        plan, keep_schema = _direct_plan(config, input_format, new_files, snapshot)
+        if plan is None:
+            raise ConfigError(f"--engine {executor.name} reads text and Parquet files (and tables) that pyarrow "
+                              f"opens, not this {input_format} input: tokenize it with Spark (drop --engine)")
+        reader = "arrow"
+        tasks = config.partitions or default_tasks(plan.units, executor.parallelism)
+        groups = assign_units(plan.units, tasks) if plan.units or config.partitions else []
+        shard_inputs = {partition: sorted({unit.path for unit in group}) for partition, group in enumerate(groups)}
+        try:
+            rows = executor.encode(groups, text_column=config.text_column, keep_schema=keep_schema,
+                                   model=model_bytes, model_sha256=sha256, output=out.path, run_id=run_id,
+                                   config=task_options(config))
+        except Exception as exc:  # noqa: BLE001 - re-raised; nothing of this run is committed
+            out.discard_run(run_id)
+            if isinstance(exc, ShardpieceError):  # as a Spark task's error reads (_task_error)
+                raise type(exc)(str(exc) + _NOTHING_COMMITTED) from None
+            raise
+        try:
+            results = [TaskResult(r["partition"], r["attempt"], r["stem"], r["documents"], r["tokens"], r["bytes"],
+                                  json.loads(r["file_sizes"]), json.loads(r["stats"])) for r in rows]
+            _check_results(results, config, plan.rows if config.verify else None)
+        except BaseException:
+            out.discard_run(run_id)
+            raise
+    elif new_files:
+        from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
         plan, keep_schema = _direct_plan(config, input_format, new_files, snapshot)
         if plan is None:
             frame = read_documents(spark, [f.path for f in new_files], input_format, config.text_column,
@@ -132,7 +163,7 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
             raise
     summary = _summary(config, out, run_id, results, new_files, new_empty, input_format, sha256,
                        time.perf_counter() - started)
-    summary["config"] = resolved_options(config, spark.sparkContext.master)
+    summary["config"] = resolved_options(config, spark.sparkContext.master if executor is None else executor.master)
     summary["versions"] = dict(versions) if versions is not None else None
     summary["reader"] = reader
     table = None

@@ -146,12 +146,13 @@ def encode_partition(
 
 def encode_units(
     groups: Iterator[list], *, text_column: str, keep_schema: pa.Schema, model: Any, model_sha256: str,
-    output: str, run_id: str, config: dict[str, Any],
+    output: str, run_id: str, config: dict[str, Any], identity: tuple[int, int] | None = None,
 ) -> Iterator[dict]:
     """RDD step of the direct read path: this partition's work units (one list per partition, see
     :mod:`pipelines.read.arrow_read` and :mod:`pipelines.read.table_units`) are read with pyarrow in this Python
-    task, encoded and written as its shard; yields one dict of counts (the ``RESULT_SCHEMA`` fields)."""
-    partition, attempt = _task_identity()
+    task, encoded and written as its shard; yields one dict of counts (the ``RESULT_SCHEMA`` fields).
+    ``identity``: ``(partition, attempt)`` where the task is not a Spark task (a Beam task gives its own)."""
+    partition, attempt = identity if identity is not None else _task_identity()
     for units in groups:
         batches = read_planned_units(units, text_column, keep_schema, TEXT, MALFORMED, located=True)
         yield encode_task(batches, partition=partition, attempt=attempt, model=model, model_sha256=model_sha256,

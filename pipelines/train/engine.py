@@ -15,9 +15,10 @@ operation              meaning
 ``evaluation_sample``  the documents bytes per token is measured on
 =====================  ============================================================================================
 
-Engines: this process (:mod:`pipelines.inprocess.engine`: threads, no JVM, local files) and Spark
-(:mod:`pipelines.spark.train_engine`). Both call the same counters, reduce and fits, so a corpus gives the same model
-bytes on either (``tests/pipelines/test_engines.py``). :func:`choose_engine` decides which one a run gets.
+Engines: this process (:mod:`pipelines.inprocess.engine`: threads, no JVM, local files), Spark
+(:mod:`pipelines.spark.train_engine`) and Apache Beam (:mod:`pipelines.beam.train_engine`). All call the same
+counters, reduce and fits, so a corpus gives the same model bytes on any (``tests/pipelines/test_engines.py``).
+:func:`choose_engine` decides which one a run gets.
 """
 
 from __future__ import annotations
@@ -47,21 +48,24 @@ class Shared:
 
 @dataclass(frozen=True)
 class Choice:
-    """The engine a run gets (``in-process`` or ``spark``) and why, as the summary and the manifest say it."""
+    """The engine a run gets (``in-process``, ``spark`` or ``beam``) and why, as the summary and the manifest say it."""
 
     engine: str
     reason: str
 
 
 def choose_engine(options: dict, local_bytes: Callable[[list[str]], int | None]) -> Choice:
-    """``--master``: ``none`` runs in this process, a Spark master URL on Spark, ``auto`` (the default) in this
-    process when every input is local and they hold at most ``in_process_max_mib`` MiB, and Spark's reader,
-    partitioning or E-steps were not asked for. ``local_bytes(inputs)`` is the inputs' total size, ``None`` when
-    one is not a local file the in-process reader opens.
+    """``--engine beam`` runs on Apache Beam (:mod:`pipelines.beam`); else ``--master``: ``none`` runs in this
+    process, a Spark master URL on Spark, ``auto`` (the default) in this process when every input is local and
+    they hold at most ``in_process_max_mib`` MiB, and Spark's reader, partitioning or E-steps were not asked for.
+    ``local_bytes(inputs)`` is the inputs' total size, ``None`` when one is not a local file the in-process reader
+    opens.
 
     >>> choose_engine({"master": "auto", "input": ["a.txt"], "in_process_max_mib": 256}, lambda i: 2 << 20).engine
     'in-process'
     """
+    if options.get("engine") == "beam":
+        return Choice("beam", f"--engine beam, runner {options.get('runner') or 'DirectRunner'}")
     master = (options.get("master") or "auto").strip()
     if master.lower() == "none":
         return Choice("in-process", "--master none")

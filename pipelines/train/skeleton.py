@@ -2,7 +2,7 @@
 
     options (resolved by the job)  ->  paths checked (outputs, work directory, local inputs)
       -> a table's version pinned (--input-format delta|iceberg; Parquet with --where: pipelines.train.table_input)
-      -> engine (choose_engine: this process or Spark)  ->  input fingerprint
+      -> engine (choose_engine: this process, Spark or Beam)  ->  input fingerprint
       -> work directory keyed by (version, algorithm, settings, input digest, table and --where, ...), its lease
       -> read (the engine; bad rows as --on-bad-row says: pipelines.train.bad_rows)
       -> the algorithm's fit: its stages on the engine, each stored in the work directory (resume)
@@ -121,6 +121,10 @@ def open_engine(options: dict, progress: Callable[[str], None], table=None):
         from pipelines.inprocess.engine import InProcessEngine
 
         return InProcessEngine(options, choice.reason, progress)
+    if choice.engine == "beam":
+        from pipelines.beam.train_engine import BeamEngine
+
+        return BeamEngine(options, choice.reason, progress)
     from pipelines.spark.train_engine import SparkEngine
 
     return SparkEngine(options, choice.reason, progress)

@@ -157,6 +157,20 @@ class Reduced:
     aside: Any = None
 
 
+def joined(kind: str, tables: list) -> tuple:
+    """Tables of disjoint keys (the reduced hash buckets) as one table in the canonical order the fits take: int64
+    keys sorted, byte keys sorted by bytes (no hash table; ``tables`` is emptied as they are copied). Example: int64
+    ``[([5], [1]), ([2], [3])]`` -> ``([2, 5], [3, 1])``."""
+    if kind == "bytes":
+        from tokenizer.trainers.bpe import sort_chunk_tables
+
+        chunks, counts = sort_chunk_tables(tables)
+        return chunks.data, chunks.offsets, counts
+    from tokenizer.trainers.bytepiece import join_counts
+
+    return join_counts(tables)
+
+
 def chunk_table_of(reduced: Reduced) -> T.ChunkTable:
     """The sorted :class:`~tokenizer.trainers.chunk_table.ChunkTable` of a reduced ``bytes`` table (unigram's and
     BPE's chunks); its statistics as the counters gave them (the reduce's own ``distinct_keys`` is in the bound's

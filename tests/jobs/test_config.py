@@ -125,6 +125,9 @@ def test_every_algorithm_takes_the_shared_options_and_its_own_only(tmp_path):
         options_from([*base, "--master", "none", "--partitions", "2"])
     with pytest.raises(ConfigError, match="--reader spark needs Spark"):
         options_from([*base, "--master", "none", "--reader", "spark"])
+    for table_flags in (["--input-format", "delta"], ["--where", "lang = 'en'"]):
+        with pytest.raises(ConfigError, match="--engine beam trains from text, JSONL and Parquet files"):
+            options_from([*base, "--engine", "beam", *table_flags])
 
 
 def test_piece_lengths_have_one_unit_per_name_and_old_spellings_still_work():

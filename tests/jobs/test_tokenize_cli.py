@@ -132,4 +132,7 @@ def test_every_tokenize_option_has_a_type_in_the_schema():
     from jobs.config import TOKENIZE_SCHEMA
     from pipelines.tokenize import TokenizeConfig
 
-    assert {f.name for f in fields(TokenizeConfig)} | {"input", "master", "driver_memory"} == set(TOKENIZE_SCHEMA)
+    from jobs.tokenize import ENGINE_KEYS
+
+    assert {f.name for f in fields(TokenizeConfig)} | {"input", "master", "driver_memory", *ENGINE_KEYS} == \
+        set(TOKENIZE_SCHEMA)
