@@ -50,6 +50,20 @@ def corpus_path(corpora: str, name: str, split: str) -> str:
     return path
 
 
+def lines_within(lines: list[str], max_bytes: int | None) -> list[str]:
+    """The first ``lines`` whose UTF-8 bytes, a newline each, fit in ``max_bytes`` (all of them for ``None`` or 0):
+    ``lines_within(["ab", "c"], 3)`` -> ``["ab"]``."""
+    if not max_bytes:
+        return lines
+    kept, size = [], 0
+    for line in lines:
+        size += len(line.encode("utf-8")) + 1
+        if size > max_bytes:
+            break
+        kept.append(line)
+    return kept
+
+
 def read_lines(path: str) -> list[str]:
     """The file's lines without their ``\\n`` (a final newline does not add an empty line)."""
     with open(path, "rb") as handle:

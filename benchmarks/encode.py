@@ -196,14 +196,7 @@ def bench_corpus(name: str, args, results: dict) -> dict:
 
     # ---- test lines
     lines = common.read_lines(common.corpus_path(args.corpora, name, args.lines_from))
-    if args.test_bytes:
-        kept, size = [], 0
-        for line in lines:
-            size += len(line.encode("utf-8")) + 1
-            if size > args.test_bytes:
-                break
-            kept.append(line)
-        lines = kept
+    lines = common.lines_within(lines, args.test_bytes)
     nbytes = sum(len(line.encode("utf-8")) for line in lines)
     arrow = pa.array(lines, type=pa.string())
     record["test_lines"] = len(lines)

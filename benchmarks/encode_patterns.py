@@ -49,14 +49,7 @@ def bench_corpus(name: str, args) -> dict:
     os.makedirs(args.work, exist_ok=True)
     train, train_bytes = common.capped_train_file(args.corpora, name, args.work, args.train_bytes)
     lines = common.read_lines(common.corpus_path(args.corpora, name, "test400k"))
-    if args.test_bytes:
-        kept, size = [], 0
-        for line in lines:
-            size += len(line.encode("utf-8")) + 1
-            if size > args.test_bytes:
-                break
-            kept.append(line)
-        lines = kept
+    lines = common.lines_within(lines, args.test_bytes)
     nbytes = sum(len(line.encode("utf-8")) for line in lines)
     arrow = pa.array(lines, type=pa.string())
     record: dict = {"corpus": name, "train_bytes": train_bytes, "test_lines": len(lines), "test_bytes": nbytes,

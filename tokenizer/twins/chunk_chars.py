@@ -7,6 +7,8 @@ tests).
 
 from __future__ import annotations
 
+from tokenizer.twins.utf8 import ref_utf8_chars
+
 
 def ref_weighted_char_counts(spans: list[bytes], weights: list[int]) -> tuple[dict[int, int], int]:
     """Twin of ``weighted_char_counts``: ``({code point: weighted count}, weighted invalid bytes)``."""
@@ -39,17 +41,4 @@ def ref_chars_to_symbols(spans: list[bytes], char_symbol: dict[int, int]) -> lis
 
 def _utf8_units(data: bytes) -> list[bytes]:
     """Valid UTF-8 characters, and every other byte alone (strict decoding, as ``decode_char``)."""
-    units, pos = [], 0
-    while pos < len(data):
-        for length in (1, 2, 3, 4):
-            try:
-                if len(data[pos:pos + length].decode("utf-8")) == 1:
-                    break
-            except UnicodeDecodeError:
-                continue
-        else:
-            length = 1
-        units.append(data[pos:pos + length])
-        pos += length
-    return units
-
+    return [piece for piece, _ in ref_utf8_chars(data)]

@@ -9,26 +9,13 @@ from __future__ import annotations
 
 from tokenizer.kernels.pretokenize import LETTER, NUMBER, OTHER, SPACE, char_class_table
 from tokenizer.twins.pretokenize_o200k import ref_pretokenize_o200k
+from tokenizer.twins.utf8 import ref_utf8_chars
 
 
 def _chars(data: bytes) -> list[tuple[bytes, int]]:
     """``[(character bytes, class)]``; an invalid UTF-8 byte is one OTHER character."""
     table = char_class_table()
-    chars, pos = [], 0
-    while pos < len(data):
-        for length in (1, 2, 3, 4):
-            try:
-                text = data[pos:pos + length].decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            if len(text) == 1:
-                chars.append((data[pos:pos + length], int(table[ord(text)])))
-                break
-        else:
-            chars.append((data[pos:pos + 1], OTHER))
-            length = 1
-        pos += length
-    return chars
+    return [(piece, OTHER if char is None else int(table[ord(char)])) for piece, char in ref_utf8_chars(data)]
 
 
 def ref_pretokenize(data: bytes, pattern: str = "gpt2") -> list[bytes]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import unicodedata
 
 from tokenizer.kernels.pretokenize import WHITE_SPACE
+from tokenizer.twins.utf8 import ref_utf8_chars
 
 _WHITE_SPACE = {chr(cp) for cp in WHITE_SPACE}
 _CONTRACTIONS = ("s", "t", "re", "ve", "m", "ll", "d")
@@ -19,21 +20,8 @@ _CONTRACTIONS = ("s", "t", "re", "ve", "m", "ll", "d")
 
 def _chars(data: bytes) -> tuple[list[str | None], list[bytes]]:
     """The characters of ``data``, ``None`` for a byte that starts no valid UTF-8 sequence, and their bytes."""
-    chars, pieces, pos = [], [], 0
-    while pos < len(data):
-        for length in (1, 2, 3, 4):
-            try:
-                text = data[pos:pos + length].decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            if len(text) == 1:
-                break
-        else:
-            text, length = None, 1
-        chars.append(text)
-        pieces.append(data[pos:pos + length])
-        pos += length
-    return chars, pieces
+    units = ref_utf8_chars(data)
+    return [char for _, char in units], [piece for piece, _ in units]
 
 
 def _category(char: str | None) -> str:

@@ -2,6 +2,8 @@
 
     >>> ref_char_length("é".encode(), 0), ref_char_length(b"\\xc3", 0), ref_valid_char_length(b"\\xc3", 0)
     (2, 1, 0)
+    >>> ref_utf8_chars(b"a\\xc3\\xa9\\xff")
+    [(b'a', 'a'), (b'\\xc3\\xa9', 'é'), (b'\\xff', None)]
 """
 
 from __future__ import annotations
@@ -35,3 +37,15 @@ def ref_valid_char_length(text: bytes, position: int) -> int:
             continue
         return length if len(decoded) == 1 else 0
     return 0
+
+
+def ref_utf8_chars(data: bytes) -> list[tuple[bytes, str | None]]:
+    """``data`` cut into its characters by Python's strict UTF-8 codec: ``(bytes, the character)`` for each valid
+    one, ``(one byte, None)`` for each byte that starts no valid character."""
+    chars, pos = [], 0
+    while pos < len(data):
+        length = ref_valid_char_length(data, pos)
+        chars.append((data[pos:pos + length], data[pos:pos + length].decode("utf-8")) if length
+                     else (data[pos:pos + 1], None))
+        pos += length or 1
+    return chars
