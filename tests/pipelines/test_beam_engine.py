@@ -1,8 +1,8 @@
 """The Beam engine (``--engine beam``, the direct runner with 2 worker processes) trains the same model bytes as the
-in-process engine for every algorithm, on the sample corpus's English file and on a second corpus read as text, JSONL and Parquet
-(the in-process models equal Spark's: ``tests/pipelines/test_engines.py``); a bad row inside a task stops the run
-with the other engines' exit code and line; a run killed after a stage resumes to the same bytes. Skipped when
-Apache Beam is not installed (``pip install 'shardpiece[beam]'``)."""
+in-process engine for every algorithm, on the sample corpus's English file and on a second corpus read as text,
+JSONL and Parquet (the in-process models equal Spark's: ``tests/pipelines/test_engines.py``); a bad row inside a
+task stops the run with the other engines' exit code and line; a run killed after a stage resumes to the same
+bytes. Skipped when Apache Beam is not installed (``pip install 'shardpiece[beam]'``)."""
 
 from __future__ import annotations
 
