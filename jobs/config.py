@@ -117,6 +117,21 @@ TOKENIZE_SCHEMA: dict[str, tuple[Any, str]] = {
 }
 
 
+def check_beam_options(options: dict[str, Any], master: str | None) -> None:
+    """The engine flags ``train`` and ``tokenize`` share: Beam's (``runner``, ``beam_option``, the ``beam:`` section)
+    only with ``engine: beam``, and no Spark ``master`` with it (a :class:`ConfigError` naming the fix).
+    ``check_beam_options({"engine": "spark", "runner": "DirectRunner"}, None)`` raises: --runner needs --engine beam;
+    ``check_beam_options({"engine": "spark"}, None)`` passes."""
+    beam = options.get("engine") == "beam"
+    for key in ("runner", "beam_option", "beam"):
+        if options.get(key) and not beam:
+            flag = f"--{key.replace('_', '-')}" if key != "beam" else "the beam: section"
+            raise ConfigError(f"{flag} is for Apache Beam: add --engine beam, or drop it")
+    if beam and (master or "auto").lower() != "auto":
+        raise ConfigError(f"--master {master} is Spark's: with --engine beam choose the runner with --runner (and "
+                          "--beam-option KEY=VALUE)")
+
+
 def validate_config(raw: Any, source: str, schema: dict[str, tuple[Any, str]]) -> dict[str, Any]:
     """Check a parsed YAML document against ``schema`` (``jobs.train_options.ACCEPTED``, the train options, or
     :data:`TOKENIZE_SCHEMA`); returns it as a dict (``None`` -> ``{}``).

@@ -26,6 +26,7 @@ import os
 import sys
 from dataclasses import fields
 
+from jobs.config import check_beam_options
 from jobs.table_options import INPUT_FORMAT_HELP, INPUT_FORMATS, TABLE_OPTIONS
 from pipelines.tokenize.writers import PARQUET_CODECS
 from tokenizer.errors import ConfigError
@@ -135,10 +136,7 @@ def make_config(args: argparse.Namespace):
     driver_memory = values.pop("driver_memory", None)
     engine = {key: values.pop(key) for key in ENGINE_KEYS if key in values}
     engine.update({key: getattr(args, key) for key in ENGINE_KEYS if getattr(args, key, None) is not None})
-    if engine and engine.get("engine", "spark") != "beam":
-        raise ConfigError(f"--{sorted(engine)[0].replace('_', '-')} is for Apache Beam: add --engine beam, or drop it")
-    if engine.get("engine") == "beam" and (args.master or master):
-        raise ConfigError("--master is Spark's: with --engine beam choose the runner with --runner")
+    check_beam_options(engine, args.master or master)
     args.engine_options = engine
     return TokenizeConfig(**values), args.master or master, args.driver_memory or driver_memory
 

@@ -437,16 +437,9 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
 def check_engine(options: dict[str, Any]) -> None:
     """Beam's options only with ``--engine beam``, and none of Spark's there (a :class:`ConfigError` naming the
     fix). ``check_engine({"engine": "auto", "runner": "DirectRunner"})`` raises: --runner needs --engine beam."""
-    beam = options.get("engine") == "beam"
-    for key in ("runner", "beam_option", "beam"):
-        if options.get(key) and not beam:
-            flag = f"--{key.replace('_', '-')}" if key != "beam" else "the beam: section"
-            raise ConfigError(f"{flag} is for Apache Beam: add --engine beam, or drop it")
-    if not beam:
+    C.check_beam_options(options, options.get("master"))
+    if options.get("engine") != "beam":
         return
-    if (options.get("master") or "auto").lower() != "auto":
-        raise ConfigError(f"--master {options['master']} is Spark's: with --engine beam choose the runner with "
-                          "--runner (and --beam-option KEY=VALUE)")
     for key, value in (("reader", "spark"), ("estep", "spark")):
         if options.get(key) == value:
             raise ConfigError(f"--{key} spark needs Spark: drop it with --engine beam")

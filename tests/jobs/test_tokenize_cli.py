@@ -20,6 +20,15 @@ def _config(argv):
     return config, master
 
 
+def test_engine_flags_are_checked_as_train_checks_them():
+    base = ["--model", "m.model", "--input", "a.parquet", "--output", "out"]
+    _config([*base, "--engine", "spark"])  # the default engine, named
+    with pytest.raises(ConfigError, match="--runner is for Apache Beam: add --engine beam, or drop it"):
+        _config([*base, "--engine", "spark", "--runner", "DirectRunner"])
+    with pytest.raises(ConfigError, match=r"--master local\[2\] is Spark's: with --engine beam choose the runner"):
+        _config([*base, "--engine", "beam", "--master", "local[2]"])
+
+
 def test_flags_override_the_config_file(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("model: m.bin\ninput: [a.parquet, b.parquet]\noutput: out\nkeep-columns: id,url\n"
