@@ -127,9 +127,11 @@ def best_time(function: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     return best, result
 
 
-def interleaved_best(systems: dict[str, Callable[[], Any]], repeats: int, warm_up: bool = False) -> dict[str, float]:
+def interleaved_best(systems: dict[str, Callable[[], Any]], repeats: int, warm_up: bool = False,
+                     clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Best seconds of each system, timing them in turn (a, b, c, a, b, c, ...) so that load changes on a shared
-    machine hit all of them alike.
+    machine hit all of them alike. ``clock``: wall time, or ``time.process_time`` (CPU seconds of this process:
+    for one-thread systems on a loaded machine, where other processes' turns on the cores would count as theirs).
 
     Each call starts from the same state of the garbage collector (a full collection, not timed: otherwise the
     objects that the systems before it left set off collections inside it, of a cost that depends on the order),
@@ -152,10 +154,10 @@ def interleaved_best(systems: dict[str, Callable[[], Any]], repeats: int, warm_u
             gc.collect()
             if warm_up:
                 function()
-            started = time.perf_counter()
+            started = clock()
             result = function()
             gc.collect(0)
-            best[name] = min(best[name], time.perf_counter() - started)
+            best[name] = min(best[name], clock() - started)
             del result
     return best
 
