@@ -4,9 +4,11 @@ and memory, side by side.
     .venv/bin/python benchmarks/superword.py                                   # en, 64k, transitions 0.6 0.75 0.9
     .venv/bin/python benchmarks/superword.py --vocab-size 128000 --transitions 0.75 0.9
     .venv/bin/python benchmarks/superword.py --reuse-models --cpu-time           # encode again, models as trained
+    .venv/bin/python benchmarks/superword.py --corpus kernel --train kernel-256m.txt --vocab-size 200000
 
-Each model is trained by ``shardpiece train --algorithm bpe`` (GPT-2 pattern, ``--master none``, ``--no-resume``)
-in its own subprocess, one after the other, with wall time, CPU seconds and peak memory of the process tree;
+Each model is trained on ``NAME.train.txt`` (or ``--train FILE``, a file of ``--corpora`` such as build-large.sh's
+slices) by ``shardpiece train --algorithm bpe`` (GPT-2 pattern, ``--master none``, ``--no-resume``) in its own
+subprocess, one after the other, with wall time, CPU seconds and peak memory of the process tree;
 superword models add ``--superword-transition T`` (and ``--superword-max-words``). Then, in this process, every
 model encodes ``NAME.test.txt`` line by line (Arrow batch, one thread): tokens and bytes/token, whether every line
 decodes back to its bytes, and encode MB/s, the models timed in turn (best of ``--repeats``) so that load changes
@@ -33,7 +35,8 @@ from benchmarks import common, processes  # noqa: E402
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpora", default=common.DEFAULT_CORPORA)
-    parser.add_argument("--corpus", default="en")
+    parser.add_argument("--corpus", default="en", help="NAME: trains on NAME.train.txt, tests on NAME.test.txt")
+    parser.add_argument("--train", help="train on this file of --corpora instead of NAME.train.txt")
     parser.add_argument("--vocab-size", type=int, default=64000)
     parser.add_argument("--transitions", type=float, nargs="+", default=[0.6, 0.75, 0.9])
     parser.add_argument("--max-words", type=int, default=4)
@@ -72,7 +75,10 @@ def main(argv=None) -> None:
     from tokenizer import Tokenizer
 
     os.makedirs(args.work, exist_ok=True)
-    train_path = common.corpus_path(args.corpora, args.corpus, "train")
+    train_path = os.path.join(args.corpora, args.train) if args.train else \
+        common.corpus_path(args.corpora, args.corpus, "train")
+    if not os.path.isfile(train_path):
+        sys.exit(f"missing {train_path}: build the corpora (corpora/build-large.sh) or pass --corpora DIR")
     test_path = common.corpus_path(args.corpora, args.corpus, "test")
     systems = {"byte-level BPE": []}
     for transition in args.transitions:
@@ -112,14 +118,16 @@ def main(argv=None) -> None:
                      result["encode_mb_per_s"], f"{result['speed_ratio']:.2f}",
                      *([f"{run['seconds']:.0f}", f"{run['cpu_seconds']:.0f}", f"{run['memory']['peak_total_mib']:.0f}"]
                        if run is not None else ["—"] * 3)])
-    print(f"\n{args.corpus}.test ({test_bytes:,} bytes, {len(lines):,} lines), {args.vocab_size:,} pieces; "
+    print(f"\ntrained on {os.path.basename(train_path)}; {args.corpus}.test ({test_bytes:,} bytes, "
+          f"{len(lines):,} lines), {args.vocab_size:,} pieces; "
           f"encode timed in {clock}; {common.load_text()}\n")
     print(common.markdown_table(
         ["model", "pieces", "bytes/token", "tokens", "fewer tokens", "round trip", "encode MB/s", "speed ratio",
          "train s", "train CPU s", "peak MiB"], rows))
     targets = {name: {"fewer_tokens_10pct": r["tokens_ratio"] <= 0.9, "speed_0_7x": r["speed_ratio"] >= 0.7,
                       "round_trip": r["round_trip"]} for name, r in results.items() if name != base}
-    path = common.write_results("superword", {"corpus": args.corpus, "vocab_size": args.vocab_size,
+    path = common.write_results("superword", {"corpus": args.corpus, "train": os.path.basename(train_path),
+                                              "vocab_size": args.vocab_size,
                                               "max_words": args.max_words, "test_bytes": test_bytes,
                                               "results": results, "targets": targets},
                                 key=common.run_key(argv))
