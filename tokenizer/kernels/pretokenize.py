@@ -30,11 +30,11 @@ import unicodedata
 import numpy as np
 
 from tokenizer.kernels import KERNELS_DIRECTORY, kernel
+from tokenizer.kernels.char_classes import LETTER, NUMBER, OTHER, SPACE, class_at
 from tokenizer.kernels.pretokenize_o200k import O200K_CLASSES, o200k_class_of, o200k_classified, o200k_pretoken_end
 from tokenizer.kernels.superword_split import PATTERN_SUPERBPE, PATTERN_SUPERWORD, superword_chunk_end
 from tokenizer.kernels.utf8 import decode_char
 
-OTHER, LETTER, NUMBER, SPACE = 0, 1, 2, 3
 PATTERN_GPT2 = 1
 PATTERN_LLAMA3 = 2
 PATTERN_O200K = 8  # tiktoken's o200k pattern (tokenizer.kernels.pretokenize_o200k); 3..6 are chunk_count's modes
@@ -114,17 +114,6 @@ def _store_table(path: str, table: np.ndarray) -> None:
 
 
 @kernel(inline="always")
-def _class_at(char_class, data, pos, end):
-    """``(class, byte length)`` of the character at ``pos``; ``(-1, 0)`` at the end."""
-    if pos >= end:
-        return -1, 0
-    cp, length = decode_char(data, pos, end)
-    if cp < 0:
-        return OTHER, length
-    return np.int64(char_class[cp]), length
-
-
-@kernel(inline="always")
 def _run(char_class, data, pos, end, wanted):
     """End of the run of characters of class ``wanted`` starting at ``pos`` (ASCII bytes looked up directly: most
     runs are ASCII, and a byte < 0x80 is its own code point)."""
@@ -135,7 +124,7 @@ def _run(char_class, data, pos, end, wanted):
                 break
             pos += 1
             continue
-        klass, length = _class_at(char_class, data, pos, end)
+        klass, length = class_at(char_class, data, pos, end)
         if klass != wanted:
             break
         pos += length
@@ -188,7 +177,7 @@ def _whitespace(char_class, data, pos, end):
     stop = pos
     last = pos
     while stop < end:
-        klass, length = _class_at(char_class, data, stop, end)
+        klass, length = class_at(char_class, data, stop, end)
         if klass != SPACE:
             break
         last = stop
@@ -211,12 +200,12 @@ def next_pretoken_end(char_class, pattern, data, pos, end):
     length = _contraction(data, pos, end, llama3)
     if length:
         return pos + length
-    klass, width = _class_at(char_class, data, pos, end)
+    klass, width = class_at(char_class, data, pos, end)
     if not llama3:
         # ' ?\p{L}+ | ' ?\p{N}+ | ' ?[^\s\p{L}\p{N}]+'
         start = pos
         if data[pos] == 32 and pos + 1 < end:
-            next_class, _ = _class_at(char_class, data, pos + 1, end)
+            next_class, _ = class_at(char_class, data, pos + 1, end)
             if next_class != SPACE:
                 start = pos + 1
                 klass = next_class
@@ -231,14 +220,14 @@ def next_pretoken_end(char_class, pattern, data, pos, end):
     if klass == LETTER:
         return _run(char_class, data, pos, end, LETTER)
     if klass != NUMBER and data[pos] != 13 and data[pos] != 10 and pos + width < end:
-        next_class, _ = _class_at(char_class, data, pos + width, end)
+        next_class, _ = class_at(char_class, data, pos + width, end)
         if next_class == LETTER:
             return _run(char_class, data, pos + width, end, LETTER)
     # \p{N}{1,3}
     if klass == NUMBER:
         stop = pos
         for _ in range(3):
-            next_class, w = _class_at(char_class, data, stop, end)
+            next_class, w = class_at(char_class, data, stop, end)
             if next_class != NUMBER:
                 break
             stop += w
@@ -246,7 +235,7 @@ def next_pretoken_end(char_class, pattern, data, pos, end):
     # ' ?[^\s\p{L}\p{N}]+[\r\n]*'
     start = pos
     if data[pos] == 32 and pos + 1 < end:
-        next_class, _ = _class_at(char_class, data, pos + 1, end)
+        next_class, _ = class_at(char_class, data, pos + 1, end)
         if next_class == OTHER:
             start = pos + 1
             klass = OTHER
@@ -256,7 +245,7 @@ def next_pretoken_end(char_class, pattern, data, pos, end):
     stop = pos
     last_newline = -1
     while stop < end:
-        next_class, w = _class_at(char_class, data, stop, end)
+        next_class, w = class_at(char_class, data, stop, end)
         if next_class != SPACE:
             break
         if data[stop] == 13 or data[stop] == 10:

@@ -25,25 +25,13 @@ Example (hand-checkable): ``b"Hi there, 12345 ok...\\n"`` -> ``["Hi there, ", "1
 
 from __future__ import annotations
 
-import numpy as np
-
 from tokenizer.kernels import kernel
-from tokenizer.kernels.utf8 import decode_char
+from tokenizer.kernels.char_classes import LETTER, NUMBER, OTHER, SPACE, class_at
 
 #: the pattern id of the coarse split (``tokenizer.kernels.pretokenize.PATTERNS["superword"]``): far from the
 #: other pre-split ids and from the chunk counter's other modes (``tokenizer.kernels.chunk_count``)
 PATTERN_SUPERWORD = 16
 PATTERN_SUPERBPE = 17  # the published SuperBPE tokenizers' split (pretokenize_patterns.PATTERN_TEXT["superbpe"])
-_OTHER, _LETTER, _NUMBER, _SPACE = 0, 1, 2, 3
-
-
-@kernel(inline="always")
-def _class_width(char_class, data, pos, end):
-    """``(class, byte length)`` of the character at ``pos < end`` (an invalid byte: other, 1)."""
-    cp, length = decode_char(data, pos, end)
-    if cp < 0:
-        return np.int64(_OTHER), length
-    return np.int64(char_class[cp]), length
 
 
 @kernel
@@ -51,14 +39,14 @@ def superword_match_end(char_class, data, pos, end, pattern):
     """End of the coarse pattern's match at ``data[pos]`` (``pos < end``), or -1 when none of its alternatives
     matches there (``pattern``: :data:`PATTERN_SUPERWORD` or :data:`PATTERN_SUPERBPE`). Example: ``b"a b"`` at 0
     -> -1; ``b"!!x"`` at 0 -> 2."""
-    klass, width = _class_width(char_class, data, pos, end)
-    if klass == _NUMBER:  # \p{N}{1,3}
+    klass, width = class_at(char_class, data, pos, end)
+    if klass == NUMBER:  # \p{N}{1,3}
         stop = pos + width
         for _ in range(2):
             if stop >= end:
                 break
-            next_class, w = _class_width(char_class, data, stop, end)
-            if next_class != _NUMBER:
+            next_class, w = class_at(char_class, data, stop, end)
+            if next_class != NUMBER:
                 break
             stop += w
         return stop
@@ -66,20 +54,20 @@ def superword_match_end(char_class, data, pos, end, pattern):
     start, first_class, first_width = pos, klass, width
     if data[pos] == 32 and pos + 1 < end:
         start = pos + 1
-        first_class, first_width = _class_width(char_class, data, start, end)
-    if first_class == _OTHER and start + first_width < end:
-        second_class, _ = _class_width(char_class, data, start + first_width, end)
-        if second_class == _OTHER:
+        first_class, first_width = class_at(char_class, data, start, end)
+    if first_class == OTHER and start + first_width < end:
+        second_class, _ = class_at(char_class, data, start + first_width, end)
+        if second_class == OTHER:
             stop = start + first_width
             while stop < end:
-                next_class, w = _class_width(char_class, data, stop, end)
-                if next_class != _OTHER:
+                next_class, w = class_at(char_class, data, stop, end)
+                if next_class != OTHER:
                     break
                 stop += w
             while stop < end and (data[stop] == 13 or data[stop] == 10 or data[stop] == 47):
                 stop += 1
             return stop
-    if klass != _SPACE:
+    if klass != SPACE:
         return -1
     if pattern == PATTERN_SUPERBPE:  # ' +(?!\S)': spaces only
         stop = pos
@@ -89,8 +77,8 @@ def superword_match_end(char_class, data, pos, end, pattern):
             return -1
         if stop >= end:
             return stop
-        next_class, _ = _class_width(char_class, data, stop, end)
-        if next_class == _SPACE:
+        next_class, _ = class_at(char_class, data, stop, end)
+        if next_class == SPACE:
             return stop
         return stop - 1 if stop - 1 > pos else -1
     # \s*[\r\n]+ : the whitespace run up to its last line break; else \s+(?!\S)
@@ -98,8 +86,8 @@ def superword_match_end(char_class, data, pos, end, pattern):
     last = pos
     last_newline = -1
     while stop < end:
-        next_class, w = _class_width(char_class, data, stop, end)
-        if next_class != _SPACE:
+        next_class, w = class_at(char_class, data, stop, end)
+        if next_class != SPACE:
             break
         if data[stop] == 13 or data[stop] == 10:
             last_newline = stop
@@ -121,18 +109,18 @@ def superword_chunk_end(char_class, data, pos, end, pattern):
     stop = superword_match_end(char_class, data, pos, end, pattern)
     if stop > pos:
         return stop
-    _, width = _class_width(char_class, data, pos, end)
+    _, width = class_at(char_class, data, pos, end)
     stop = pos + width
     while stop < end:
         byte = data[stop]
-        if byte < 0x80 and char_class[byte] == _LETTER:  # an ASCII letter starts no match: most of the text
+        if byte < 0x80 and char_class[byte] == LETTER:  # an ASCII letter starts no match: most of the text
             stop += 1
             continue
-        if byte == 32 and stop + 1 < end and data[stop + 1] < 0x80 and char_class[data[stop + 1]] == _LETTER:
+        if byte == 32 and stop + 1 < end and data[stop + 1] < 0x80 and char_class[data[stop + 1]] == LETTER:
             stop += 2  # a space before a letter starts none either, nor does the letter
             continue
         if superword_match_end(char_class, data, stop, end, pattern) >= 0:
             break
-        _, width = _class_width(char_class, data, stop, end)
+        _, width = class_at(char_class, data, stop, end)
         stop += width
     return stop

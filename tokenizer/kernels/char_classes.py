@@ -1,0 +1,28 @@
+"""The character classes of the regex pre-splits (gpt2, llama3 in :mod:`tokenizer.kernels.pretokenize`, superword in
+:mod:`tokenizer.kernels.superword_split`): the ids a ``char_class`` table (uint8 per code point:
+:func:`tokenizer.kernels.pretokenize.char_class_table`) holds, and the class of the character at a position.
+
+Example (hand-checkable): with ``char_class[0x61] == LETTER``, ``class_at(char_class, b"a", 0, 1)`` -> ``(LETTER,
+1)``; at the end, ``class_at(char_class, b"a", 1, 1)`` -> ``(-1, 0)``; the invalid byte ``0xff`` -> ``(OTHER, 1)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tokenizer.kernels import kernel
+from tokenizer.kernels.utf8 import decode_char
+
+OTHER, LETTER, NUMBER, SPACE = 0, 1, 2, 3
+
+
+@kernel(inline="always")
+def class_at(char_class, data, pos, end):
+    """``(class, byte length)`` of the character at ``pos``; ``(-1, 0)`` at the end; a byte that starts no valid
+    UTF-8 character is one ``OTHER`` character of its own length (:func:`tokenizer.kernels.utf8.decode_char`)."""
+    if pos >= end:
+        return -1, 0
+    cp, length = decode_char(data, pos, end)
+    if cp < 0:
+        return OTHER, length
+    return np.int64(char_class[cp]), length
