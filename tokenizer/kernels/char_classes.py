@@ -1,9 +1,10 @@
-"""The character classes of the regex pre-splits (gpt2, llama3 in :mod:`tokenizer.kernels.pretokenize`, superword in
+r"""The character classes of the regex pre-splits (gpt2, llama3 in :mod:`tokenizer.kernels.pretokenize`, superword in
 :mod:`tokenizer.kernels.superword_split`): the ids a ``char_class`` table (uint8 per code point:
 :func:`tokenizer.kernels.pretokenize.char_class_table`) holds, and the class of the character at a position.
 
 Example (hand-checkable): with ``char_class[0x61] == LETTER``, ``class_at(char_class, b"a", 0, 1)`` -> ``(LETTER,
 1)``; at the end, ``class_at(char_class, b"a", 1, 1)`` -> ``(-1, 0)``; the invalid byte ``0xff`` -> ``(OTHER, 1)``.
+``whitespace_run(char_class, b" \n x", 0, 4)`` -> ``(3, 2, 1)``.
 """
 
 from __future__ import annotations
@@ -26,3 +27,23 @@ def class_at(char_class, data, pos, end):
     if cp < 0:
         return OTHER, length
     return np.int64(char_class[cp]), length
+
+
+@kernel(inline="always")
+def whitespace_run(char_class, data, pos, end):
+    r"""``(stop, last, last_newline)`` of the run of whitespace characters from ``pos``: where it ends, where its
+    last character starts (``pos`` for an empty run) and where its last ``\r`` or ``\n`` is (-1 for none): what
+    ``\s*[\r\n]+`` (up to ``last_newline + 1``) and ``\s+(?!\S)`` (up to ``last``, or ``stop`` at the end)
+    match at ``pos``."""
+    stop = pos
+    last = pos
+    last_newline = -1
+    while stop < end:
+        next_class, width = class_at(char_class, data, stop, end)
+        if next_class != SPACE:
+            break
+        if data[stop] == 13 or data[stop] == 10:
+            last_newline = stop
+        last = stop
+        stop += width
+    return stop, last, last_newline

@@ -30,7 +30,7 @@ import unicodedata
 import numpy as np
 
 from tokenizer.kernels import KERNELS_DIRECTORY, kernel
-from tokenizer.kernels.char_classes import LETTER, NUMBER, OTHER, SPACE, class_at
+from tokenizer.kernels.char_classes import LETTER, NUMBER, OTHER, SPACE, class_at, whitespace_run
 from tokenizer.kernels.pretokenize_o200k import O200K_CLASSES, o200k_class_of, o200k_classified, o200k_pretoken_end
 from tokenizer.kernels.superword_split import PATTERN_SUPERBPE, PATTERN_SUPERWORD, superword_chunk_end
 from tokenizer.kernels.utf8 import decode_char
@@ -242,20 +242,9 @@ def next_pretoken_end(char_class, pattern, data, pos, end):
     if klass == OTHER:
         return _run_not(char_class, data, start, end, True)
     # \s*[\r\n]+ : the whitespace run up to and including its last \r or \n (backtracking \s* gives up the rest)
-    stop = pos
-    last_newline = -1
-    while stop < end:
-        next_class, w = class_at(char_class, data, stop, end)
-        if next_class != SPACE:
-            break
-        if data[stop] == 13 or data[stop] == 10:
-            last_newline = stop
-        stop += w
+    _, _, last_newline = whitespace_run(char_class, data, pos, end)
     if last_newline >= 0:
-        stop = last_newline + 1
-        while stop < end and (data[stop] == 13 or data[stop] == 10):
-            stop += 1
-        return stop
+        return last_newline + 1
     return _whitespace(char_class, data, pos, end)
 
 

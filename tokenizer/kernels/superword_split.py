@@ -26,7 +26,7 @@ Example (hand-checkable): ``b"Hi there, 12345 ok...\\n"`` -> ``["Hi there, ", "1
 from __future__ import annotations
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.char_classes import LETTER, NUMBER, OTHER, SPACE, class_at
+from tokenizer.kernels.char_classes import LETTER, NUMBER, OTHER, SPACE, class_at, whitespace_run
 
 #: the pattern id of the coarse split (``tokenizer.kernels.pretokenize.PATTERNS["superword"]``): far from the
 #: other pre-split ids and from the chunk counter's other modes (``tokenizer.kernels.chunk_count``)
@@ -82,17 +82,7 @@ def superword_match_end(char_class, data, pos, end, pattern):
             return stop
         return stop - 1 if stop - 1 > pos else -1
     # \s*[\r\n]+ : the whitespace run up to its last line break; else \s+(?!\S)
-    stop = pos
-    last = pos
-    last_newline = -1
-    while stop < end:
-        next_class, w = class_at(char_class, data, stop, end)
-        if next_class != SPACE:
-            break
-        if data[stop] == 13 or data[stop] == 10:
-            last_newline = stop
-        last = stop
-        stop += w
+    stop, last, last_newline = whitespace_run(char_class, data, pos, end)
     if last_newline >= 0:
         return last_newline + 1
     if stop >= end:
