@@ -4,7 +4,8 @@ r"""The character classes of the regex pre-splits (gpt2, llama3 in :mod:`tokeniz
 
 Example (hand-checkable): with ``char_class[0x61] == LETTER``, ``class_at(char_class, b"a", 0, 1)`` -> ``(LETTER,
 1)``; at the end, ``class_at(char_class, b"a", 1, 1)`` -> ``(-1, 0)``; the invalid byte ``0xff`` -> ``(OTHER, 1)``.
-``whitespace_run(char_class, b" \n x", 0, 4)`` -> ``(3, 2, 1)``.
+``whitespace_run(char_class, b" \n x", 0, 4)`` -> ``(3, 2, 1)``; ``class_run(char_class, b"ab1", 0, 3, LETTER)``
+-> 2; ``numbers_up_to_three(char_class, b"12345", 0, 5)`` -> 3.
 """
 
 from __future__ import annotations
@@ -47,3 +48,32 @@ def whitespace_run(char_class, data, pos, end):
         last = stop
         stop += width
     return stop, last, last_newline
+
+
+@kernel(inline="always")
+def class_run(char_class, data, pos, end, wanted):
+    """End of the run of characters of class ``wanted`` starting at ``pos`` (ASCII bytes looked up directly: most
+    runs are ASCII, and a byte < 0x80 is its own code point)."""
+    while pos < end:
+        byte = data[pos]
+        if byte < 0x80:
+            if char_class[byte] != wanted:
+                break
+            pos += 1
+            continue
+        klass, length = class_at(char_class, data, pos, end)
+        if klass != wanted:
+            break
+        pos += length
+    return pos
+
+
+@kernel(inline="always")
+def numbers_up_to_three(char_class, data, pos, end):
+    r"""End of ``\p{N}{1,3}`` at ``pos``: up to three NUMBER characters (``pos`` itself when there is none)."""
+    for _ in range(3):
+        klass, width = class_at(char_class, data, pos, end)
+        if klass != NUMBER:
+            break
+        pos += width
+    return pos

@@ -30,7 +30,8 @@ import unicodedata
 import numpy as np
 
 from tokenizer.kernels import KERNELS_DIRECTORY, kernel
-from tokenizer.kernels.char_classes import LETTER, NUMBER, OTHER, SPACE, class_at, whitespace_run
+from tokenizer.kernels.char_classes import (LETTER, NUMBER, OTHER, SPACE, class_at, class_run,
+                                            numbers_up_to_three, whitespace_run)
 from tokenizer.kernels.pretokenize_o200k import O200K_CLASSES, o200k_class_of, o200k_classified, o200k_pretoken_end
 from tokenizer.kernels.superword_split import PATTERN_SUPERBPE, PATTERN_SUPERWORD, superword_chunk_end
 from tokenizer.kernels.utf8 import decode_char
@@ -114,27 +115,9 @@ def _store_table(path: str, table: np.ndarray) -> None:
 
 
 @kernel(inline="always")
-def _run(char_class, data, pos, end, wanted):
-    """End of the run of characters of class ``wanted`` starting at ``pos`` (ASCII bytes looked up directly: most
-    runs are ASCII, and a byte < 0x80 is its own code point)."""
-    while pos < end:
-        byte = data[pos]
-        if byte < 0x80:
-            if char_class[byte] != wanted:
-                break
-            pos += 1
-            continue
-        klass, length = class_at(char_class, data, pos, end)
-        if klass != wanted:
-            break
-        pos += length
-    return pos
-
-
-@kernel(inline="always")
 def _run_not(char_class, data, pos, end, llama3):
     """End of the run of characters that are neither letters, numbers nor whitespace."""
-    pos = _run(char_class, data, pos, end, OTHER)
+    pos = class_run(char_class, data, pos, end, OTHER)
     if llama3:
         while pos < end and (data[pos] == 13 or data[pos] == 10):
             pos += 1
@@ -210,28 +193,21 @@ def next_pretoken_end(char_class, pattern, data, pos, end):
                 start = pos + 1
                 klass = next_class
         if klass == LETTER:
-            return _run(char_class, data, start, end, LETTER)
+            return class_run(char_class, data, start, end, LETTER)
         if klass == NUMBER:
-            return _run(char_class, data, start, end, NUMBER)
+            return class_run(char_class, data, start, end, NUMBER)
         if klass == OTHER:
             return _run_not(char_class, data, start, end, False)
         return _whitespace(char_class, data, pos, end)
     # llama3: [^\r\n\p{L}\p{N}]?\p{L}+
     if klass == LETTER:
-        return _run(char_class, data, pos, end, LETTER)
+        return class_run(char_class, data, pos, end, LETTER)
     if klass != NUMBER and data[pos] != 13 and data[pos] != 10 and pos + width < end:
         next_class, _ = class_at(char_class, data, pos + width, end)
         if next_class == LETTER:
-            return _run(char_class, data, pos + width, end, LETTER)
-    # \p{N}{1,3}
+            return class_run(char_class, data, pos + width, end, LETTER)
     if klass == NUMBER:
-        stop = pos
-        for _ in range(3):
-            next_class, w = class_at(char_class, data, stop, end)
-            if next_class != NUMBER:
-                break
-            stop += w
-        return stop
+        return numbers_up_to_three(char_class, data, pos, end)
     # ' ?[^\s\p{L}\p{N}]+[\r\n]*'
     start = pos
     if data[pos] == 32 and pos + 1 < end:

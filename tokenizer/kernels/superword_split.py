@@ -26,7 +26,8 @@ Example (hand-checkable): ``b"Hi there, 12345 ok...\\n"`` -> ``["Hi there, ", "1
 from __future__ import annotations
 
 from tokenizer.kernels import kernel
-from tokenizer.kernels.char_classes import LETTER, NUMBER, OTHER, SPACE, class_at, whitespace_run
+from tokenizer.kernels.char_classes import (LETTER, NUMBER, OTHER, SPACE, class_at, class_run,
+                                            numbers_up_to_three, whitespace_run)
 
 #: the pattern id of the coarse split (``tokenizer.kernels.pretokenize.PATTERNS["superword"]``): far from the
 #: other pre-split ids and from the chunk counter's other modes (``tokenizer.kernels.chunk_count``)
@@ -40,16 +41,8 @@ def superword_match_end(char_class, data, pos, end, pattern):
     matches there (``pattern``: :data:`PATTERN_SUPERWORD` or :data:`PATTERN_SUPERBPE`). Example: ``b"a b"`` at 0
     -> -1; ``b"!!x"`` at 0 -> 2."""
     klass, width = class_at(char_class, data, pos, end)
-    if klass == NUMBER:  # \p{N}{1,3}
-        stop = pos + width
-        for _ in range(2):
-            if stop >= end:
-                break
-            next_class, w = class_at(char_class, data, stop, end)
-            if next_class != NUMBER:
-                break
-            stop += w
-        return stop
+    if klass == NUMBER:
+        return numbers_up_to_three(char_class, data, pos, end)
     # ' ?[^\s\p{L}\p{N}]{2,}[\r\n/]*'
     start, first_class, first_width = pos, klass, width
     if data[pos] == 32 and pos + 1 < end:
@@ -58,12 +51,7 @@ def superword_match_end(char_class, data, pos, end, pattern):
     if first_class == OTHER and start + first_width < end:
         second_class, _ = class_at(char_class, data, start + first_width, end)
         if second_class == OTHER:
-            stop = start + first_width
-            while stop < end:
-                next_class, w = class_at(char_class, data, stop, end)
-                if next_class != OTHER:
-                    break
-                stop += w
+            stop = class_run(char_class, data, start + first_width, end, OTHER)
             while stop < end and (data[stop] == 13 or data[stop] == 10 or data[stop] == 47):
                 stop += 1
             return stop
