@@ -3,13 +3,12 @@ tiktoken's pattern text."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tokenizer.kernels.pretokenize import PATTERNS, char_class_table, pretokenize_into
 from tokenizer.pretokenize_patterns import PATTERN_TEXT
 from tokenizer.twins.pretokenize_o200k import ref_pretokenize_o200k
+from tests.tokenizer.test_kernels_pretokenize import kernel_split as split_with
 
 # upper, lower, title case (ǅ), modifier letters (ʰ, Lm), other letters (中 ひ ا), marks (Mn U+0301, Mc U+0903,
 # Me U+20DD), numbers (Nd, No, Nl), apostrophes and contraction letters (ſ folds to s), whitespace and newlines
@@ -20,11 +19,8 @@ texts = st.text(alphabet=st.sampled_from(ALPHABET), max_size=40)
 
 
 def kernel_split(data: bytes) -> list[bytes]:
-    array = np.frombuffer(data, dtype=np.uint8)
-    ends = np.empty(len(data) + 1, np.int64)
-    n = pretokenize_into(char_class_table(), PATTERNS["o200k"], array, 0, len(data), ends, 0)
-    bounds = [0] + ends[:n].tolist()
-    return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    """The o200k kernel's pre-tokens of ``data``."""
+    return split_with(data, "o200k")
 
 
 def test_docstring_example_and_pattern_text_is_tiktokens():
