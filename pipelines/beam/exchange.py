@@ -36,7 +36,7 @@ def require_beam() -> None:
 
     if importlib.util.find_spec("apache_beam") is None:
         raise ConfigError("--engine beam needs Apache Beam: pip install 'shardpiece[beam]' (or apache-beam), or "
-                          "train without --engine beam")
+                          "drop --engine beam (Spark, the default engine, runs the same job)")
 
 
 def option_pairs(options: dict) -> dict[str, str]:

@@ -130,6 +130,20 @@ def test_every_algorithm_takes_the_shared_options_and_its_own_only(tmp_path):
             options_from([*base, "--engine", "beam", *table_flags])
 
 
+def test_engine_beam_without_apache_beam_says_how_to_install_it_for_either_job(monkeypatch):
+    """(train and tokenize both call it before their first pipeline)"""
+    import importlib.util
+
+    from pipelines.beam.exchange import require_beam
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "apache_beam" else real(name, *args))
+    with pytest.raises(ConfigError, match=r"pip install 'shardpiece\[beam\]' \(or apache-beam\), or drop --engine "
+                                          r"beam \(Spark, the default engine, runs the same job\)"):
+        require_beam()
+
+
 def test_piece_lengths_have_one_unit_per_name_and_old_spellings_still_work():
     base = ["--input", "c.txt", "--output", "m.model", "--vocab-size", "400"]
     assert options_from(["--algorithm", "bpe", *base])["max_piece_bytes"] == 256
