@@ -1,6 +1,7 @@
 r"""One field of a JSON line as Spark's JSONL reader takes it, without a JVM: Spark's
 ``get_json_object(line, "$['FIELD']")`` (the document) and ``json_object_keys(line)`` (null: the row is malformed),
-reproduced in Python for :mod:`pipelines.inprocess.read`.
+reproduced in Python for :mod:`pipelines.inprocess.read` and the tokenize job's direct JSONL read
+(:mod:`pipelines.read.jsonl_read`).
 
 Spark decodes the line's bytes with Java's UTF-8 decoder (each invalid sequence becomes one U+FFFD, by Java's rule:
 ``ED A0 80`` is one, where Python's decoder makes three) and parses it with Jackson, single quotes and unescaped
@@ -37,6 +38,7 @@ import json
 import math
 import re
 from decimal import Decimal
+from typing import Sequence
 
 MAX_DEPTH = 1000
 MAX_NAME = 50_000
@@ -69,10 +71,18 @@ def json_field(line: bytes, field: str) -> tuple[bytes | None, list[str] | None]
     """``(value, names)`` of one JSON line: ``value`` is Spark's ``get_json_object(line, "$['field']")`` as UTF-8
     bytes (``None``: null), ``names`` its ``json_object_keys(line)``, the object's names in order (``None``: the
     line is not a JSON object, a malformed row). See the module docstring for what is reproduced."""
+    values, names = json_fields(line, (field,))
+    return values[0], names
+
+
+def json_fields(line: bytes, fields: Sequence[str]) -> tuple[list[bytes | None], list[str] | None]:
+    """:func:`json_field` for several fields of one line, parsed once: ``([value of each field], names)``.
+    ``json_fields(b'{"text": "a", "id": 7}', ["text", "id", "url"])`` -> ``([b'a', b'7', None], ['text', 'id'])``;
+    a malformed line -> ``([None, None, None], None)``."""
     text = codecs.decode(line, "utf-8", _JAVA_REPLACE)
     start = len(text) - len(text.lstrip(" \t\n\r"))
     if not text.startswith("{", start):
-        return None, None
+        return [None] * len(fields), None
     try:
         try:
             tree, _ = _DECODER.raw_decode(text, start)
@@ -83,8 +93,8 @@ def json_field(line: bytes, field: str) -> tuple[bytes | None, list[str] | None]
         except (ValueError, RecursionError):
             tree = _parse_object(text, start)
     except _JacksonError:
-        return None, None
-    return _field_bytes(tree, field), [name for name, _ in tree]
+        return [None] * len(fields), None
+    return [_field_bytes(tree, field) for field in fields], [name for name, _ in tree]
 
 
 # ---------------------------------------------------------------------------------------------- Java's decoder

@@ -234,8 +234,8 @@ def default_tasks(units: Sequence[ParquetUnit], parallelism: int, max_task_bytes
 class BatchPlace:
     """Where a batch read with ``located=True`` comes from: its ``unit`` and the index of its first row in it (a
     Parquet unit or a table's, :class:`pipelines.read.table_units.TableUnit`: the row within the row group; a text
-    unit: the line within the unit, from 0); ``rows``: each row's index in the row group instead, when a filter
-    (``--where``) kept only some (int64, one per row of the batch).
+    unit: the line within the unit, from 0); ``rows``: each row's index in the row group (or line in the unit)
+    instead, when only some were kept (int64, one per row of the batch): a filter (``--where``), JSONL's blank lines.
 
     ``describe(row)`` names the batch's row ``row`` for an error message: ``"PATH, row group G, row R (both from
     0)"`` for Parquet, ``"PATH, line N"`` (from 1, as editors count) for text. For a text unit that starts inside a
@@ -250,9 +250,9 @@ class BatchPlace:
 
     def describe(self, row: int) -> str:
         unit = self.unit
-        if isinstance(unit, TextUnit):
-            return f"{unit.path}, line {lines_before(unit) + self.first_row + row + 1}"
         index = self.first_row + row if self.rows is None else int(self.rows[row])
+        if isinstance(unit, TextUnit):
+            return f"{unit.path}, line {lines_before(unit) + index + 1}"
         return f"{unit.path}, row group {unit.row_group}, row {index} (both from 0)"
 
 

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from pipelines.read.arrow_read import (BATCH_ROWS, BatchPlace, _falses, arrow_filesystem, kept_fields,
                                        read_work_units, spark_arrow_type)
+from pipelines.read.jsonl_read import JsonlUnit, read_jsonl_units
 from pipelines.read.row_filter import parse_row_filter
 from pipelines.read.tables import TableFile, TableSnapshot, table_columns
 from tokenizer.errors import InputError
@@ -157,7 +158,10 @@ def read_table_units(units: Sequence[TableUnit], text_column: str, keep_schema: 
 def read_planned_units(units: Sequence, text_column: str, keep_schema: pa.Schema, text_name: str,
                        malformed_name: str, located: bool = False) -> Iterator[pa.RecordBatch]:
     """The batches of one task's units, of any plan (all of one kind, as a plan makes them): a table's
-    (:func:`read_table_units`), Parquet's or text's (:func:`pipelines.read.arrow_read.read_work_units`)."""
+    (:func:`read_table_units`), JSONL's (:func:`pipelines.read.jsonl_read.read_jsonl_units`), Parquet's or text's
+    (:func:`pipelines.read.arrow_read.read_work_units`)."""
     if units and isinstance(units[0], TableUnit):
         return read_table_units(units, text_column, keep_schema, text_name, malformed_name, located=located)
+    if units and isinstance(units[0], JsonlUnit):
+        return read_jsonl_units(units, text_column, keep_schema, text_name, malformed_name, located=located)
     return read_work_units(units, text_column, keep_schema, text_name, malformed_name, located=located)

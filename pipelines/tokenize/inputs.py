@@ -1,7 +1,7 @@
 """The tokenize job's input side, on the driver: list the input files with sizes and modification times (or a
 table version's data files: :func:`table_inputs`), plan the direct read (pyarrow in the Python tasks,
-:mod:`pipelines.read.arrow_read`, :mod:`pipelines.read.table_units`) or fall back to Spark's reader, and Spark's
-reader itself (:func:`read_documents`)."""
+:mod:`pipelines.read.arrow_read`, :mod:`pipelines.read.jsonl_read`, :mod:`pipelines.read.table_units`) or fall
+back to Spark's reader, and Spark's reader itself (:func:`read_documents`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Sequence
 import pyarrow as pa
 
 from pipelines.read.arrow_read import TextPlan, plan_parquet, plan_text
+from pipelines.read.jsonl_read import JsonlPlan, plan_jsonl
 from pipelines.read.table_changes import refuse_rewrites, table_changes
 from pipelines.read.table_units import files_snapshot, plan_table
 from pipelines.read.tables import TableSnapshot, open_snapshot
@@ -116,9 +117,7 @@ def jsonl_rows(lines, text_column: str, keep_columns: Sequence[str], *passed: st
     the kept fields and the ``passed`` columns, one row per non-blank line (blank lines are no rows)."""
     from pyspark.sql import functions as F
 
-    for name in [text_column, *keep_columns]:
-        if "'" in name or "\\" in name:
-            raise ConfigError(f"field name {name!r}: names with quotes or backslashes are not supported")
+    check_field_names(text_column, keep_columns)
     line = F.col("line").cast("string")
     frame = lines.select(line.alias("line"), *passed).where(F.length(F.trim(F.col("line"))) > 0)
     return frame.select(
@@ -128,12 +127,23 @@ def jsonl_rows(lines, text_column: str, keep_columns: Sequence[str], *passed: st
     )
 
 
+def check_field_names(text_column: str, keep_columns: Sequence[str]) -> None:
+    """JSONL field names Spark's JSON path can name: one with a quote or a backslash is a :class:`ConfigError`.
+    ``check_field_names("text", ["id"])`` passes; ``check_field_names("it's", [])`` raises."""
+    for name in [text_column, *keep_columns]:
+        if "'" in name or "\\" in name:
+            raise ConfigError(f"field name {name!r}: names with quotes or backslashes are not supported")
+
+
 def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[InputFile],
-                 snapshot: TableSnapshot | None = None):
-    """``(work units, kept columns' Arrow schema)`` for reading Parquet, text or a table's files (``snapshot``: of
-    them, ``files``) in the Python tasks (:mod:`pipelines.read.arrow_read`), or ``(None, None)`` for Spark's reader
-    (text/JSONL input, ``reader: spark``, or files pyarrow cannot take, said on stderr). A missing column raises
-    the Spark path's error. Parquet with ``--where`` is read as a table of those files."""
+                 snapshot: TableSnapshot | None = None, engine: str | None = None):
+    """``(work units, kept columns' Arrow schema)`` for reading Parquet, text, JSONL or a table's files
+    (``snapshot``: of them, ``files``) in the Python tasks (:mod:`pipelines.read.arrow_read`,
+    :mod:`pipelines.read.jsonl_read`), or ``(None, None)`` for Spark's reader (``reader: spark``; JSONL unless
+    ``reader: arrow``; files pyarrow cannot take, said on stderr). ``engine``: the engine's name when it has no
+    reader of its own (``beam``): JSONL is then read directly, and what only Spark's reader reads is a
+    :class:`ConfigError` naming why. A missing column raises the Spark path's error. Parquet with ``--where`` is
+    read as a table of those files."""
     if snapshot is not None:
         wanted = {f.path for f in files}
         chosen = dataclasses.replace(snapshot, files=tuple(f for f in snapshot.files if f.path in wanted))
@@ -146,28 +156,39 @@ def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[Inpu
     if input_format == "text" and config.keep_columns:  # for either reader
         raise ConfigError("--keep-columns: text input has no columns; use JSONL or Parquet input")
     if config.reader == "spark":
+        if engine is not None:
+            _spark_reader_instead(config, "reader: spark asks for Spark's reader", engine)
         return None, None
-    if input_format == "text":
-        units, reason = plan_text([(f.path, f.size) for f in files], config.partitions)
+    if input_format == "jsonl":
+        check_field_names(config.text_column, config.keep_columns)
+        if config.reader == "auto" and engine is None:  # Spark's tokenize keeps Spark's JSON functions
+            return None, None
+    if input_format in ("text", "jsonl"):
+        planned = [(f.path, f.size) for f in files]
+        units, reason = plan_text(planned, config.partitions) if input_format == "text" else \
+            plan_jsonl(planned, config.partitions)
         if units is not None and config.verify:
             units, reason = None, "--verify counts the input rows with Spark's reader"
         if units is None:
-            return _spark_reader_instead(config, reason)
-        return TextPlan(units), pa.schema([])
+            return _spark_reader_instead(config, reason, engine)
+        if input_format == "text":
+            return TextPlan(units), pa.schema([])
+        return JsonlPlan(units), pa.schema([(name, pa.string()) for name in config.keep_columns])
     if input_format != "parquet":
-        if config.reader == "arrow":
-            raise ConfigError(f"reader: arrow reads Parquet and text input, not {input_format}; use reader: auto")
-        return None, None
+        raise ConfigError(f"unknown input format {input_format!r}: use text, jsonl or parquet")
     plan, keep_schema, reason = plan_parquet([(f.path, f.size) for f in files], config.text_column,
                                              config.keep_columns, config.partitions)
     if plan is None:
-        return _spark_reader_instead(config, reason)
+        return _spark_reader_instead(config, reason, engine)
     return plan, keep_schema
 
 
-def _spark_reader_instead(config: TokenizeConfig, reason: str):
+def _spark_reader_instead(config: TokenizeConfig, reason: str, engine: str | None = None):
     """``(None, None)``: Spark's reader takes the input the direct path cannot (said on stderr); with
-    ``reader: arrow`` an error instead."""
+    ``reader: arrow`` an error instead, and with an ``engine`` that has no Spark reader (Beam) one naming it."""
+    if engine is not None:
+        raise ConfigError(f"--engine {engine} reads its input with pyarrow, which cannot take this input "
+                          f"({reason}): tokenize it with Spark (drop --engine {engine})")
     if config.reader == "arrow":
         raise InputError(f"reader: arrow cannot read the input: {reason}; use reader: auto or spark")
     print(f"tokenize: reading the input with Spark ({reason})", file=sys.stderr)

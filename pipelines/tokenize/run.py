@@ -80,10 +80,8 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     results: list[TaskResult] = []
     reader, shard_inputs = None, None
     if new_files and executor is not None:
-        plan, keep_schema = _direct_plan(config, input_format, new_files, snapshot)
-        if plan is None:
-            raise ConfigError(f"--engine {executor.name} reads text and Parquet files (and tables) that pyarrow "
-                              f"opens, not this {input_format} input: tokenize it with Spark (drop --engine)")
+        # the engine has no reader of its own: what only Spark's reader reads is an error naming why
+        plan, keep_schema = _direct_plan(config, input_format, new_files, snapshot, engine=executor.name)
         reader = "arrow"
         tasks = config.partitions or default_tasks(plan.units, executor.parallelism)
         groups = assign_units(plan.units, tasks) if plan.units or config.partitions else []
