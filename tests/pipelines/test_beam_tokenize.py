@@ -1,9 +1,11 @@
 """``shardpiece tokenize --engine beam`` (the direct runner, 2 worker processes): the shards read in manifest order
-equal Spark's row for row; one output directory takes runs of both engines (``--mode incremental``); a retried task
-never doubles a shard; a bad row stops the run with Spark's message. Skipped without Apache Beam."""
+equal Spark's row for row (Parquet, text and JSONL input); one output directory takes runs of both engines
+(``--mode incremental``); a retried task never doubles a shard; a bad row stops the run with Spark's message.
+Skipped without Apache Beam."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -150,3 +152,80 @@ def test_the_command_line_runs_on_beam_and_checks_its_options(tmp_path, model_pa
     assert "--runner is for Apache Beam: add --engine beam" in capsys.readouterr().err
     assert main([*base, "--output", str(tmp_path / "o3"), "--engine", "beam", "--master", "local[2]"]) == 2
     assert "with --engine beam choose the runner with --runner" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_beam_reads_jsonl_as_sparks_reader_does(spark, tmp_path, model_path):
+    """JSONL with every awkward line (:data:`tests.pipelines.test_tokenize_jsonl.AWKWARD_LINES`) in three files
+    (plain, ``.gz``, ``.zst``) and an empty one: Beam's shards, read in manifest order, equal those Spark's reader
+    writes, kept columns included, with the same counts, for ``--on-bad-row keep`` and ``skip``."""
+    from tests.pipelines.test_tokenize_jsonl import KEEP, output_rows, same_summary, write_jsonl_corpus
+
+    inputs = write_jsonl_corpus(tmp_path / "in")
+    for policy, output_format, options in (("keep", "parquet", dict(keep_columns=KEEP, partitions=4)),
+                                           ("skip", "npy", dict(add_bos=True, add_eos=True))):
+        spark_summary = run_tokenize(spark, config(model_path, inputs, tmp_path / f"spark-{policy}",
+                                                   output_format=output_format, on_bad_row=policy,
+                                                   **{k: v for k, v in options.items() if k != "partitions"}))
+        summary = run_tokenize(None, config(model_path, inputs, tmp_path / f"beam-{policy}",
+                                            output_format=output_format, on_bad_row=policy, **options),
+                               executor=beam())
+        assert spark_summary["reader"] == "spark" and summary["reader"] == "arrow"
+        assert same_summary(summary) == same_summary(spark_summary)
+        assert summary["bad_rows"]["malformed"] > 0 and summary["bad_rows"]["null"] > 0
+        if output_format == "parquet":
+            (beam_table, beam_runs), (spark_table, spark_runs) = (output_rows(tmp_path / f"beam-{policy}"),
+                                                                  output_rows(tmp_path / f"spark-{policy}"))
+            assert beam_table.schema == spark_table.schema and beam_runs == spark_runs
+            assert beam_table.to_pylist() == spark_table.to_pylist()
+        else:
+            assert rows(tmp_path / f"beam-{policy}", "npy") == rows(tmp_path / f"spark-{policy}", "npy")
+
+
+@pytest.mark.spark
+def test_a_bad_jsonl_line_stops_beam_as_it_stops_spark(spark, tmp_path, model_path, capsys):
+    """``--on-bad-row error``: the same one line naming the file and line, and exit code 2 from the command."""
+    from jobs.exit_codes import exit_code
+    from jobs.tokenize import main
+    from pipelines.tokenize.task import BadRowError
+
+    lines = [json.dumps({"text": f"line {i}", "id": i}) for i in range(40)]
+    lines[17:18] = ["", "  ", '{"text": "fine"}', "[not an object]"]
+    (tmp_path / "docs.jsonl").write_text("\n".join(lines) + "\n")
+    inputs = [tmp_path / "docs.jsonl"]
+    errors = []
+    for name, executor in (("spark", None), ("beam", beam())):
+        with pytest.raises(BadRowError) as raised:
+            run_tokenize(spark if executor is None else None,
+                         config(model_path, inputs, tmp_path / name, on_bad_row="error"), executor=executor)
+        errors.append(raised.value)
+    assert str(errors[1]) == str(errors[0])
+    assert str(errors[0]).startswith(f"file:{tmp_path}/docs.jsonl, line 21: not a JSON object; ")
+    assert exit_code(errors[0]) == exit_code(errors[1]) == 2
+    assert main(["tokenize", "--model", model_path, "--input", str(tmp_path / "docs.jsonl"), "--output",
+                 str(tmp_path / "cli"), "--engine", "beam", "--beam-option", "direct_num_workers=2"]) == 2
+    assert str(errors[0]) in capsys.readouterr().err
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_beam_extends_a_spark_jsonl_output(spark, tmp_path, model_path):
+    """``--mode incremental`` over JSONL: Spark, then Beam for the new file; the output equals one Spark run over
+    both files."""
+    from tests.pipelines.test_tokenize_jsonl import KEEP, output_rows, write_jsonl_corpus
+
+    write_jsonl_corpus(tmp_path / "all")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    options = dict(output_format="parquet", mode="incremental", keep_columns=KEEP)
+    os.rename(tmp_path / "all" / "a.jsonl", folder / "a.jsonl")
+    first = run_tokenize(spark, config(model_path, [folder], tmp_path / "out", **options))
+    os.rename(tmp_path / "all" / "b.jsonl.gz", folder / "b.jsonl.gz")
+    second = run_tokenize(None, config(model_path, [folder], tmp_path / "out", **options), executor=beam())
+    assert (first["reader"], second["reader"]) == ("spark", "arrow")
+    assert [os.path.basename(p) for p in second["input_files"]] == ["b.jsonl.gz"]
+    run_tokenize(spark, config(model_path, [folder], tmp_path / "once", output_format="parquet", keep_columns=KEEP))
+    (table, runs), (once, once_runs) = output_rows(tmp_path / "out"), output_rows(tmp_path / "once")
+    assert len(runs) == 2 and sum(runs) == sum(once_runs)
+    assert table.to_pylist() == once.to_pylist()

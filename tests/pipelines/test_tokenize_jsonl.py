@@ -165,3 +165,32 @@ def test_sparks_direct_jsonl_read_writes_what_its_reader_writes(spark, tmp_path)
         assert direct_table.schema == spark_table.schema and direct_runs == spark_runs
         assert direct_table.to_pylist() == spark_table.to_pylist()
         assert direct["bad_rows"]["malformed"] > 0 and direct["bad_rows"]["null"] > 0
+
+
+def test_which_reader_takes_jsonl(tmp_path):
+    """Spark keeps its own reader for JSONL unless ``reader: arrow``; an engine without one (Beam) reads it
+    directly, and what only Spark's reader reads is an error saying why."""
+    from pipelines.read.jsonl_read import JsonlPlan
+    from pipelines.tokenize import TokenizeConfig
+    from pipelines.tokenize.commit import InputFile
+    from pipelines.tokenize.inputs import _direct_plan
+    from tokenizer.errors import ConfigError
+
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"text": "a", "id": 1}\n')
+    files = [InputFile(str(path), os.path.getsize(path), 0)]
+
+    def plan(engine=None, **options):
+        config = TokenizeConfig(model="m", inputs=[str(path)], output="o", keep_columns=["id"], **options)
+        return _direct_plan(config, "jsonl", files, engine=engine)
+
+    assert plan() == (None, None) and plan(reader="spark") == (None, None)
+    for units, schema in (plan(reader="arrow"), plan(engine="beam")):
+        assert isinstance(units, JsonlPlan) and [u.path for u in units.units] == [str(path)]
+        assert schema == pa.schema([("id", pa.string())])
+    with pytest.raises(ConfigError, match=r"--engine beam .*\(--verify counts the input rows with Spark's reader\)"):
+        plan(engine="beam", verify=True)
+    with pytest.raises(ConfigError, match=r"reader: spark asks for Spark's reader\): tokenize it with Spark"):
+        plan(engine="beam", reader="spark")
+    with pytest.raises(ConfigError, match="names with quotes or backslashes are not supported"):
+        plan(engine="beam", text_column="it's")
