@@ -64,8 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
              "text, as with every export of the model")
     add("--partitions", type=int, help="repartition the documents into N tasks/shards (default: as read)")
     add("--master", help="Spark master URL (default local[*])")
-    add("--engine", choices=["spark", "beam"], help="spark (default), or beam: Apache Beam on --runner (text and "
-        "Parquet input; pip install 'shardpiece[beam]'; docs/beam.md)")
+    add("--engine", choices=["spark", "beam"], help="spark (default), or beam: Apache Beam on --runner (text, JSONL "
+        "and Parquet files and tables; pip install 'shardpiece[beam]'; docs/beam.md)")
     add("--runner", help="the Beam runner of --engine beam (default DirectRunner, 2 worker processes)")
     add("--beam-option", nargs="+", metavar="KEY=VALUE", help="Beam pipeline options of --engine beam")
     add("--verbose", action="store_true",

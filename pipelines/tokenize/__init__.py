@@ -8,7 +8,7 @@ Steps (:func:`run_tokenize`):
    modification time; in incremental mode keep only files the manifest does not list (a listed file whose size or
    time changed is an error: its old tokens are in the output).
 3. Read only those files, as batches of one text column, a malformed-row flag and the kept columns; nulls and empty
-   documents are kept (they are documents too, or bad rows to account for). Two readers give the same batches:
+   documents are kept (they are documents too, or bad rows to account for). The readers give the same batches:
 
    * Parquet (``reader: auto``, the default): the driver reads the footers and plans row-group work units
      (:mod:`pipelines.read.arrow_read`); Spark distributes only the unit lists (``parallelize`` + ``mapPartitions``,
@@ -19,7 +19,10 @@ Steps (:func:`run_tokenize`):
    * Text files (``reader: auto``): the same way, with byte-range units (a plain file over 32 MB is read by
      several tasks, each taking the lines that start in its range; a ``.gz`` or ``.zst`` file is one unit,
      decompressed as a stream). Lines end at ``\n``, as Spark's text source reads them with ``lineSep='\n'``.
-   * Spark's reader (:func:`read_documents`, then ``mapInArrow``, :func:`encode_partition`): JSONL input,
+   * JSONL files (``reader: arrow``; always on the Beam engine): the same byte-range units, each line parsed in the
+     task as Spark's JSON functions read it (:mod:`pipelines.read.jsonl_read`).
+   * Spark's reader (:func:`read_documents`, then ``mapInArrow``, :func:`encode_partition`): JSONL input (with
+     ``reader: auto``; it reads the largest files first, so the shards hold the files in that order),
      ``reader: spark``, text with ``--verify`` (Spark counts the input lines) or in a codec other than gzip and
      zstd, and Parquet or text that pyarrow cannot take (a filesystem it cannot open, such as ``s3a://``, an
      unreadable footer, kept columns of types Spark converts, such as unsigned integers or timestamps).

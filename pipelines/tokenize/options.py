@@ -63,7 +63,8 @@ class TokenizeConfig:
     quiet: bool = False                       # no progress lines
     #: How Parquet and text inputs are read: ``auto`` (pyarrow in the Python tasks where it can open the files, else
     #: Spark's reader), ``arrow`` (pyarrow or an error saying why not), ``spark`` (Spark's reader). JSONL inputs
-    #: always go through Spark's reader.
+    #: go through Spark's reader unless ``arrow`` (each line parsed in the task: :mod:`pipelines.read.jsonl_read`);
+    #: the Beam engine, which has no Spark reader, always reads them so.
     reader: str = "auto"
     #: Testing aid for the commit protocol: {"partition": P, "marker": PATH, "action": "fail" | "hang"}. The first
     #: attempt of partition P that finds no file at PATH creates it after writing one batch, then dies or hangs.
