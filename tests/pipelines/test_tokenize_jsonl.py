@@ -47,6 +47,15 @@ AWKWARD_LINES = [
     (b'  {"text": "leading spaces", "id": 18}  ', "spaces around"),
     (b'{"text": "big", "id": 123456789012345678901234567890, "tag": 1e400}', "a huge integer, an overflow"),
     (b'{"text": "\\ud800 lone surrogate escape", "id": 19}', "a lone surrogate escape: null"),
+    (b'\xef\xbb\xbf{"text": "bom", "id": 20}', "a byte order mark: malformed"),
+    (b'{"text": "nan", "id": NaN}', "NaN: malformed"),
+    (b'{"text": "c" /* c */, "id": 21}', "a comment: malformed"),
+    (b'{text: "unquoted", "id": 22}', "an unquoted name: malformed"),
+    (b'{"text": "comma", "id": 23,}', "a trailing comma: malformed"),
+    (b'{"text": "closed twice", "id": 24}}', "a second brace after the object"),
+    (b'{"id": {"text": "inner"}}', "the text field only nested: null"),
+    (b'{"text": 1e22, "id": -1.5E-10, "tag": 12345678.0, "meta": [0.001, -0.0, 1234567.0]}', "floats"),
+    (b'{"text":"a","id":null,"id":25,"tag":"\\ud83d\\ude00","meta":{"k":"\xf0\x9f\x98\x80"}}', "escapes"),
 ]
 KEEP = ["id", "meta", "tag"]
 
