@@ -18,7 +18,7 @@ line into one row, as Spark's ``get_json_object``/``json_object_keys`` do (repro
 A line is decoded as Spark decodes it (Java's UTF-8 decoder: each invalid sequence one U+FFFD), so the values
 read from a line that is not valid UTF-8 are valid UTF-8: as on Spark, such a line is no ``invalid_utf8`` bad row.
 
-Example (hand-checkable): the lines ``{"text": "a", "id": 7}``, `` `` (a space), ``[1]`` and ``{"id": "x"}``,
+Example (hand-checkable): the lines ``{"text": "a", "id": 7}``, a line of one space, ``[1]`` and ``{"id": "x"}``,
 text column ``text``, kept column ``id`` -> three rows, ``(b"a", False, "7")``, ``(None, True, None)`` and
 ``(None, False, "x")``, lines 1, 3 and 4 of the file.
 """
