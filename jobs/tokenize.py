@@ -26,7 +26,7 @@ import os
 import sys
 from dataclasses import fields
 
-from jobs.config import check_beam_options
+from jobs.config import check_beam_options, check_local_output
 from jobs.table_options import INPUT_FORMAT_HELP, INPUT_FORMATS, TABLE_OPTIONS
 from pipelines.tokenize.writers import PARQUET_CODECS
 from tokenizer.errors import ConfigError
@@ -158,6 +158,7 @@ def check_before_start(config) -> None:
                           "shardpiece train (or a SentencePiece .model or tokenizer.json)") from None
 
     output = config.output
+    check_local_output("--output", output, "the tokenize output directory")
     if os.path.exists(output) and not os.path.isdir(output):
         raise ConfigError(f"--output {output} is a file: tokenize writes a directory of shards; give a directory "
                           "path (made if missing)")

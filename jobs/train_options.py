@@ -420,6 +420,8 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
     check_table_options(options.get("input_format"), options["input"], options.get("reader"),
                         **{t.key: options.get(t.key) for t in TABLE_OPTIONS})
     check_engine(options)
+    C.check_local_output("--output", options.get("output"), "the model")
+    C.check_local_output("--work-dir", options.get("work_dir"), "the work directory")
     if (options.get("master") or "").lower() == "none":
         if options.get("partitions") is not None:
             raise ConfigError("--partitions needs Spark; with --master none use --threads")
@@ -430,7 +432,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
         for path in options["input"]:
             if "://" in path and not path.startswith("file://"):
                 raise ConfigError(f"--input {path}: --master none reads local files only; run with Spark "
-                                  "(--master local[*] or a cluster URL) for other filesystems")
+                                  "(--master local[*] or a cluster URL) or --engine beam for other filesystems")
     return options, notices
 
 

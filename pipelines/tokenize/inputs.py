@@ -129,11 +129,12 @@ def jsonl_rows(lines, text_column: str, keep_columns: Sequence[str], *passed: st
 
 
 def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[InputFile],
-                 snapshot: TableSnapshot | None = None):
+                 snapshot: TableSnapshot | None = None, remote_files=None):
     """``(work units, kept columns' Arrow schema)`` for reading Parquet, text or a table's files (``snapshot``: of
-    them, ``files``) in the Python tasks (:mod:`pipelines.read.arrow_read`), or ``(None, None)`` for Spark's reader
-    (text/JSONL input, ``reader: spark``, or files pyarrow cannot take, said on stderr). A missing column raises
-    the Spark path's error. Parquet with ``--where`` is read as a table of those files."""
+    them, ``files``) in the Python tasks (:mod:`pipelines.read.arrow_read`; ``remote_files`` opens paths with a
+    scheme), or ``(None, None)`` for Spark's reader (text/JSONL input, ``reader: spark``, or files pyarrow cannot
+    take, said on stderr). A missing column raises the Spark path's error. Parquet with ``--where`` is read as a
+    table of those files."""
     if snapshot is not None:
         wanted = {f.path for f in files}
         chosen = dataclasses.replace(snapshot, files=tuple(f for f in snapshot.files if f.path in wanted))
@@ -148,7 +149,7 @@ def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[Inpu
     if config.reader == "spark":
         return None, None
     if input_format == "text":
-        units, reason = plan_text([(f.path, f.size) for f in files], config.partitions)
+        units, reason = plan_text([(f.path, f.size) for f in files], config.partitions, remote_files=remote_files)
         if units is not None and config.verify:
             units, reason = None, "--verify counts the input rows with Spark's reader"
         if units is None:
@@ -159,7 +160,7 @@ def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[Inpu
             raise ConfigError(f"reader: arrow reads Parquet and text input, not {input_format}; use reader: auto")
         return None, None
     plan, keep_schema, reason = plan_parquet([(f.path, f.size) for f in files], config.text_column,
-                                             config.keep_columns, config.partitions)
+                                             config.keep_columns, config.partitions, remote_files)
     if plan is None:
         return _spark_reader_instead(config, reason)
     return plan, keep_schema
