@@ -234,7 +234,7 @@ def _list_hadoop(spark, inputs: Sequence[str], sizes: dict[str, int], modified: 
         try:
             fs = path.getFileSystem(conf)
         except Exception as exc:  # noqa: BLE001 - py4j's error; only a missing filesystem is answered here
-            if "UnsupportedFileSystemException" not in str(exc):
+            if not any(name in str(exc) for name in ("UnsupportedFileSystemException", "ClassNotFoundException")):
                 raise
             raise unsupported_scheme_error(str(spec)) from None
         statuses = fs.globStatus(path)
@@ -262,8 +262,8 @@ def unsupported_scheme_error(spec: str):
 
     scheme = spec.split("://", 1)[0]
     return ConfigError(f"--input {spec}: Spark has no filesystem for {scheme}:// on this machine: use --engine beam "
-                       "(Apache Beam's FileSystems read gs://, s3://, hdfs:// ...), or a local or HDFS path (or one "
-                       "of a Hadoop connector installed with Spark, such as s3a://)")
+                       "(Apache Beam's FileSystems read gs://, s3://, hdfs:// ...), or a local or HDFS path (or a "
+                       "scheme whose Hadoop connector Spark has, such as s3a:// with hadoop-aws)")
 
 
 _PLAIN_LOCAL_PATH = re.compile(r"[A-Za-z0-9/._+=,@~*?-]+")
