@@ -241,6 +241,6 @@ def load_config(path: str, schema: dict[str, tuple[Any, str]]) -> dict[str, Any]
     if "input" in config and config.get("input_format") != "iceberg":  # an Iceberg input: a table's name
         inputs = [config["input"]] if isinstance(config["input"], str) else list(config["input"])
         base = os.path.dirname(os.path.abspath(path))
-        config["input"] = [p if os.path.isabs(p) or p.startswith(_URI_PREFIXES) else os.path.join(base, p)
-                           for p in inputs]
+        config["input"] = [p if os.path.isabs(p) or p.startswith(_URI_PREFIXES) or "://" in p  # a URI of any scheme
+                           else os.path.join(base, p) for p in inputs]
     return config

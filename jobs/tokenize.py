@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add = parser.add_argument
     add("--model", help="model file (shardpiece, SentencePiece .model or tokenizer.json)")
-    add("--input", dest="inputs", nargs="+", help="input files, globs or directories (any Hadoop filesystem)")
+    add("--input", dest="inputs", nargs="+", help="input files, globs or directories (any Hadoop filesystem; "
+        "with --engine beam, any Beam FileSystems scheme)")
     add("--output", help="output directory (or, with --merge-megatron, the merged dataset's path prefix)")
     add("--input-format", choices=list(INPUT_FORMATS), help=INPUT_FORMAT_HELP)
     for option in TABLE_OPTIONS:

@@ -105,7 +105,8 @@ OPTIONS: tuple[Option, ...] = (
     _o("algorithm", _str, "a string (bytepiece, unigram or bpe)", "training algorithm (default bytepiece)", "train",
        default="bytepiece", choices=ALGORITHMS),
     _o("input", C.is_str_or_list, "a path or a list of paths", "files, globs or directories (any Spark filesystem "
-       "URI; relative paths in a config file are relative to it)", "train", nargs="+", metavar="PATH"),
+       "URI, or with --engine beam any Beam FileSystems scheme; relative paths in a config file are relative to "
+       "it)", "train", nargs="+", metavar="PATH"),
     _o("vocab_size", C.is_int_or_list, "an integer or a list of integers", "vocabulary size(s), special and byte "
        "pieces included; several sizes come from one count", "train", nargs="+", type=int, metavar="N"),
     _o("output", _str, "a path", "model file (one size) or directory (several sizes)", "train", metavar="MODEL"),

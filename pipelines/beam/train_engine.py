@@ -39,6 +39,7 @@ from pipelines.train.engine import READ_COUNTS
 from pipelines.train.tables import (Counter, KeyGroups, Reduced, bounded_table, by_bucket, decode, empty, encode,
                                     joined, keys_at, kept_mask, reduce_table, select, size)
 from pipelines.train.workdir import JSON
+from tokenizer.errors import ConfigError
 from tokenizer.trainers import chunk_table as T
 from tokenizer.trainers import table_bound as B
 
@@ -79,7 +80,11 @@ def list_inputs(specs: list[str]) -> tuple[list[tuple[str, int]], list[str]]:
     from pipelines.read.arrow_read import has_scheme
 
     local = [spec for spec in specs if not has_scheme(spec)]
-    files, empty = list_local_inputs(local) if local else ([], [])
+    listed = list_local_inputs(local) if local else ([], [])
+    if listed is None:
+        raise ConfigError(f"--input {' '.join(local)}: --engine beam lists local paths of plain characters (globs "
+                          "of * and ? only); rename the files, or drop --engine beam (Spark lists any path)")
+    files, empty = listed
     remote = list_remote([spec for spec in specs if has_scheme(spec)])
     if not remote:
         return files, empty

@@ -3,7 +3,8 @@ r"""Reading a local corpus in this process with pyarrow, without Spark or a JVM:
 ``Corpus.compute_stats()`` give for the same input, kept as Arrow arrays.
 
 Inputs are local paths, globs, directories or ``file:`` URIs, listed exactly as the Spark path lists them
-(:func:`list_local_inputs`); formats as there:
+(:func:`list_local_inputs`); files listed elsewhere (the Beam engine's tasks: paths on any filesystem Beam's
+``FileSystems`` reads) are read by :func:`read_listed_corpus` through the opener given. Formats as on Spark:
 
 * ``text`` — lines split at ``\n`` only (:mod:`pipelines.read.arrow_read`'s text units), plain, ``.gz`` or ``.zst``;
   other codecs (``.bz2``, ``.xz``, ...) are a :class:`~tokenizer.errors.ConfigError`: those go through Spark;
