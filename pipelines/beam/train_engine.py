@@ -35,7 +35,7 @@ from functools import partial
 from typing import Any, Callable, Iterator
 
 from pipelines.beam import exchange as X
-from pipelines.train.engine import READ_COUNTS
+from pipelines.train.engine import READ_COUNTS, empty_corpus_error
 from pipelines.train.tables import (Counter, KeyGroups, Reduced, bounded_table, by_bucket, decode, empty, encode,
                                     joined, keys_at, kept_mask, reduce_table, select, size)
 from pipelines.train.workdir import JSON
@@ -249,7 +249,6 @@ class BeamEngine:
         assert table is None, "--engine beam reads files, not tables (jobs.train_options.check_engine)"
         from pipelines.read.arrow_read import has_scheme
         from pipelines.read.readers import detect_format
-        from pipelines.train.skeleton import empty_corpus_error
 
         work = log.work
         temp = self.pairs.get("temp_location")

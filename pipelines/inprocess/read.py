@@ -167,12 +167,15 @@ def _read_arrays(arrays, stats: ReadStats, split: "_Split", rule: TrainBadRows, 
                  text_column: str) -> int:
     """Count and split every ``(array, malformed rows, line_invalid)`` of ``arrays`` (:func:`_account`), stopping
     at the first batch with a bad row under ``--on-bad-row error`` (its error names the row in ``paths``, read as
-    ``input_format``). Returns the documents dropped."""
+    ``input_format``; one file with a scheme, which this process does not search for the row: the file). Returns the
+    documents dropped."""
     dropped = 0
+    remote_file = paths[0] if len(paths) == 1 and has_scheme(paths[0]) else None
     for array, malformed, line_invalid in arrays:
         dropped += _account(array, malformed, stats, split, rule, line_invalid)
         if rule.policy == "error" and rule.bad_counts(stats.to_dict()):  # stop at the first bad batch
-            check_bad_rows(stats.to_dict(), rule, paths, input_format, text_column)
+            check_bad_rows(stats.to_dict(), rule, paths, input_format, text_column,
+                           None if remote_file is None else lambda kinds: remote_file)
     return dropped
 
 

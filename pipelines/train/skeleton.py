@@ -103,15 +103,9 @@ def check_before_start(options: dict, outputs: list[str], work_root: str) -> Non
         return
     listed = list_local_inputs(list(options["input"]))  # raises "matches no file" for a local input
     if listed is not None and not listed[0]:
+        from pipelines.train.engine import empty_corpus_error
+
         raise empty_corpus_error(options["input"])
-
-
-def empty_corpus_error(inputs: list[str]) -> Exception:
-    """The error for inputs whose every file is empty (0 bytes): nothing to train on."""
-    from tokenizer.errors import InputError
-
-    return InputError(f"the corpus has no text (every file of --input {' '.join(inputs)} is empty, 0 bytes): check "
-                      "--input and --text-column")
 
 
 def open_engine(options: dict, progress: Callable[[str], None], table=None):

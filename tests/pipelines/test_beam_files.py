@@ -147,6 +147,19 @@ def test_a_scheme_path_that_matches_nothing_is_the_local_error(tempfs, tmp_path,
         assert "matches no file" in messages[0]
 
 
+def test_a_bad_row_in_a_scheme_file_stops_the_run_naming_the_file(tempfs, tmp_path, capsys):
+    root, _ = tempfs
+    (root / "bad").mkdir()
+    lines = [json.dumps({"text": line}) for line in corpus_lines(40, seed=2)]
+    lines[20] = "[1, 2]"  # not a JSON object
+    (root / "bad" / "b.jsonl").write_text("\n".join(lines) + "\n")
+    code, _, _ = train(ALGORITHMS["bpe byte-level"][0], ["tempfs://bad/b.jsonl"], tmp_path, *BEAM)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith("shardpiece train: error: tempfs://bad/b.jsonl (no line number") and \
+        "1 malformed JSON line (not a JSON object)" in err[0]
+
+
 def test_listing_a_scheme_path_follows_the_local_listing(tempfs):
     from pipelines.beam import exchange as X
     from pipelines.beam.files import list_remote
