@@ -137,7 +137,9 @@ def check_local_output(flag: str, path: str | None, what: str) -> None:
     outputs are written with local file operations (atomic renames). ``what`` names the output. Example:
     ``check_local_output("--output", "gs://b/m.model", "the model")`` raises ``--output gs://b/m.model: the model
     is written to a local path ...``."""
-    if path and "://" in str(path) and not str(path).startswith("file:"):
+    from pipelines.read.arrow_read import has_scheme
+
+    if path and has_scheme(str(path)):
         raise ConfigError(f"{flag} {path}: {what} is written to a local path (a mounted filesystem every worker sees, "
                           f"for a cluster), not to {str(path).split('://', 1)[0]}://: write it there and copy it to "
                           f"{path} afterwards")
