@@ -175,3 +175,9 @@ def test_listing_a_scheme_path_follows_the_local_listing(tempfs):
         assert [size for size, _ in (listed[p] for p in sorted(listed))] == [size for _, size in files]
     with pytest.raises(ConfigError, match="beam_plugins=MODULE"):
         list_remote(["nofs://bucket/a.txt"])
+    from apache_beam.options.pipeline_options import SetupOptions
+
+    several = {"beam_option": ["beam_plugins=tests.pipelines.beam_tempfs, json"]}
+    assert X.pipeline_options(several).view_as(SetupOptions).beam_plugins == ["tests.pipelines.beam_tempfs", "json"]
+    with pytest.raises(ConfigError, match="beam_plugins=no_such_module: cannot import it"):
+        X.import_plugins({"beam_option": ["beam_plugins=no_such_module"]})
