@@ -138,7 +138,8 @@ def read_listed_corpus(files: list[tuple[str, int]], empty: list[str], input_for
             arrays = ((lines, 0, None) for lines in _line_arrays(files, remote_files))
         else:
             arrays = _jsonl_arrays(_line_arrays(files, remote_files), text_column, fields)
-        dropped = _read_arrays(arrays, stats, split, rule, [path for path, _ in files], input_format, text_column)
+        dropped = _read_arrays(arrays, stats, split, rule, [path for path, _ in files], input_format, text_column,
+                               remote_files)
     stats.documents = stats.rows - stats.null_rows - stats.empty_rows - stats.malformed_rows - dropped
     if (input_format == "jsonl" and stats.rows > stats.malformed_rows
             and stats.null_rows == stats.rows - stats.malformed_rows and not fields.found):
@@ -164,18 +165,15 @@ def read_table_corpus(table, holdout_fraction: float = 0.0, bad_rows: TrainBadRo
 
 
 def _read_arrays(arrays, stats: ReadStats, split: "_Split", rule: TrainBadRows, paths: list[str], input_format: str,
-                 text_column: str) -> int:
+                 text_column: str, remote_files=None) -> int:
     """Count and split every ``(array, malformed rows, line_invalid)`` of ``arrays`` (:func:`_account`), stopping
     at the first batch with a bad row under ``--on-bad-row error`` (its error names the row in ``paths``, read as
-    ``input_format``; one file with a scheme, which this process does not search for the row: the file). Returns the
-    documents dropped."""
+    ``input_format``; ``remote_files`` opens those with a scheme). Returns the documents dropped."""
     dropped = 0
-    remote_file = paths[0] if len(paths) == 1 and has_scheme(paths[0]) else None
     for array, malformed, line_invalid in arrays:
         dropped += _account(array, malformed, stats, split, rule, line_invalid)
         if rule.policy == "error" and rule.bad_counts(stats.to_dict()):  # stop at the first bad batch
-            check_bad_rows(stats.to_dict(), rule, paths, input_format, text_column,
-                           None if remote_file is None else lambda kinds: remote_file)
+            check_bad_rows(stats.to_dict(), rule, paths, input_format, text_column, remote_files=remote_files)
     return dropped
 
 

@@ -147,17 +147,36 @@ def test_a_scheme_path_that_matches_nothing_is_the_local_error(tempfs, tmp_path,
         assert "matches no file" in messages[0]
 
 
-def test_a_bad_row_in_a_scheme_file_stops_the_run_naming_the_file(tempfs, tmp_path, capsys):
+def test_a_bad_row_in_a_scheme_file_stops_the_run_as_in_a_local_file(tempfs, tmp_path, capsys):
+    """The first bad row's file and line (JSONL, gzip text) or row (Parquet), found through Beam's ``FileSystems``:
+    the local copy's one line, with the path."""
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     root, _ = tempfs
     (root / "bad").mkdir()
     lines = [json.dumps({"text": line}) for line in corpus_lines(40, seed=2)]
     lines[20] = "[1, 2]"  # not a JSON object
     (root / "bad" / "b.jsonl").write_text("\n".join(lines) + "\n")
-    code, _, _ = train(ALGORITHMS["bpe byte-level"][0], ["tempfs://bad/b.jsonl"], tmp_path, *BEAM)
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1, err
-    assert err[0].startswith("shardpiece train: error: tempfs://bad/b.jsonl (no line number") and \
-        "1 malformed JSON line (not a JSON object)" in err[0]
+    texts = [line.encode() for line in corpus_lines(40, seed=3)]
+    texts[30] = b"bad \xff byte"
+    (root / "bad" / "c.txt.gz").write_bytes(gzip.compress(b"\n".join(texts) + b"\n"))
+    pq.write_table(pa.table({"text": pa.array(texts, pa.binary())}), root / "bad" / "d.parquet", row_group_size=16)
+    local = tmp_path / "local"
+    shutil.copytree(root / "bad", local)
+    for name, flags in (("b.jsonl", ALGORITHMS["bpe byte-level"][0]),
+                        ("c.txt.gz", ALGORITHMS["bpe sentencepiece"][0]),  # a character model: invalid UTF-8 is bad
+                        ("d.parquet", ALGORITHMS["bpe sentencepiece"][0])):
+        messages = []
+        # the local copy in this process (its message is --engine beam's on a local path: test_beam_engine.py)
+        for source, engine in ((str(local / name), ["--master", "none"]), (f"tempfs://bad/{name}", BEAM)):
+            code, _, _ = train(flags, [source], tmp_path / name, *engine, "--on-bad-row", "error")
+            err = capsys.readouterr().err.strip().splitlines()
+            assert code == 2 and len(err) == 1, err
+            messages.append(err[0].replace(source, "SOURCE"))
+        assert messages[0] == messages[1] and messages[0].startswith("shardpiece train: error: SOURCE, "), messages
 
 
 def test_listing_a_scheme_path_follows_the_local_listing(tempfs):
