@@ -30,7 +30,8 @@ class BeamFiles:
     """Beam's ``FileSystems`` behind the three calls the readers make on a pyarrow filesystem
     (:mod:`pipelines.read.arrow_read`): ``get_file_info(path).size``, ``open_input_file(path)`` (seekable) and
     ``open_input_stream(path)``, each file opened without Beam's decompression. Holds no state: it pickles into
-    the tasks, whose processes find the filesystems as the driver does (:func:`pipelines.beam.exchange.import_plugins`)."""
+    the tasks, whose processes find the filesystems as the driver does
+    (:func:`pipelines.beam.exchange.import_plugins`)."""
 
     def get_file_info(self, path: str):
         from apache_beam.io.filesystems import FileSystems

@@ -13,9 +13,9 @@ gets a contiguous run of units, so the shards in manifest order hold the documen
 Filesystems: local paths and ``file:`` URIs; any other URI only when ``pyarrow.fs.FileSystem.from_uri`` opens it
 and reports the size Hadoop listed, or through ``remote_files`` (an object with pyarrow's ``open_input_file``,
 ``open_input_stream`` and ``get_file_info``: the Beam engine's :class:`pipelines.beam.files.BeamFiles`) for paths
-with a scheme; a unit planned so keeps it (``unit.filesystem``) and its task opens the path through it. Everything else (``s3a://``, ``hdfs://`` without libhdfs, a footer pyarrow
-cannot read, kept columns whose types Spark would convert) is left to the Spark read path: :func:`plan_parquet`
-returns ``None`` with the reason.
+with a scheme; a unit planned so keeps it (``unit.filesystem``) and its task opens the path through it. Everything
+else (``s3a://``, ``hdfs://`` without libhdfs, a footer pyarrow cannot read, kept columns whose types Spark would
+convert) is left to the Spark read path: :func:`plan_parquet` returns ``None`` with the reason.
 
 Text files (:func:`plan_text`, :func:`read_text_units`) are planned as byte ranges of a plain file (each unit takes
 the lines that start in its range) or whole compressed files (gzip, zstd), read in chunks and split at ``\\n``.
