@@ -65,14 +65,17 @@ class ParquetPlan:
     rows: int
 
 
-def arrow_filesystem(path: str):
-    """``(pyarrow filesystem, path in it)`` for a Hadoop path string, or ``None`` when pyarrow cannot open it.
+def arrow_filesystem(path: str, remote_files: Any = None):
+    """``(pyarrow filesystem, path in it)`` for a Hadoop path string, or ``None`` when pyarrow cannot open it;
+    ``(remote_files, path)`` for a path with a scheme when ``remote_files`` is given (a unit's ``filesystem``).
 
     >>> arrow_filesystem("file:/tmp/a b.parquet")[1], arrow_filesystem("/tmp/x")[1]
     ('/tmp/a b.parquet', '/tmp/x')
     """
     from pyarrow import fs
 
+    if remote_files is not None and has_scheme(path):
+        return remote_files, path
     if path.startswith("/"):
         return fs.LocalFileSystem(), path
     if path.startswith("file:"):
@@ -93,21 +96,6 @@ def has_scheme(path: str) -> bool:
     """Whether ``path`` is a URI of a filesystem other than the local one. ``has_scheme("gs://b/a.txt")`` ->
     ``True``; ``has_scheme("file:/tmp/a")``, ``has_scheme("/tmp/a")`` -> ``False``."""
     return "://" in path and not path.startswith("file:")
-
-
-def open_planned(path: str, remote_files: Any = None):
-    """``(filesystem, path in it)`` that a plan opens ``path`` with: ``remote_files`` for a path with a scheme when
-    given, else :func:`arrow_filesystem` (``None`` when pyarrow cannot open it)."""
-    if remote_files is not None and has_scheme(path):
-        return remote_files, path
-    return arrow_filesystem(path)
-
-
-def unit_filesystem(unit) -> tuple:
-    """``(filesystem, path in it)`` of a work unit: the one it was planned with, else :func:`arrow_filesystem`."""
-    if unit.filesystem is not None:
-        return unit.filesystem, unit.path
-    return arrow_filesystem(unit.path)
 
 
 #: Arrow types of kept columns that Spark's Parquet reader hands to Python unchanged (strings and binaries as
@@ -164,7 +152,7 @@ def plan_parquet(
     total_rows = 0
     keep_schema = None
     for path, size in files:
-        opened = open_planned(path, remote_files)
+        opened = arrow_filesystem(path, remote_files)
         if opened is None:
             return None, None, f"pyarrow cannot open {path}"
         filesystem, inner = opened
@@ -301,7 +289,7 @@ def read_units(
             if unit.path != opened_path:
                 if handle is not None:
                     handle.close()
-                filesystem, inner = unit_filesystem(unit)
+                filesystem, inner = arrow_filesystem(unit.path, unit.filesystem)
                 handle = filesystem.open_input_file(inner)
                 parquet, opened_path = pq.ParquetFile(handle), unit.path
             skip, wanted = unit.row_start, unit.rows
@@ -382,7 +370,7 @@ def plan_text(files: Sequence[tuple[str, int]], tasks: int | None, unit_bytes: i
         name = path.lower()
         if name.endswith(_SPARK_CODECS):
             return None, f"{path} is compressed with a codec only Spark's reader decompresses"
-        opened = open_planned(path, remote_files)
+        opened = arrow_filesystem(path, remote_files)
         if opened is None:
             return None, f"pyarrow cannot open {path}"
         filesystem, inner = opened
@@ -446,7 +434,7 @@ def lines_before(unit: TextUnit, read_bytes: int = TEXT_READ_BYTES) -> int:
     first line is ``c``, line 3)."""
     if unit.start <= 0 or unit.stop < 0:
         return 0
-    filesystem, inner = unit_filesystem(unit)
+    filesystem, inner = arrow_filesystem(unit.path, unit.filesystem)
     count, remaining = 1, unit.start - 1
     with filesystem.open_input_file(inner) as handle:
         while remaining > 0:
@@ -459,7 +447,7 @@ def lines_before(unit: TextUnit, read_bytes: int = TEXT_READ_BYTES) -> int:
 
 
 def _unit_line_blocks(unit: TextUnit, read_bytes: int):
-    filesystem, inner = unit_filesystem(unit)
+    filesystem, inner = arrow_filesystem(unit.path, unit.filesystem)
     if unit.stop < 0:
         with filesystem.open_input_stream(inner, compression=None) as raw:
             yield from line_blocks(_decompressed_chunks(raw, unit.path, read_bytes), None)
