@@ -132,6 +132,19 @@ def check_beam_options(options: dict[str, Any], master: str | None) -> None:
                           "--beam-option KEY=VALUE)")
 
 
+def check_local_output(flag: str, path: str | None, what: str) -> None:
+    """An output path with a scheme (``gs://``, ``s3://``, ``hdfs://``) is a :class:`ConfigError` saying the fix:
+    outputs are written with local file operations (atomic renames). ``what`` names the output. Example:
+    ``check_local_output("--output", "gs://b/m.model", "the model")`` raises ``--output gs://b/m.model: the model
+    is written to a local path ...``."""
+    from pipelines.read.arrow_read import has_scheme
+
+    if path and has_scheme(str(path)):
+        raise ConfigError(f"{flag} {path}: {what} is written to a local path (a mounted filesystem every worker sees, "
+                          f"for a cluster), not to {str(path).split('://', 1)[0]}://: write it there and copy it to "
+                          f"{path} afterwards")
+
+
 def validate_config(raw: Any, source: str, schema: dict[str, tuple[Any, str]]) -> dict[str, Any]:
     """Check a parsed YAML document against ``schema`` (``jobs.train_options.ACCEPTED``, the train options, or
     :data:`TOKENIZE_SCHEMA`); returns it as a dict (``None`` -> ``{}``).
@@ -230,6 +243,6 @@ def load_config(path: str, schema: dict[str, tuple[Any, str]]) -> dict[str, Any]
     if "input" in config and config.get("input_format") != "iceberg":  # an Iceberg input: a table's name
         inputs = [config["input"]] if isinstance(config["input"], str) else list(config["input"])
         base = os.path.dirname(os.path.abspath(path))
-        config["input"] = [p if os.path.isabs(p) or p.startswith(_URI_PREFIXES) else os.path.join(base, p)
-                           for p in inputs]
+        config["input"] = [p if os.path.isabs(p) or p.startswith(_URI_PREFIXES) or "://" in p  # a URI of any scheme
+                           else os.path.join(base, p) for p in inputs]
     return config

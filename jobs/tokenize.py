@@ -26,7 +26,7 @@ import os
 import sys
 from dataclasses import fields
 
-from jobs.config import check_beam_options
+from jobs.config import check_beam_options, check_local_output
 from jobs.table_options import INPUT_FORMAT_HELP, INPUT_FORMATS, TABLE_OPTIONS
 from pipelines.tokenize.writers import PARQUET_CODECS
 from tokenizer.errors import ConfigError
@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add = parser.add_argument
     add("--model", help="model file (shardpiece, SentencePiece .model or tokenizer.json)")
-    add("--input", dest="inputs", nargs="+", help="input files, globs or directories (any Hadoop filesystem)")
+    add("--input", dest="inputs", nargs="+", help="input files, globs or directories (any Hadoop filesystem; "
+        "with --engine beam, any Beam FileSystems scheme)")
     add("--output", help="output directory (or, with --merge-megatron, the merged dataset's path prefix)")
     add("--input-format", choices=list(INPUT_FORMATS), help=INPUT_FORMAT_HELP)
     for option in TABLE_OPTIONS:
@@ -158,6 +159,7 @@ def check_before_start(config) -> None:
                           "shardpiece train (or a SentencePiece .model or tokenizer.json)") from None
 
     output = config.output
+    check_local_output("--output", output, "the tokenize output directory")
     if os.path.exists(output) and not os.path.isdir(output):
         raise ConfigError(f"--output {output} is a file: tokenize writes a directory of shards; give a directory "
                           "path (made if missing)")

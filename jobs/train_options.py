@@ -105,7 +105,8 @@ OPTIONS: tuple[Option, ...] = (
     _o("algorithm", _str, "a string (bytepiece, unigram or bpe)", "training algorithm (default bytepiece)", "train",
        default="bytepiece", choices=ALGORITHMS),
     _o("input", C.is_str_or_list, "a path or a list of paths", "files, globs or directories (any Spark filesystem "
-       "URI; relative paths in a config file are relative to it)", "train", nargs="+", metavar="PATH"),
+       "URI, or with --engine beam any Beam FileSystems scheme; relative paths in a config file are relative to "
+       "it)", "train", nargs="+", metavar="PATH"),
     _o("vocab_size", C.is_int_or_list, "an integer or a list of integers", "vocabulary size(s), special and byte "
        "pieces included; several sizes come from one count", "train", nargs="+", type=int, metavar="N"),
     _o("output", _str, "a path", "model file (one size) or directory (several sizes)", "train", metavar="MODEL"),
@@ -420,6 +421,8 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
     check_table_options(options.get("input_format"), options["input"], options.get("reader"),
                         **{t.key: options.get(t.key) for t in TABLE_OPTIONS})
     check_engine(options)
+    C.check_local_output("--output", options.get("output"), "the model")
+    C.check_local_output("--work-dir", options.get("work_dir"), "the work directory")
     if (options.get("master") or "").lower() == "none":
         if options.get("partitions") is not None:
             raise ConfigError("--partitions needs Spark; with --master none use --threads")
@@ -430,7 +433,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
         for path in options["input"]:
             if "://" in path and not path.startswith("file://"):
                 raise ConfigError(f"--input {path}: --master none reads local files only; run with Spark "
-                                  "(--master local[*] or a cluster URL) for other filesystems")
+                                  "(--master local[*] or a cluster URL) or --engine beam for other filesystems")
     return options, notices
 
 

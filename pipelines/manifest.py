@@ -117,10 +117,16 @@ def input_fingerprint(spark, inputs: Sequence[str], hash_cache: str | None = Non
         live = {local_path(e["path"]) for e in entries}
         kept = {k: v for k, v in cache.items() if k.split("\t", 1)[0] in live}
         write_atomic(hash_cache, json.dumps(kept, sort_keys=True).encode(), what="input hash cache")
+    return fingerprint_of(entries, listed.total_bytes)
+
+
+def fingerprint_of(entries: list[dict[str, Any]], total_bytes: int) -> dict[str, Any]:
+    """The fingerprint of listed files' entries (``{"path", "size", "hash"}``, ``"mtime_ms"`` where ``hash`` is
+    ``None``): see :func:`input_fingerprint`. ``fingerprint_of([], 0)["digest"]`` is the SHA-256 of nothing."""
     identities = sorted(e["hash"] if e["hash"] else f"{e['path']}:{e['size']}:{e.get('mtime_ms')}"
                         for e in entries if e["size"] > 0)
     digest = hashlib.sha256("\n".join(identities).encode()).hexdigest()
-    return {"files": sorted(entries, key=lambda e: e["path"]), "total_bytes": listed.total_bytes,
+    return {"files": sorted(entries, key=lambda e: e["path"]), "total_bytes": total_bytes,
             "digest": "sha256:" + digest}
 
 

@@ -61,9 +61,38 @@ def pipeline_options(options: dict):
     """Beam ``PipelineOptions`` of :func:`option_pairs` (a value ``true`` is a bare flag: ``--save_main_session``)."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    flags = [f"--{key}" if value.lower() == "true" else f"--{key}={value}"
-             for key, value in option_pairs(options).items()]
+    flags = []
+    for key, value in option_pairs(options).items():
+        if key == "beam_plugins":  # Beam takes one module per flag
+            flags += [f"--beam_plugins={module}" for module in plugin_modules(options)]
+        else:
+            flags.append(f"--{key}" if value.lower() == "true" else f"--{key}={value}")
     return PipelineOptions(flags)
+
+
+def plugin_modules(options: dict) -> list[str]:
+    """The modules of the ``beam_plugins`` option (comma-separated): what registers a Beam ``FileSystem`` for
+    another scheme. ``plugin_modules({"beam_option": ["beam_plugins=a.fs, b.fs"]})`` -> ``["a.fs", "b.fs"]``."""
+    value = option_pairs(options).get("beam_plugins", "")
+    return [module.strip() for module in value.split(",") if module.strip()]
+
+
+def import_plugins(options: dict) -> None:
+    """Import the ``beam_plugins`` modules in this process and give Beam's ``FileSystems`` the run's pipeline
+    options, so the driver lists and opens input paths with the filesystems the workers use (Beam's worker
+    processes import the same modules: the option travels with the pipeline). A module that does not import is
+    a :class:`ConfigError` naming it."""
+    import importlib
+
+    from apache_beam.io.filesystems import FileSystems
+
+    for module in plugin_modules(options):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ConfigError(f"--beam-option beam_plugins={module}: cannot import it ({exc}); give a module on "
+                              "the Python path of the driver and the workers") from None
+    FileSystems.set_options(pipeline_options(options))
 
 
 @contextlib.contextmanager

@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any
 
 from pipelines.beam import exchange as X
+from pipelines.beam.files import BeamFiles
 
 
 def encode_group(arguments: dict, index: int, units: list) -> dict:
@@ -45,6 +46,27 @@ class BeamTokenize:
         X.require_beam()
         self.options = options
         self.pairs = X.option_pairs(options)
+        X.import_plugins(options)
+        self.remote_files = BeamFiles()  # opens inputs with a scheme in the tasks (pipelines.read.arrow_read)
+
+    def list_inputs(self, inputs: list[str]) -> tuple[list, list, str | None]:
+        """:func:`pipelines.tokenize.inputs.list_inputs` of the inputs (non-empty files, empty files, guessed
+        format), those with a scheme listed through Beam's ``FileSystems`` (:mod:`pipelines.beam.files`)."""
+        from pipelines.beam.files import list_remote
+        from pipelines.read.arrow_read import has_scheme
+        from pipelines.read.readers import detect_format
+        from pipelines.tokenize.commit import InputFile
+        from pipelines.tokenize.inputs import list_inputs
+
+        local = [spec for spec in inputs if not has_scheme(spec)]
+        remote = list_remote([spec for spec in inputs if has_scheme(spec)])
+        if not remote:
+            return list_inputs(None, local)
+        files, empty, _ = list_inputs(None, local) if local else ([], [], None)
+        found = [InputFile(path, size, mtime * 1_000_000) for path, (size, mtime) in remote.items()]
+        files = sorted(files + [f for f in found if f.size], key=lambda f: f.path)
+        empty = sorted(empty + [f for f in found if not f.size], key=lambda f: f.path)
+        return files, empty, detect_format([f.path for f in files + empty])
 
     @property
     def parallelism(self) -> int:

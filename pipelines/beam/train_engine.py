@@ -2,8 +2,9 @@
 any runner (the direct runner with 2 worker processes by default; Dataflow, Flink, Spark through the portable
 runner: docs/beam.md).
 
-    read      one task per input file: the in-process reader (:func:`pipelines.inprocess.read.read_local_corpus`:
-              the documents, held-out split, read counts and bad-row errors Spark's readers give) -> the training
+    read      one task per input file (local, or on any filesystem Beam's ``FileSystems`` reads:
+              :mod:`pipelines.beam.files`): the in-process reader (:mod:`pipelines.inprocess.read`: the
+              documents, held-out split, read counts and bad-row errors Spark's readers give) -> the training
               documents as Arrow IPC parts of about :data:`PART_BYTES`, the held-out ones beside them, in the work
               directory (kept for the later pipelines and a resumed run)
     count     parts -> the algorithm's counter (:data:`pipelines.train.tables.Counter`) -> its table cut into hash
@@ -34,10 +35,11 @@ from functools import partial
 from typing import Any, Callable, Iterator
 
 from pipelines.beam import exchange as X
-from pipelines.train.engine import READ_COUNTS
+from pipelines.train.engine import READ_COUNTS, empty_corpus_error
 from pipelines.train.tables import (Counter, KeyGroups, Reduced, bounded_table, by_bucket, decode, empty, encode,
                                     joined, keys_at, kept_mask, reduce_table, select, size)
 from pipelines.train.workdir import JSON
+from tokenizer.errors import ConfigError
 from tokenizer.trainers import chunk_table as T
 from tokenizer.trainers import table_bound as B
 
@@ -68,17 +70,45 @@ def _write_part(path: str, arrays: list) -> None:
     X.write_file(path, sink.getvalue().to_pybytes())
 
 
-def read_input_file(settings: dict, directory: str, index: int, path: str) -> dict:
-    """One input file read by the in-process reader (``settings``: ``input_format``, ``text_column``,
-    ``holdout_fraction``, ``on_bad_row``, ``pretokenizer`` ...; the run's options that reading takes): its training
-    documents written as parts ``part-FILE-K.arrow`` of about :data:`PART_BYTES`, its held-out ones as
-    ``held-FILE.arrow``; returns ``{"stats": read counts, "parts": [paths], "held": path or None}``."""
-    from pipelines.inprocess.read import read_local_corpus
+def list_inputs(specs: list[str]) -> tuple[list[tuple[str, int]], list[str]]:
+    """``([(path, bytes) of the non-empty files], [the empty files])`` of the inputs, sorted by path: local ones as
+    the in-process reader lists them (:func:`pipelines.inprocess.read.list_local_inputs`), those with a scheme
+    through Beam's ``FileSystems`` (:func:`pipelines.beam.files.list_remote`); one matching nothing raises the
+    local listing's error."""
+    from pipelines.beam.files import list_remote
+    from pipelines.inprocess.read import list_local_inputs
+    from pipelines.read.arrow_read import has_scheme
+
+    local = [spec for spec in specs if not has_scheme(spec)]
+    listed = list_local_inputs(local) if local else ([], [])
+    if listed is None:
+        raise ConfigError(f"--input {' '.join(local)}: --engine beam lists local paths of plain characters (globs "
+                          "of * and ? only); rename the files, or drop --engine beam (Spark lists any path)")
+    files, empty = listed
+    remote = list_remote([spec for spec in specs if has_scheme(spec)])
+    if not remote:
+        return files, empty
+    files = sorted(files + [(path, size) for path, (size, _) in remote.items() if size > 0])
+    return files, sorted(empty + [path for path, (size, _) in remote.items() if size == 0])
+
+
+def read_input_file(settings: dict, directory: str, index: int, item: tuple[str, int]) -> dict:
+    """One input file ``(path, bytes)`` read by the in-process reader (``settings``: ``input_format``,
+    ``text_column``, ``holdout_fraction``, ``on_bad_row``, ``pretokenizer`` ...; the run's options that reading
+    takes; a path with a scheme is opened through Beam's ``FileSystems``): its training documents written as parts
+    ``part-FILE-K.arrow`` of about :data:`PART_BYTES`, its held-out ones as ``held-FILE.arrow``; returns
+    ``{"stats": read counts, "parts": [paths], "held": path or None}``."""
+    from pipelines.beam.files import BeamFiles
+    from pipelines.inprocess.read import read_listed_corpus, read_local_corpus
+    from pipelines.read.arrow_read import has_scheme
     from pipelines.read.shards import binary_buffers
     from pipelines.train.bad_rows import TrainBadRows
 
-    corpus = read_local_corpus([path], settings["input_format"], settings["text_column"],
-                               float(settings["holdout_fraction"]), TrainBadRows.of(settings))
+    path, size = item
+    reading = (settings["input_format"], settings["text_column"], float(settings["holdout_fraction"]),
+               TrainBadRows.of(settings))
+    corpus = read_listed_corpus([item], [], *reading, remote_files=BeamFiles()) if has_scheme(path) else \
+        read_local_corpus([path], *reading)
     parts, pending, pending_bytes = [], [], 0
     for array in corpus.training + [None]:
         if array is not None:
@@ -162,15 +192,27 @@ class BeamEngine:
         X.require_beam()
         self.options, self.reason, self.progress = options, reason, progress
         self.pairs = X.option_pairs(options)
+        X.import_plugins(options)
         self.threads = max(1, int(options.get("threads") or 1))
         self.buckets = max(1, int(options.get("partitions") or DEFAULT_BUCKETS))
         self.root = self.documents = None
         self.stage, self.sequence, self.directories = "read", 0, []
 
     def fingerprint(self, inputs: list[str], hash_cache: str) -> dict:
-        from pipelines.manifest import input_fingerprint
+        """Local files' as on the other engines (content hashes); files with a scheme by path, size and
+        modification time (:func:`pipelines.beam.files.remote_fingerprint_entries`)."""
+        from pipelines.beam.files import list_remote, remote_fingerprint_entries
+        from pipelines.manifest import fingerprint_of, input_fingerprint
+        from pipelines.read.arrow_read import has_scheme
 
-        return input_fingerprint(None, inputs, hash_cache=hash_cache)
+        local = [spec for spec in inputs if not has_scheme(spec)]
+        remote = [spec for spec in inputs if has_scheme(spec)]
+        if not remote:
+            return input_fingerprint(None, inputs, hash_cache=hash_cache)
+        found = input_fingerprint(None, local, hash_cache=hash_cache) if local else {"files": [], "total_bytes": 0}
+        listed = list_remote(remote)
+        return fingerprint_of(found["files"] + remote_fingerprint_entries(listed),
+                              found["total_bytes"] + sum(size for size, _ in listed.values()))
 
     def label(self, stage: str) -> None:
         """The stage the next pipelines belong to (their exchange directories and progress lines say it)."""
@@ -205,7 +247,7 @@ class BeamEngine:
         reads them again from there): ``(read counts, reader, input format)``. Tables and ``--where`` are refused
         before (:func:`jobs.train_options.check_engine`): ``table`` is always ``None`` here."""
         assert table is None, "--engine beam reads files, not tables (jobs.train_options.check_engine)"
-        from pipelines.inprocess.read import list_local_inputs
+        from pipelines.read.arrow_read import has_scheme
         from pipelines.read.readers import detect_format
 
         work = log.work
@@ -215,9 +257,11 @@ class BeamEngine:
         complete = X.join(self.root, "documents", "complete.json")
         if not work.resume:
             X.remove([X.join(self.root, "documents")])
-        files, empty_files = list_local_inputs(list(self.options["input"]))
+        files, empty_files = list_inputs(list(self.options["input"]))
+        if not files:
+            raise empty_corpus_error(self.options["input"])
         input_format = self.options.get("input_format") or detect_format(
-            ["file:" + path for path, _ in files] + ["file:" + path for path in empty_files])
+            [path if has_scheme(path) else "file:" + path for path in [p for p, _ in files] + empty_files])
 
         def compute() -> dict:
             if X.exists(complete):
@@ -225,8 +269,7 @@ class BeamEngine:
                 return self.documents["stats"]
             directory = X.make_directory(X.join(self.root, "documents"))
             settings = {**self.options, "input_format": input_format}
-            results = self._tasks("files read", [path for path, _ in files],
-                                  partial(read_input_file, settings, directory))
+            results = self._tasks("files read", files, partial(read_input_file, settings, directory))
             stats = T.add_stats(*(result["stats"] for result in results))
             stats.update(files=len(files) + len(empty_files), empty_files=len(empty_files))
             self.documents = {"stats": stats, "parts": [p for r in results for p in r["parts"]],

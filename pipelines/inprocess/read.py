@@ -3,7 +3,8 @@ r"""Reading a local corpus in this process with pyarrow, without Spark or a JVM:
 ``Corpus.compute_stats()`` give for the same input, kept as Arrow arrays.
 
 Inputs are local paths, globs, directories or ``file:`` URIs, listed exactly as the Spark path lists them
-(:func:`list_local_inputs`); formats as there:
+(:func:`list_local_inputs`); files listed elsewhere (the Beam engine's tasks: paths on any filesystem Beam's
+``FileSystems`` reads) are read by :func:`read_listed_corpus` through the opener given. Formats as on Spark:
 
 * ``text`` — lines split at ``\n`` only (:mod:`pipelines.read.arrow_read`'s text units), plain, ``.gz`` or ``.zst``;
   other codecs (``.bz2``, ``.xz``, ...) are a :class:`~tokenizer.errors.ConfigError`: those go through Spark;
@@ -22,13 +23,14 @@ Example (hand-checkable): a file ``a.txt`` holding ``b"a\n\nb\xff\n"`` ->
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from pipelines.read.arrow_read import BATCH_ROWS, plan_text, read_text_units
+from pipelines.read.arrow_read import BATCH_ROWS, has_scheme, plan_text, read_text_units
 from pipelines.read.readers import (FORMATS, TEXT, ReadStats, _no_match, detect_format, list_local_files,
                                     missing_column_error)
 from pipelines.read.shards import binary_buffers, check_holdout_fraction
@@ -109,10 +111,20 @@ def read_local_corpus(inputs: Sequence[str] | str, input_format: str | None = No
     if listed is None:
         raise ConfigError(f"--input {' '.join(map(str, [inputs] if isinstance(inputs, str) else inputs))}: the "
                           "in-process reader takes local paths only (and globs of * and ?); run with Spark "
-                          "(--master local[*] or a cluster URL) for other filesystems or patterns")
-    files, empty = listed
-    names = ["file:" + path for path, _ in files]  # as Spark names them in its errors
-    input_format = input_format or detect_format(names + ["file:" + path for path in empty])
+                          "(--master local[*] or a cluster URL) or --engine beam for other filesystems or patterns")
+    return read_listed_corpus(*listed, input_format, text_column, holdout_fraction, bad_rows)
+
+
+def read_listed_corpus(files: list[tuple[str, int]], empty: list[str], input_format: str | None = None,
+                       text_column: str = TEXT, holdout_fraction: float = 0.0, bad_rows: TrainBadRows | None = None,
+                       remote_files=None) -> LocalCorpus:
+    """:func:`read_local_corpus` of files already listed: ``files`` ``(path, bytes)`` (non-empty, in reading
+    order) and ``empty`` paths, as :func:`list_local_inputs` gives them, or paths with a scheme that
+    ``remote_files`` opens (:class:`pipelines.beam.files.BeamFiles`: the Beam engine's tasks)."""
+    check_holdout_fraction(holdout_fraction)
+    names = [path if has_scheme(path) else "file:" + path for path, _ in files]  # as Spark names them in errors
+    input_format = input_format or detect_format(names + [path if has_scheme(path) else "file:" + path
+                                                          for path in empty])
     stats = ReadStats(files=len(files) + len(empty), empty_files=len(empty), input_bytes=sum(n for _, n in files))
     split = _Split(holdout_fraction)
     fields = _FieldNames(text_column)
@@ -120,12 +132,14 @@ def read_local_corpus(inputs: Sequence[str] | str, input_format: str | None = No
     dropped = 0
     if files:
         if input_format == "parquet":
-            arrays = ((array, malformed, None) for array, malformed in _parquet_arrays(files, names, text_column))
+            arrays = ((array, malformed, None)
+                      for array, malformed in _parquet_arrays(files, names, text_column, remote_files))
         elif input_format == "text":
-            arrays = ((lines, 0, None) for lines in _line_arrays(files))
+            arrays = ((lines, 0, None) for lines in _line_arrays(files, remote_files))
         else:
-            arrays = _jsonl_arrays(_line_arrays(files), text_column, fields)
-        dropped = _read_arrays(arrays, stats, split, rule, [path for path, _ in files], input_format, text_column)
+            arrays = _jsonl_arrays(_line_arrays(files, remote_files), text_column, fields)
+        dropped = _read_arrays(arrays, stats, split, rule, [path for path, _ in files], input_format, text_column,
+                               remote_files)
     stats.documents = stats.rows - stats.null_rows - stats.empty_rows - stats.malformed_rows - dropped
     if (input_format == "jsonl" and stats.rows > stats.malformed_rows
             and stats.null_rows == stats.rows - stats.malformed_rows and not fields.found):
@@ -151,15 +165,15 @@ def read_table_corpus(table, holdout_fraction: float = 0.0, bad_rows: TrainBadRo
 
 
 def _read_arrays(arrays, stats: ReadStats, split: "_Split", rule: TrainBadRows, paths: list[str], input_format: str,
-                 text_column: str) -> int:
+                 text_column: str, remote_files=None) -> int:
     """Count and split every ``(array, malformed rows, line_invalid)`` of ``arrays`` (:func:`_account`), stopping
     at the first batch with a bad row under ``--on-bad-row error`` (its error names the row in ``paths``, read as
-    ``input_format``). Returns the documents dropped."""
+    ``input_format``; ``remote_files`` opens those with a scheme). Returns the documents dropped."""
     dropped = 0
     for array, malformed, line_invalid in arrays:
         dropped += _account(array, malformed, stats, split, rule, line_invalid)
         if rule.policy == "error" and rule.bad_counts(stats.to_dict()):  # stop at the first bad batch
-            check_bad_rows(stats.to_dict(), rule, paths, input_format, text_column)
+            check_bad_rows(stats.to_dict(), rule, paths, input_format, text_column, remote_files=remote_files)
     return dropped
 
 
@@ -237,9 +251,9 @@ def invalid_utf8_rows(array: pa.Array) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- formats
-def _line_arrays(files: list[tuple[str, int]]) -> Iterator[pa.Array]:
+def _line_arrays(files: list[tuple[str, int]], remote_files=None) -> Iterator[pa.Array]:
     """The lines of text files (binary arrays of at most ``BATCH_ROWS``), in file and line order."""
-    units, reason = plan_text(files, None)
+    units, reason = plan_text(files, None, remote_files=remote_files)
     if units is None:
         raise ConfigError(f"the in-process reader cannot read this input ({reason}): run with Spark "
                           "(--master local[*] or a cluster URL), or recompress the files as .gz or .zst")
@@ -285,7 +299,7 @@ def _jsonl_arrays(lines: Iterator[pa.Array], text_column: str, fields: _FieldNam
         yield pa.array(values, pa.binary()), malformed, invalid
 
 
-def _parquet_arrays(files: list[tuple[str, int]], names: list[str], text_column: str
+def _parquet_arrays(files: list[tuple[str, int]], names: list[str], text_column: str, remote_files=None
                     ) -> Iterator[tuple[pa.Array, int]]:
     """The text column of Parquet files as binary arrays, in file, row group and row order. The first file's schema
     decides, as Spark's reader takes one file's: a later file without the column gives null rows."""
@@ -293,7 +307,9 @@ def _parquet_arrays(files: list[tuple[str, int]], names: list[str], text_column:
 
     for index, ((path, _), name) in enumerate(zip(files, names)):
         try:
-            with pq.ParquetFile(path) as parquet:
+            opened = contextlib.nullcontext(path) if remote_files is None or not has_scheme(path) else \
+                remote_files.open_input_file(path)
+            with opened as source, pq.ParquetFile(source) as parquet:
                 schema = parquet.schema_arrow
                 if text_column not in schema.names:
                     if index == 0:

@@ -11,9 +11,11 @@ Order: units are planned in input-file order (the sorted listing), row group ord
 gets a contiguous run of units, so the shards in manifest order hold the documents in input order.
 
 Filesystems: local paths and ``file:`` URIs; any other URI only when ``pyarrow.fs.FileSystem.from_uri`` opens it
-and reports the size Hadoop listed. Everything else (``s3a://``, ``hdfs://`` without libhdfs, a footer pyarrow
-cannot read, kept columns whose types Spark would convert) is left to the Spark read path: :func:`plan_parquet`
-returns ``None`` with the reason.
+and reports the size Hadoop listed, or through ``remote_files`` (an object with pyarrow's ``open_input_file``,
+``open_input_stream`` and ``get_file_info``: the Beam engine's :class:`pipelines.beam.files.BeamFiles`) for paths
+with a scheme; a unit planned so keeps it (``unit.filesystem``) and its task opens the path through it. Everything
+else (``s3a://``, ``hdfs://`` without libhdfs, a footer pyarrow cannot read, kept columns whose types Spark would
+convert) is left to the Spark read path: :func:`plan_parquet` returns ``None`` with the reason.
 
 Text files (:func:`plan_text`, :func:`read_text_units`) are planned as byte ranges of a plain file (each unit takes
 the lines that start in its range) or whole compressed files (gzip, zstd), read in chunks and split at ``\\n``.
@@ -27,8 +29,9 @@ Example (hand-checkable)::
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
@@ -47,6 +50,7 @@ class ParquetUnit:
     row_start: int
     row_stop: int
     weight: int
+    filesystem: Any = field(default=None, compare=False, repr=False)  # opens ``path`` (None: arrow_filesystem)
 
     @property
     def rows(self) -> int:
@@ -61,14 +65,17 @@ class ParquetPlan:
     rows: int
 
 
-def arrow_filesystem(path: str):
-    """``(pyarrow filesystem, path in it)`` for a Hadoop path string, or ``None`` when pyarrow cannot open it.
+def arrow_filesystem(path: str, remote_files: Any = None):
+    """``(pyarrow filesystem, path in it)`` for a Hadoop path string, or ``None`` when pyarrow cannot open it;
+    ``(remote_files, path)`` for a path with a scheme when ``remote_files`` is given (a unit's ``filesystem``).
 
     >>> arrow_filesystem("file:/tmp/a b.parquet")[1], arrow_filesystem("/tmp/x")[1]
     ('/tmp/a b.parquet', '/tmp/x')
     """
     from pyarrow import fs
 
+    if remote_files is not None and has_scheme(path):
+        return remote_files, path
     if path.startswith("/"):
         return fs.LocalFileSystem(), path
     if path.startswith("file:"):
@@ -83,6 +90,12 @@ def arrow_filesystem(path: str):
     except (pa.ArrowException, ValueError, OSError):
         return None
     return filesystem, inner
+
+
+def has_scheme(path: str) -> bool:
+    """Whether ``path`` is a URI of a filesystem other than the local one. ``has_scheme("gs://b/a.txt")`` ->
+    ``True``; ``has_scheme("file:/tmp/a")``, ``has_scheme("/tmp/a")`` -> ``False``."""
+    return "://" in path and not path.startswith("file:")
 
 
 #: Arrow types of kept columns that Spark's Parquet reader hands to Python unchanged (strings and binaries as
@@ -120,13 +133,15 @@ def kept_fields(schema: pa.Schema, keep_columns: Sequence[str]) -> tuple[list[pa
 
 def plan_parquet(
     files: Sequence[tuple[str, int]], text_column: str, keep_columns: Sequence[str], tasks: int | None,
+    remote_files: Any = None,
 ) -> tuple[ParquetPlan | None, pa.Schema | None, str]:
     """Footers of ``files`` (``(path, size)`` pairs, input order) -> ``(plan, schema of the kept columns, "")``,
     or ``(None, None, reason)`` when the run must go through Spark's reader instead (see the module docstring).
 
     A missing column or a text column that is not text raises the same :class:`InputError` as Spark's read path.
     The kept columns' schema is the one Spark's reader would give them. With ``tasks`` set, row groups are split
-    into row slices until there are at least ``tasks`` units.
+    into row slices until there are at least ``tasks`` units. ``remote_files`` opens paths with a scheme (see the
+    module docstring).
     """
     import pyarrow.parquet as pq
 
@@ -137,10 +152,11 @@ def plan_parquet(
     total_rows = 0
     keep_schema = None
     for path, size in files:
-        opened = arrow_filesystem(path)
+        opened = arrow_filesystem(path, remote_files)
         if opened is None:
             return None, None, f"pyarrow cannot open {path}"
         filesystem, inner = opened
+        kept = filesystem if filesystem is remote_files else None
         try:
             info = filesystem.get_file_info(inner)
             if info.size != size:
@@ -178,7 +194,8 @@ def plan_parquet(
         for group in range(metadata.num_row_groups):
             row_group = metadata.row_group(group)
             if row_group.num_rows:
-                units.append(ParquetUnit(path, group, 0, row_group.num_rows, max(1, row_group.total_byte_size)))
+                units.append(ParquetUnit(path, group, 0, row_group.num_rows, max(1, row_group.total_byte_size),
+                                         kept))
     if tasks:
         units = split_units(units, tasks)
     return ParquetPlan(units, total_rows), keep_schema if keep_schema is not None else pa.schema([]), ""
@@ -199,8 +216,8 @@ def split_units(units: list[ParquetUnit], count: int) -> list[ParquetUnit]:
         middle = unit.row_start + unit.rows // 2
         share = unit.weight * (middle - unit.row_start) // unit.rows
         units[index:index + 1] = [
-            ParquetUnit(unit.path, unit.row_group, unit.row_start, middle, max(1, share)),
-            ParquetUnit(unit.path, unit.row_group, middle, unit.row_stop, max(1, unit.weight - share)),
+            dataclasses.replace(unit, row_stop=middle, weight=max(1, share)),
+            dataclasses.replace(unit, row_start=middle, weight=max(1, unit.weight - share)),
         ]
     return units
 
@@ -272,7 +289,7 @@ def read_units(
             if unit.path != opened_path:
                 if handle is not None:
                     handle.close()
-                filesystem, inner = arrow_filesystem(unit.path)
+                filesystem, inner = arrow_filesystem(unit.path, unit.filesystem)
                 handle = filesystem.open_input_file(inner)
                 parquet, opened_path = pq.ParquetFile(handle), unit.path
             skip, wanted = unit.row_start, unit.rows
@@ -326,6 +343,7 @@ class TextUnit:
     start: int
     stop: int
     weight: int
+    filesystem: Any = field(default=None, compare=False, repr=False)  # opens ``path`` (None: arrow_filesystem)
 
 
 @dataclass
@@ -336,21 +354,23 @@ class TextPlan:
     rows: None = None
 
 
-def plan_text(files: Sequence[tuple[str, int]], tasks: int | None,
-              unit_bytes: int = TEXT_UNIT_BYTES) -> tuple[list[TextUnit] | None, str]:
+def plan_text(files: Sequence[tuple[str, int]], tasks: int | None, unit_bytes: int = TEXT_UNIT_BYTES,
+              remote_files: Any = None) -> tuple[list[TextUnit] | None, str]:
     """``(units in input order, "")`` for text files given as ``(path, size)`` pairs, or ``(None, reason)`` when the
     run must go through Spark's reader (a filesystem pyarrow cannot open, a codec other than gzip and zstd).
-    With ``tasks`` set, uncompressed files are cut finer until there are about ``tasks`` units.
+    With ``tasks`` set, uncompressed files are cut finer until there are about ``tasks`` units. ``remote_files``
+    opens paths with a scheme (see the module docstring).
 
     Example: a 10-byte ``a.txt`` with ``unit_bytes=4`` -> units ``(0, 4)``, ``(4, 8)``, ``(8, 10)``; a ``b.txt.gz``
     -> one unit ``(0, -1)``.
     """
     plain_total = 0
+    kept = {}
     for path, size in files:
         name = path.lower()
         if name.endswith(_SPARK_CODECS):
             return None, f"{path} is compressed with a codec only Spark's reader decompresses"
-        opened = arrow_filesystem(path)
+        opened = arrow_filesystem(path, remote_files)
         if opened is None:
             return None, f"pyarrow cannot open {path}"
         filesystem, inner = opened
@@ -360,6 +380,7 @@ def plan_text(files: Sequence[tuple[str, int]], tasks: int | None,
             return None, f"pyarrow cannot open {path} ({exc})"
         if info.size != size:
             return None, f"pyarrow sees {path} as {info.size} bytes, Hadoop as {size}"
+        kept[path] = filesystem if filesystem is remote_files else None
         if not name.endswith(TEXT_CODECS):
             plain_total += size
     if tasks:
@@ -367,10 +388,11 @@ def plan_text(files: Sequence[tuple[str, int]], tasks: int | None,
     units: list[TextUnit] = []
     for path, size in files:
         if path.lower().endswith(TEXT_CODECS):
-            units.append(TextUnit(path, 0, -1, max(1, size * _COMPRESSED_WEIGHT)))
+            units.append(TextUnit(path, 0, -1, max(1, size * _COMPRESSED_WEIGHT), kept[path]))
             continue
         for start in range(0, size, unit_bytes):
-            units.append(TextUnit(path, start, min(size, start + unit_bytes), min(size, start + unit_bytes) - start))
+            stop = min(size, start + unit_bytes)
+            units.append(TextUnit(path, start, stop, stop - start, kept[path]))
     return units, ""
 
 
@@ -412,7 +434,7 @@ def lines_before(unit: TextUnit, read_bytes: int = TEXT_READ_BYTES) -> int:
     first line is ``c``, line 3)."""
     if unit.start <= 0 or unit.stop < 0:
         return 0
-    filesystem, inner = arrow_filesystem(unit.path)
+    filesystem, inner = arrow_filesystem(unit.path, unit.filesystem)
     count, remaining = 1, unit.start - 1
     with filesystem.open_input_file(inner) as handle:
         while remaining > 0:
@@ -425,7 +447,7 @@ def lines_before(unit: TextUnit, read_bytes: int = TEXT_READ_BYTES) -> int:
 
 
 def _unit_line_blocks(unit: TextUnit, read_bytes: int):
-    filesystem, inner = arrow_filesystem(unit.path)
+    filesystem, inner = arrow_filesystem(unit.path, unit.filesystem)
     if unit.stop < 0:
         with filesystem.open_input_stream(inner, compression=None) as raw:
             yield from line_blocks(_decompressed_chunks(raw, unit.path, read_bytes), None)

@@ -26,7 +26,7 @@ text column ``text``, kept column ``id`` -> three rows, ``(b"a", False, "7")``, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -58,12 +58,13 @@ class JsonlPlan:
     rows: None = None
 
 
-def plan_jsonl(files: Sequence[tuple[str, int]], tasks: int | None) -> tuple[list[JsonlUnit] | None, str]:
+def plan_jsonl(files: Sequence[tuple[str, int]], tasks: int | None,
+               remote_files: Any = None) -> tuple[list[JsonlUnit] | None, str]:
     """``(units in input order, "")`` for JSONL files given as ``(path, size)`` pairs, planned as
-    :func:`pipelines.read.arrow_read.plan_text` plans text, or ``(None, reason)`` when pyarrow cannot read them
-    (another filesystem or codec). Example: a 10-byte ``a.jsonl``, ``tasks`` 3 -> units of bytes ``(0, 4)``,
-    ``(4, 8)``, ``(8, 10)``."""
-    units, reason = plan_text(files, tasks)
+    :func:`pipelines.read.arrow_read.plan_text` plans text (``remote_files`` opens paths with a scheme), or
+    ``(None, reason)`` when pyarrow cannot read them (another filesystem or codec). Example: a 10-byte
+    ``a.jsonl``, ``tasks`` 3 -> units of bytes ``(0, 4)``, ``(4, 8)``, ``(8, 10)``."""
+    units, reason = plan_text(files, tasks, remote_files=remote_files)
     if units is None:
         return None, reason
     return [JsonlUnit(unit) for unit in units], ""

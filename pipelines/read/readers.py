@@ -231,7 +231,12 @@ def _list_hadoop(spark, inputs: Sequence[str], sizes: dict[str, int], modified: 
     conf = spark._jsc.hadoopConfiguration()
     for spec in inputs:
         path = jvm.org.apache.hadoop.fs.Path(str(spec))
-        fs = path.getFileSystem(conf)
+        try:
+            fs = path.getFileSystem(conf)
+        except Exception as exc:  # noqa: BLE001 - py4j's error; only a missing filesystem is answered here
+            if not any(name in str(exc) for name in ("UnsupportedFileSystemException", "ClassNotFoundException")):
+                raise
+            raise unsupported_scheme_error(str(spec)) from None
         statuses = fs.globStatus(path)
         if statuses is None or len(statuses) == 0:
             raise _no_match(spec)
@@ -248,6 +253,17 @@ def _list_hadoop(spark, inputs: Sequence[str], sizes: dict[str, int], modified: 
             else:
                 name = status.getPath().toString()
                 sizes[name], modified[name] = int(status.getLen()), int(status.getModificationTime())
+
+
+def unsupported_scheme_error(spec: str):
+    """The error for an input whose scheme Spark's Hadoop has no filesystem for (``gs://`` without the connector,
+    a Beam-only scheme). ``unsupported_scheme_error("gs://b/a.txt")`` names ``gs://`` and ``--engine beam``."""
+    from tokenizer.errors import ConfigError
+
+    scheme = spec.split("://", 1)[0]
+    return ConfigError(f"--input {spec}: Spark has no filesystem for {scheme}:// on this machine: use --engine beam "
+                       "(Apache Beam's FileSystems read gs://, s3://, hdfs:// ...), or a local or HDFS path (or a "
+                       "scheme whose Hadoop connector Spark has, such as s3a:// with hadoop-aws)")
 
 
 _PLAIN_LOCAL_PATH = re.compile(r"[A-Za-z0-9/._+=,@~*?-]+")

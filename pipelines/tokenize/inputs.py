@@ -136,14 +136,14 @@ def check_field_names(text_column: str, keep_columns: Sequence[str]) -> None:
 
 
 def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[InputFile],
-                 snapshot: TableSnapshot | None = None, engine: str | None = None):
+                 snapshot: TableSnapshot | None = None, engine: str | None = None, remote_files=None):
     """``(work units, kept columns' Arrow schema)`` for reading Parquet, text, JSONL or a table's files
     (``snapshot``: of them, ``files``) in the Python tasks (:mod:`pipelines.read.arrow_read`,
-    :mod:`pipelines.read.jsonl_read`), or ``(None, None)`` for Spark's reader (``reader: spark``; JSONL unless
-    ``reader: arrow``; files pyarrow cannot take, said on stderr). ``engine``: the engine's name when it has no
-    reader of its own (``beam``): JSONL is then read directly, and what only Spark's reader reads is a
-    :class:`ConfigError` naming why. A missing column raises the Spark path's error. Parquet with ``--where`` is
-    read as a table of those files."""
+    :mod:`pipelines.read.jsonl_read`; ``remote_files`` opens paths with a scheme), or ``(None, None)`` for Spark's
+    reader (``reader: spark``; JSONL unless ``reader: arrow``; files pyarrow cannot take, said on stderr).
+    ``engine``: the engine's name when it has no reader of its own (``beam``): JSONL is then read directly, and
+    what only Spark's reader reads is a :class:`ConfigError` naming why. A missing column raises the Spark path's
+    error. Parquet with ``--where`` is read as a table of those files."""
     if snapshot is not None:
         wanted = {f.path for f in files}
         chosen = dataclasses.replace(snapshot, files=tuple(f for f in snapshot.files if f.path in wanted))
@@ -165,8 +165,8 @@ def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[Inpu
             return None, None
     if input_format in ("text", "jsonl"):
         planned = [(f.path, f.size) for f in files]
-        units, reason = plan_text(planned, config.partitions) if input_format == "text" else \
-            plan_jsonl(planned, config.partitions)
+        units, reason = plan_text(planned, config.partitions, remote_files=remote_files) \
+            if input_format == "text" else plan_jsonl(planned, config.partitions, remote_files)
         if units is not None and config.verify:
             units, reason = None, "--verify counts the input rows with Spark's reader"
         if units is None:
@@ -177,7 +177,7 @@ def _direct_plan(config: TokenizeConfig, input_format: str, files: Sequence[Inpu
     if input_format != "parquet":
         raise ConfigError(f"unknown input format {input_format!r}: use text, jsonl or parquet")
     plan, keep_schema, reason = plan_parquet([(f.path, f.size) for f in files], config.text_column,
-                                             config.keep_columns, config.partitions)
+                                             config.keep_columns, config.partitions, remote_files)
     if plan is None:
         return _spark_reader_instead(config, reason, engine)
     return plan, keep_schema

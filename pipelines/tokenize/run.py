@@ -32,8 +32,10 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     command line were merged, defaults included, and the session's Spark master) and ``versions`` as given (the
     ``shardpiece tokenize`` job passes :func:`pipelines.manifest.versions`; ``None`` records none).
 
-    ``executor``: another engine's tasks instead of Spark's (``spark`` is then ``None``; local inputs the direct
-    path reads): ``executor.parallelism``, ``executor.master`` (what the summary records) and
+    ``executor``: another engine's tasks instead of Spark's (``spark`` is then ``None``; inputs the direct
+    path reads): ``executor.parallelism``, ``executor.master`` (what the summary records),
+    ``executor.list_inputs(inputs)`` (as :func:`pipelines.tokenize.inputs.list_inputs`), ``executor.remote_files``
+    (what opens inputs with a scheme: :mod:`pipelines.read.arrow_read`) and
     ``executor.encode(groups, **encode_units's arguments) -> one result dict per group`` (the Beam engine's
     :class:`pipelines.beam.tokenize.BeamTokenize`). The planning, checks and commit are the same."""
     config.validate()
@@ -62,7 +64,8 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
         snapshot, files, empty_files, input_format = table_input.snapshot, table_input.files, [], config.input_format
     else:
         refuse_table_folder(config.inputs, config.input_format)
-        files, empty_files, guessed = list_inputs(spark, config.inputs)  # local inputs need no session
+        lister = executor.list_inputs if executor is not None else lambda inputs: list_inputs(spark, inputs)
+        files, empty_files, guessed = lister(config.inputs)  # local inputs need no session
         input_format = config.input_format or guessed
     recorded = out.recorded_inputs()
     for item in files + empty_files:
@@ -81,7 +84,8 @@ def run_tokenize(spark, config: TokenizeConfig, versions: dict[str, Any] | None 
     reader, shard_inputs = None, None
     if new_files and executor is not None:
         # the engine has no reader of its own: what only Spark's reader reads is an error naming why
-        plan, keep_schema = _direct_plan(config, input_format, new_files, snapshot, engine=executor.name)
+        plan, keep_schema = _direct_plan(config, input_format, new_files, snapshot, engine=executor.name,
+                                         remote_files=executor.remote_files)
         reader = "arrow"
         tasks = config.partitions or default_tasks(plan.units, executor.parallelism)
         groups = assign_units(plan.units, tasks) if plan.units or config.partitions else []

@@ -24,8 +24,9 @@ document, which has nothing to train on: it is skipped and counted under every p
 ``error`` finds bad rows without a second pass over the data: the readers count each kind as they read; when a
 count is not zero, the first bad row is looked up on the driver (:func:`first_bad_row`: the files read again in
 order, up to that row, by the same rules) and the run stops with one line naming the file and the line (JSONL,
-text: counted from 1 in the decompressed file) or row (Parquet). A file this process cannot open (another
-filesystem, a codec other than gzip and zstd) is named without a line number when Spark can say which one it is.
+text: counted from 1 in the decompressed file) or row (Parquet); files with a scheme are read again through the
+opener that read them (the Beam engine's). A file this process cannot open (another filesystem, a codec other than
+gzip and zstd) is named without a line number when Spark can say which one it is.
 
 Example (hand-checkable)::
 
@@ -137,15 +138,16 @@ def summary_text(report: dict | None) -> str | None:
 
 # ---------------------------------------------------------------------------------------------- the error
 def check_bad_rows(counts: dict, rule: TrainBadRows, files: Sequence[str], input_format: str, text_column: str,
-                   find_file=None) -> None:
+                   find_file=None, remote_files=None) -> None:
     """Under ``error``, raise the one-line :class:`InputError` for the first bad row when ``counts`` (read counts)
-    hold any: :func:`first_bad_row` over the local ``files`` (in reading order); for a file it cannot open,
-    ``find_file(kinds)`` (Spark: the path of a file holding one, or ``None``) names the file alone."""
+    hold any: :func:`first_bad_row` over ``files`` (in reading order; ``remote_files`` opens those with a scheme);
+    for a file it cannot open, ``find_file(kinds)`` (Spark: the path of a file holding one, or ``None``) names the
+    file alone."""
     found = rule.bad_counts(counts)
     if rule.policy != "error" or not found:
         return
     kinds = tuple(found)
-    location = first_bad_row(files, input_format, text_column, kinds)
+    location = first_bad_row(files, input_format, text_column, kinds, remote_files)
     if location is not None:
         raise bad_row_error(*location, input_format)
     path = find_file(kinds) if find_file is not None else None
@@ -175,31 +177,33 @@ def _display(path: str) -> str:
     return path
 
 
-def first_bad_row(files: Sequence[str], input_format: str, text_column: str, kinds: Sequence[str]
-                  ) -> tuple[str, str, int] | None:
+def first_bad_row(files: Sequence[str], input_format: str, text_column: str, kinds: Sequence[str],
+                  remote_files=None) -> tuple[str, str, int] | None:
     """``(kind, path, number)`` of the first row of one of ``kinds`` in ``files`` (paths or ``file:`` URIs, in
-    reading order), classified as the readers classify it: ``number`` counts lines (text, JSONL: every line of the
-    decompressed file, blank ones too) or rows (Parquet) from 1. ``None`` when a file that may hold it cannot be
-    opened here (not local, or a codec other than gzip and zstd) or none is found."""
-    from pipelines.read.arrow_read import _SPARK_CODECS
+    reading order; ``remote_files`` opens URIs of other schemes: :mod:`pipelines.read.arrow_read`), classified as
+    the readers classify it: ``number`` counts lines (text, JSONL: every line of the decompressed file, blank ones
+    too) or rows (Parquet) from 1. ``None`` when a file that may hold it cannot be opened here (another filesystem
+    without ``remote_files``, or a codec other than gzip and zstd) or none is found."""
+    from pipelines.read.arrow_read import _SPARK_CODECS, has_scheme
 
     for name in files:
         path = _display(name)
-        if "://" in path or path.endswith(_SPARK_CODECS):
+        if ("://" in path and not (remote_files is not None and has_scheme(path))) or path.endswith(_SPARK_CODECS):
             return None
-        rows = _parquet_rows(path, text_column) if input_format == "parquet" else \
-            _line_rows(path, input_format, text_column)
+        rows = _parquet_rows(path, text_column, remote_files) if input_format == "parquet" else \
+            _line_rows(path, input_format, text_column, remote_files)
         for number, kind in rows:
             if kind in kinds:
                 return kind, path, number
     return None
 
 
-def _line_rows(path: str, input_format: str, text_column: str) -> Iterator[tuple[int, str]]:
-    """``(line number, kind)`` of the lines of a local text or JSONL file that are bad rows of some kind."""
+def _line_rows(path: str, input_format: str, text_column: str, remote_files=None) -> Iterator[tuple[int, str]]:
+    """``(line number, kind)`` of the lines of a text or JSONL file (local, or with a scheme ``remote_files``
+    opens) that are bad rows of some kind."""
     from pipelines.read.readers import read_local_text_file, split_lines
 
-    lines = split_lines(read_local_text_file(path))
+    lines = _remote_lines(path, remote_files) if "://" in path else split_lines(read_local_text_file(path))
     for number, line in enumerate(lines, 1):
         if input_format == "text":
             if not valid_utf8(line):
@@ -216,15 +220,28 @@ def _line_rows(path: str, input_format: str, text_column: str) -> Iterator[tuple
             yield number, "invalid_utf8"
 
 
-def _parquet_rows(path: str, text_column: str) -> Iterator[tuple[int, str]]:
-    """``(row number, "invalid_utf8")`` of the documents of a local Parquet file that are not valid UTF-8."""
+def _remote_lines(path: str, remote_files) -> Iterator[bytes]:
+    """The lines of a text file with a scheme, opened by ``remote_files`` (the readers' lines: split at ``\n``)."""
+    from pipelines.read.arrow_read import plan_text, read_text_units
+
+    units, _ = plan_text([(path, remote_files.get_file_info(path).size)], None, remote_files=remote_files)
+    for batch in read_text_units(units, "line", "malformed"):
+        yield from batch.column(0).to_pylist()
+
+
+def _parquet_rows(path: str, text_column: str, remote_files=None) -> Iterator[tuple[int, str]]:
+    """``(row number, "invalid_utf8")`` of the documents of a Parquet file (local, or with a scheme
+    ``remote_files`` opens) that are not valid UTF-8."""
+    import contextlib
+
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from pipelines.read.shards import binary_buffers
 
     first = 1
-    with pq.ParquetFile(path) as parquet:
+    opened = remote_files.open_input_file(path) if "://" in path else contextlib.nullcontext(path)
+    with opened as source, pq.ParquetFile(source) as parquet:
         if text_column not in parquet.schema_arrow.names:
             return
         for batch in parquet.iter_batches(batch_size=8192, columns=[text_column], use_threads=False):

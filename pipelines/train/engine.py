@@ -86,6 +86,14 @@ def choose_engine(options: dict, local_bytes: Callable[[list[str]], int | None])
     return Choice("in-process", f"local input of {size / 2**20:,.1f} MiB, at most --in-process-max-mib {limit}")
 
 
+def empty_corpus_error(inputs: list[str]) -> Exception:
+    """The error for inputs whose every file is empty (0 bytes): nothing to train on (every engine's)."""
+    from tokenizer.errors import InputError
+
+    return InputError(f"the corpus has no text (every file of --input {' '.join(inputs)} is empty, 0 bytes): check "
+                      "--input and --text-column")
+
+
 def default_threads(options: dict) -> int:
     """Threads of the in-process engine: ``--threads``, else every core of this machine."""
     return max(1, int(options.get("threads") or os.cpu_count() or 1))

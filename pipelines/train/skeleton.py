@@ -86,7 +86,6 @@ def check_before_start(options: dict, outputs: list[str], work_root: str) -> Non
     and local inputs match files that hold something. Each failure is one :class:`~tokenizer.errors.ConfigError`
     or :class:`~tokenizer.errors.InputError` naming the path and the fix."""
     from pipelines.inprocess.read import list_local_inputs
-    from tokenizer.errors import InputError
     from tokenizer.files import writable_directory
 
     for path in outputs:
@@ -104,8 +103,9 @@ def check_before_start(options: dict, outputs: list[str], work_root: str) -> Non
         return
     listed = list_local_inputs(list(options["input"]))  # raises "matches no file" for a local input
     if listed is not None and not listed[0]:
-        raise InputError(f"the corpus has no text (every file of --input {' '.join(options['input'])} is empty, 0 "
-                         "bytes): check --input and --text-column")
+        from pipelines.train.engine import empty_corpus_error
+
+        raise empty_corpus_error(options["input"])
 
 
 def open_engine(options: dict, progress: Callable[[str], None], table=None):

@@ -101,6 +101,8 @@ def test_paths_are_checked_before_spark_starts(tmp_path):
         "work dir inside a file": argv(corpus, tmp_path / "m.model", "--work-dir", str(tmp_path / "a-file" / "w")),
         "missing input": argv(tmp_path / "missing-*.txt", tmp_path / "m.model"),
         "empty input": argv(tmp_path / "empty.txt", tmp_path / "m.model"),
+        "output on a scheme": argv(corpus, "gs://bucket/m.model"),
+        "work dir on a scheme": argv(corpus, tmp_path / "m.model", "--work-dir", "s3://bucket/work"),
     }
     result = subprocess.run([sys.executable, "-c", CHECKS_BEFORE_START, json.dumps(cases)], capture_output=True,
                             text=True, timeout=300)
@@ -110,7 +112,9 @@ def test_paths_are_checked_before_spark_starts(tmp_path):
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == len(cases)  # one line each
     expected = ["is a directory: give a file path", "a-file is a file, not a directory",
-                "a-file is a file, not a directory", "matches no file: check the path", "the corpus has no text"]
+                "a-file is a file, not a directory", "matches no file: check the path", "the corpus has no text",
+                "--output gs://bucket/m.model: the model is written to a local path",
+                "--work-dir s3://bucket/work: the work directory is written to a local path"]
     for line, text in zip(lines, expected):
         assert text in line, line
     assert not (tmp_path / "m.model").exists()
@@ -140,14 +144,16 @@ def test_tokenize_paths_are_checked_before_spark_starts(tmp_path):
              "output under a file": argv(tmp_path / "in.txt", tmp_path / "a-file" / "out"),
              "missing input": argv(tmp_path / "missing-*.txt", tmp_path / "out"),
              "missing model": argv(tmp_path / "in.txt", tmp_path / "out", tmp_path / "no.model"),
-             "corrupt model": argv(tmp_path / "in.txt", tmp_path / "out", corrupt)}
+             "corrupt model": argv(tmp_path / "in.txt", tmp_path / "out", corrupt),
+             "output on a scheme": argv(tmp_path / "in.txt", "gs://bucket/out")}
     result = subprocess.run([sys.executable, "-c", script, json.dumps(cases)], capture_output=True, text=True,
                             timeout=300)
     out = json.loads(result.stdout.split("RESULT ", 1)[1])
     assert out.pop("spark_modules") == [] and out == {name: 2 for name in cases}
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     expected = ["is a file: tokenize writes a directory", "a-file is a file, not a directory", "matches no file",
-                "no.model: cannot read it (No such file or directory)", "corrupt.model"]
+                "no.model: cannot read it (No such file or directory)", "corrupt.model",
+                "--output gs://bucket/out: the tokenize output directory is written to a local path"]
     assert len(lines) == len(cases) and all(text in line for line, text in zip(lines, expected)), lines
     assert not (tmp_path / "out").exists()
 

@@ -13,7 +13,7 @@ import zstandard
 
 from pipelines.read.readers import (_list_hadoop, detect_format, list_input_files, list_local_files, read_corpus,
                                     split_lines)
-from tokenizer.errors import InputError
+from tokenizer.errors import ConfigError, InputError
 
 pytestmark = pytest.mark.spark
 
@@ -98,6 +98,9 @@ def test_local_listing_equals_hadoop_listing(spark, tmp_path):
     assert listed.total_bytes == 4 + 5 + 1
     with pytest.raises(InputError, match="matches no file"):
         list_input_files(spark, [str(tmp_path / "missing.txt")])
+    with pytest.raises(ConfigError, match=r"^--input nofs://b/a.txt: Spark has no filesystem for nofs:// on this "
+                                          r"machine: use --engine beam"):
+        list_input_files(spark, ["nofs://b/a.txt"])  # a scheme Hadoop has no filesystem for (Beam's FileSystems may)
 
 
 def test_invalid_utf8_bytes_are_kept_and_counted(spark, tmp_path):

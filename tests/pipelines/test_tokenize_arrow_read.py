@@ -301,3 +301,61 @@ def test_direct_text_read_writes_what_the_spark_reader_writes(spark, tmp_path, m
 
     with pytest.raises(ConfigError, match="text input has no columns"):
         run_tokenize(spark, _config(model_path, [str(lake / "a.txt")], tmp_path / "k", keep_columns=["id"]))
+
+
+class SchemeFiles:
+    """A ``remote_files`` opener for ``mem://NAME`` paths (files of a local directory), with pyarrow's calls: what
+    the Beam engine's :class:`pipelines.beam.files.BeamFiles` is to Beam's ``FileSystems``."""
+
+    def __init__(self, root: str):
+        from pyarrow import fs
+
+        self.root, self.local = root, fs.LocalFileSystem()
+
+    def _path(self, path: str) -> str:
+        assert path.startswith("mem://"), path
+        return os.path.join(self.root, path[len("mem://"):])
+
+    def get_file_info(self, path):
+        return self.local.get_file_info(self._path(path))
+
+    def open_input_file(self, path):
+        return self.local.open_input_file(self._path(path))
+
+    def open_input_stream(self, path, compression=None):
+        return self.local.open_input_stream(self._path(path), compression=compression)
+
+
+def test_paths_with_a_scheme_are_planned_and_read_through_remote_files(tmp_path):
+    """``remote_files`` opens the paths with a scheme (the units keep it, through splits and pickling): the same
+    lines and rows as the local paths; without it pyarrow cannot open them and the plan says so."""
+    import gzip
+    import pickle
+
+    from pipelines.read.arrow_read import BatchPlace, read_work_units
+
+    content = b"alpha\nbeta gamma\n\xff delta\n" * 40
+    (tmp_path / "a.txt").write_bytes(content)
+    (tmp_path / "b.txt.gz").write_bytes(gzip.compress(content))
+    (path, size), = _files(tmp_path, [20])
+    files = SchemeFiles(str(tmp_path))
+    text = [(name, os.path.getsize(tmp_path / name)) for name in ("a.txt", "b.txt.gz")]
+    local_units, _ = plan_text([(str(tmp_path / name), n) for name, n in text], 5)
+    units, reason = plan_text([(f"mem://{name}", n) for name, n in text], 5, remote_files=files)
+    assert reason == "" and len(units) == len(local_units) > 2 and all(u.filesystem is files for u in units)
+    units = pickle.loads(pickle.dumps(units))
+    assert _lines_of(units) == _lines_of(local_units) == split_lines(content) * 2
+    batch, place = next(read_work_units(units[1:], "text", EMPTY, "t", "m", located=True))
+    assert isinstance(place, BatchPlace) and place.describe(0) == \
+        next(read_work_units(local_units[1:], "text", EMPTY, "t", "m", located=True))[1].describe(0).replace(
+            str(tmp_path) + "/", "mem://")
+    assert plan_text([("mem://a.txt", len(content))], None)[0] is None  # pyarrow alone cannot open mem://
+    name = os.path.basename(path)
+    local_plan, keep, _ = plan_parquet([(path, size)], "text", ["id"], 4)
+    plan, _, reason = plan_parquet([(f"mem://{name}", size)], "text", ["id"], 4, files)
+    assert reason == "" and all(u.filesystem is files for u in plan.units)
+    assert [(u.row_group, u.row_start, u.row_stop) for u in plan.units] == \
+        [(u.row_group, u.row_start, u.row_stop) for u in local_plan.units] and len(plan.units) == 4
+    assert [b.to_pydict() for b in read_units(pickle.loads(pickle.dumps(plan.units)), "text", keep, "t", "m")] == \
+        [b.to_pydict() for b in read_units(local_plan.units, "text", keep, "t", "m")]
+    assert plan_parquet([(f"mem://{name}", size)], "text", [], None)[0] is None
