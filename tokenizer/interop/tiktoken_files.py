@@ -183,7 +183,8 @@ def tiktoken_ranked_ids(model: Model) -> tuple[list[int], list[int]]:
         raise ConfigError("only byte-level BPE models (train --algorithm bpe) can be written as a .tiktoken file: "
                           "export this one --to huggingface or --to sentencepiece")
     merged = byte_level.merges[2].tolist()
-    replay = dataclasses.replace(model, pretokenizer={"name": "byte_level", "pattern": None})
+    replay = dataclasses.replace(model, pretokenizer={"name": "byte_level", "pattern": None},  # merges alone
+                                 normalizer={"name": "identity"}, charsmap=b"")
     made = Tokenizer(replay).encode_batch([model.pieces[i] for i in merged]) if merged else []
     left_out = [i for i, ids in zip(merged, made) if ids != [i]]
     if left_out and model.pretokenizer.get("ignore_merges"):
