@@ -74,9 +74,10 @@ def format_summary(manifest: dict[str, Any]) -> str:
         if bound.get("dropped_entries"):
             in_bytes = (f", {bound['kept_bytes']:,} of {bound['bytes']:,} key bytes" if bound.get("byte_limit")
                         else "")
+            options = "--max-table-entries" + (", --max-table-bytes" if bound.get("byte_limit") else "")
             lines.append(f"  memory bound      {name}: kept the {bound['kept_entries']:,} most frequent of "
-                         f"{bound['entries']:,} entries{in_bytes} (--max-table-entries, --max-table-bytes), "
-                         f"covering {100 * bound['kept_share']:.2f}% of their occurrences")
+                         f"{bound['entries']:,} entries{in_bytes} ({options}), covering "
+                         f"{100 * bound['kept_share']:.2f}% of their occurrences")
     for size, info in manifest["models"].items():
         evaluation = info["evaluation"]
         bpt = evaluation.get("bytes_per_token")
