@@ -176,7 +176,6 @@ def tiktoken_ranked_ids(model: Model) -> tuple[list[int], list[int]]:
     import dataclasses
 
     from tokenizer.compiled import CompiledModel
-    from tokenizer.core import Tokenizer
 
     byte_level = CompiledModel(model).byte_level
     if byte_level is None or not byte_level.is_bpe:
@@ -185,7 +184,8 @@ def tiktoken_ranked_ids(model: Model) -> tuple[list[int], list[int]]:
     merged = byte_level.merges[2].tolist()
     replay = dataclasses.replace(model, pretokenizer={"name": "byte_level", "pattern": None},  # merges alone
                                  normalizer={"name": "identity"}, charsmap=b"")
-    made = Tokenizer(replay).encode_batch([model.pieces[i] for i in merged]) if merged else []
+    encode = CompiledModel(replay).one_text_encoder()
+    made = [encode(model.pieces[i], -1, -1) for i in merged]
     left_out = [i for i, ids in zip(merged, made) if ids != [i]]
     if left_out and model.pretokenizer.get("ignore_merges"):
         raise ConfigError(f"{len(left_out)} pieces (the first: {left_out[0]}, {model.pieces[left_out[0]]!r}) are "
