@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "spaces), vocabulary used, unknown/byte-fallback rate, round trip, encode MB/s (one thread).")
     parser.add_argument("--model", action="extend", nargs="+", required=True, metavar="MODEL",
                         help="a shardpiece model, SentencePiece .model, BytePiece JSON, tokenizer.json, a Hugging "
-                             "Face tokenizer folder, or FILE.tiktoken:PATTERN (PATTERN gpt2, cl100k or o200k); "
+                             "Face tokenizer folder, or FILE.tiktoken:PATTERN (PATTERN gpt2, cl100k, o200k, "
+                             "superword or superbpe); "
                              "several after one --model, or --model repeated")
     parser.add_argument("--input", action="append", required=True, metavar="PATH",
                         help="a file, directory or quoted glob (text, JSONL or Parquet); repeat for more inputs, "
@@ -42,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="JSONL field / Parquet column of the text (default text)")
     parser.add_argument("--tiktoken-pattern", metavar="PATTERN",
                         help="the pre-tokenizer pattern of .tiktoken models given without ':PATTERN' (gpt2, "
-                             "cl100k or o200k)")
+                             "cl100k, o200k, superword or superbpe)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object a line per model and input instead of the tables")
     parser.add_argument("--plot", metavar="PNG", help="draw bytes/token against vocabulary size into this PNG file")

@@ -37,16 +37,24 @@ def export_sentencepiece(model, output: str) -> str:
 
 
 def export_tiktoken(model, output: str) -> str:
-    """Write a byte-level BPE model's vocabulary as a tiktoken ``.tiktoken`` file (ranks in merge order; the
-    pre-tokenizer pattern is not in the file: gpt2, cl100k or o200k as the model's, see
-    :mod:`tokenizer.interop.tiktoken_files`)."""
+    """Write a byte-level BPE model's vocabulary as a tiktoken ``.tiktoken`` file (ranks in merge order, pieces
+    merge replay never makes left out) and, beside it as ``OUT.pat_str``, the pattern text to give
+    ``tiktoken.Encoding(pat_str=...)``; returns what was written, the pattern's name and text (the name reads the
+    file back: ``OUT:superword``). See :mod:`tokenizer.interop.tiktoken_files`."""
     from tokenizer.files import write_atomic
-    from tokenizer.interop.tiktoken_files import PATTERNS, tiktoken_file_text
+    from tokenizer.interop.tiktoken_files import (PATTERNS, TIKTOKEN_PATTERN_TEXT, tiktoken_file_text,
+                                                  tiktoken_ranked_ids)
 
-    write_atomic(output, tiktoken_file_text(model), what=".tiktoken file")
+    ranked, left_out = tiktoken_ranked_ids(model)
+    write_atomic(output, tiktoken_file_text(model, ranked), what=".tiktoken file")
+    written = output + (f" ({len(left_out)} pieces that replaying the merges never makes are left out: the ranks "
+                        "are not the model's ids)" if left_out else "")
     pattern = {ours: name for name, ours in PATTERNS.items()}.get(model.pretokenizer.get("pattern"))
-    return output + (f" (its pre-tokenizer pattern is tiktoken's {pattern}: read it as {output}:{pattern})"
-                     if pattern else "")
+    if pattern is None:
+        return written
+    write_atomic(output + ".pat_str", TIKTOKEN_PATTERN_TEXT[pattern].encode(), what="tiktoken pattern file")
+    return (f"{written} and {output}.pat_str (its pre-tokenizer pattern is {pattern}: read it as {output}:{pattern}; "
+            f"tiktoken.Encoding(pat_str=...) takes the file's text: {TIKTOKEN_PATTERN_TEXT[pattern]})")
 
 
 EXPORTERS = {"huggingface": export_huggingface, "sentencepiece": export_sentencepiece, "tiktoken": export_tiktoken}

@@ -72,8 +72,11 @@ def format_summary(manifest: dict[str, Any]) -> str:
         lines.append(f"  bad rows          {manifest['bad_rows']['summary']}")
     for name, bound in (manifest.get("table_bounds") or {}).items():
         if bound.get("dropped_entries"):
+            in_bytes = (f", {bound['kept_bytes']:,} of {bound['bytes']:,} key bytes" if bound.get("byte_limit")
+                        else "")
+            options = "--max-table-entries" + (", --max-table-bytes" if bound.get("byte_limit") else "")
             lines.append(f"  memory bound      {name}: kept the {bound['kept_entries']:,} most frequent of "
-                         f"{bound['entries']:,} entries (--max-table-entries), covering "
+                         f"{bound['entries']:,} entries{in_bytes} ({options}), covering "
                          f"{100 * bound['kept_share']:.2f}% of their occurrences")
     for size, info in manifest["models"].items():
         evaluation = info["evaluation"]

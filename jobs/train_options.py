@@ -27,6 +27,7 @@ from jobs.table_options import INPUT_FORMAT_HELP, INPUT_FORMATS, TABLE_OPTIONS
 from tokenizer.bad_rows import BAD_ROW_POLICIES
 from tokenizer.errors import ConfigError
 from tokenizer.trainers.limits import BYTE_LEVEL_MAX_PIECE_BYTES
+from tokenizer.trainers.limits import MIN_TABLE_BYTES
 from tokenizer.trainers.limits import MIN_TABLE_ENTRIES as MIN_LIMIT
 
 ALGORITHMS = ("bytepiece", "unigram", "bpe")
@@ -154,6 +155,10 @@ OPTIONS: tuple[Option, ...] = (
        "count table (n-grams, pieces, chunks) reach the driver, the most frequent, ties by bytes; the summary and "
        "the manifest say what was dropped (default 10000000; 0: no bound)", "run", default=10_000_000, type=int,
        metavar="N"),
+    _o("max_table_bytes", _int, "an integer (0: no bound)", "the driver's memory bound in bytes: the kept entries "
+       "of any count table hold at most N bytes of keys (a chunk's or piece's bytes, 8 per n-gram), the most "
+       "frequent, ties by bytes, with --max-table-entries; reported as it is (default 0: no bound)", "run",
+       default=0, type=int, metavar="N"),
     _o("spark", C.is_spark_conf, "a mapping of Spark configuration keys to values", "", "run", flags=()),
     _o("engine", _str, "a string (auto or beam)", "auto (default): this process or Spark, as --master says; beam: "
        "Apache Beam pipelines on --runner (pip install 'shardpiece[beam]'; docs/beam.md). Same model bytes", "run",
@@ -416,6 +421,9 @@ def resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]
     if options["max_table_entries"] and options["max_table_entries"] < MIN_LIMIT:
         raise ConfigError(f"--max-table-entries {options['max_table_entries']}: use {MIN_LIMIT} or more (or 0 for no "
                           "bound); a smaller table leaves no room for a useful vocabulary")
+    if options.get("max_table_bytes") and options["max_table_bytes"] < MIN_TABLE_BYTES:
+        raise ConfigError(f"--max-table-bytes {options['max_table_bytes']}: use {MIN_TABLE_BYTES} or more (or 0 for "
+                          "no bound); a smaller table leaves no room for a useful vocabulary")
     from pipelines.read.tables import check_table_options
 
     check_table_options(options.get("input_format"), options["input"], options.get("reader"),

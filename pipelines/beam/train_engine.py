@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterator
 from pipelines.beam import exchange as X
 from pipelines.train.engine import READ_COUNTS, empty_corpus_error
 from pipelines.train.tables import (Counter, KeyGroups, Reduced, bounded_table, by_bucket, decode, empty, encode,
-                                    joined, keys_at, kept_mask, reduce_table, select, size)
+                                    joined, keys_at, kept_mask, last_kept, reduce_table, select, size)
 from pipelines.train.workdir import JSON
 from tokenizer.errors import ConfigError
 from tokenizer.trainers import chunk_table as T
@@ -152,7 +152,8 @@ def reduce_bucket(kind: str, keep: Callable | None, set_aside: bool, groups: Key
     if aside is not None and size(kind, aside):
         X.write_file(X.join(directory, f"aside-{bucket:05d}.bin"), encode(kind, aside))
     X.write_file(X.join(directory, f"bucket-{bucket:05d}.json"), json.dumps(
-        {"distinct": int(distinct), "histogram": [[int(c), int(n)] for c, n in histogram.items()]}).encode())
+        {"distinct": int(distinct),
+         "histogram": [[int(c), [int(n), int(b)]] for c, (n, b) in histogram.items()]}).encode())
 
 
 def _aside_task(function: Callable, kind: str, threads: int, index: int, path: str) -> Any:
@@ -163,24 +164,26 @@ def _documents_task(function: Callable, threads: int, index: int, path: str) -> 
     return function(read_batches(path), threads)
 
 
-def bounded_buckets(kind: str, paths: list[str], histogram: dict, limit: int | None) -> tuple[tuple, dict]:
-    """``(table, report)``: the reduced buckets' tables (files), at most ``limit`` entries kept, the most frequent,
-    ties by key (the cut of :func:`pipelines.train.tables.bounded_table`, decided on the buckets' histograms and
-    applied to one bucket at a time, so no more than ``limit`` entries and one bucket are ever held here)."""
-    decision = B.cut(histogram, limit) if limit else None
-    last_key = None
+def bounded_buckets(kind: str, paths: list[str], histogram: dict, limit) -> tuple[tuple, dict]:
+    """``(table, report)``: the reduced buckets' tables (files), the most frequent entries within ``limit``
+    (entries, or ``(entries, key bytes)``), ties by key (the cut of :func:`pipelines.train.tables.bounded_table`,
+    decided on the buckets' histograms and applied to one bucket at a time, so no more than the limit and one
+    bucket are ever held here)."""
+    decision = B.cut(histogram, limit)
+    kept_at_cut = None
     if decision is not None:
-        count, keep = decision
+        count, entries_room, bytes_room = decision
         smallest: list = []
         for path in paths:
-            smallest = sorted(smallest + keys_at(kind, decode(kind, X.read_file(path)), count))[:keep]
-        last_key = smallest[keep - 1]
+            keys = keys_at(kind, decode(kind, X.read_file(path)), count)
+            smallest = B.candidates(sorted(smallest + keys), entries_room, bytes_room)
+        kept_at_cut = count, B.fitting(smallest, entries_room, bytes_room)
     tables = []
     for path in paths:
         table = decode(kind, X.read_file(path))
-        tables.append(table if last_key is None else select(kind, table, kept_mask(kind, table, count, last_key)))
-    return joined(kind, tables) if tables else empty(kind), B.report(histogram, limit or 0, decision) | {
-        "limit": limit}
+        tables.append(table if kept_at_cut is None else
+                      select(kind, table, kept_mask(kind, table, count, last_kept(kept_at_cut[1]))))
+    return joined(kind, tables) if tables else empty(kind), B.report(histogram, limit, kept_at_cut)
 
 
 class BeamEngine:
@@ -303,7 +306,7 @@ class BeamEngine:
                 | "reduce" >> beam.Map(partial(reduce_bucket, kind, keep, set_aside, groups, directory))))
             stats = T.add_stats(*(json.loads(X.read_file(p)) for p in X.list_files(directory, "stats-*.json")))
             buckets = [json.loads(X.read_file(p)) for p in X.list_files(directory, "bucket-*.json")]
-            histogram = B.add_histograms(*({c: n for c, n in b["histogram"]} for b in buckets))
+            histogram = B.add_histograms(*(b["histogram"] for b in buckets))
             stats["distinct_keys"] = sum(b["distinct"] for b in buckets)
             table, bound = bounded_buckets(kind, X.list_files(directory, "kept-*.bin"), histogram, limit)
             reduced = Reduced(table, stats, bound,

@@ -36,7 +36,8 @@ from typing import Callable, Iterator
 import numpy as np
 
 from pipelines.train.tables import (Counter, KeyGroups, Reduced, by_bucket, chunk_table_of, decode, encode,
-                                    joined, keys_at, kept_mask, reduce_table, select, size, slice_rows)
+                                    histogram, joined, keys_at, kept_mask, last_kept, reduce_table, select, size,
+                                    slice_rows)
 from tokenizer.memory import release_freed_memory
 from tokenizer.packed import pack
 from tokenizer.trainers import chunk_table as T
@@ -45,7 +46,7 @@ from tokenizer.trainers import table_bound as B
 SCHEMA = "bucket int, blob binary"
 STATS_BUCKET = -1
 HELD_OUT_BUCKET, TRAINING_BUCKET = -2, -3  # documents a direct count keeps for the evaluation sample
-HISTOGRAM_BUCKET = -4  # a reduce task's {count: entries} of what it kept (the memory bound's input)
+HISTOGRAM_BUCKET = -4  # a reduce task's {count: (entries, key bytes)} of what it kept (the bound's input)
 SET_ASIDE_BUCKET = -5  # entries a reduce task's ``keep`` set aside: left in Spark, never collected
 #: Spark options every training session needs for the bound's persisted reduce: adaptive execution may coalesce
 #: the reduce partitions of a cached plan too (Spark's default keeps all ``spark.sql.shuffle.partitions`` of it,
@@ -185,12 +186,12 @@ def reduce_partition(kind: str, keep: Callable[[tuple], np.ndarray] | None = Non
                 documents.setdefault(bucket, []).append(decode("bytes", blob))
         distinct, histograms = 0, []
         buckets = [by_bucket.pop(bucket) for bucket in sorted(by_bucket)]
-        for kept, aside, bucket_distinct, histogram in map_in_order(
+        for kept, aside, bucket_distinct, bucket_histogram in map_in_order(
                 lambda tables: reduce_bucket(kind, tables, keep, set_aside, groups), iter(buckets), threads):
             for row in aside + kept:
                 yield _batch([row])
             distinct += bucket_distinct
-            histograms.append(histogram)
+            histograms.append(bucket_histogram)
         stats.append({"distinct_keys": distinct})
         yield _batch([_stats_row(T.add_stats(*stats))])
         yield _batch([(HISTOGRAM_BUCKET, json.dumps(list(B.add_histograms(*histograms).items())).encode())])
@@ -276,14 +277,16 @@ def table_frame(spark, kind: str, table: tuple, parts: int):
 
 
 # ---------------------------------------------------------------------------------------------- the bound
-def smallest_keys_partition(kind: str, count: int, keep: int) -> Callable:
+def smallest_keys_partition(kind: str, count: int, entries_room: int, bytes_room: int) -> Callable:
+    """A partition's smallest keys at ``count`` that fit the rooms and the next one
+    (:func:`tokenizer.trainers.table_bound.candidates`)."""
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
         keys: list = []
         for _, table, _ in _tables(kind, batches):
             if table is not None:
-                keys = sorted(keys + keys_at(kind, table, count))[:keep]
+                keys = B.candidates(sorted(keys + keys_at(kind, table, count)), entries_room, bytes_room)
         yield pa.RecordBatch.from_arrays([pa.array(keys, pa.int64() if kind == "int64" else pa.binary())],
                                          names=["key"])
 
@@ -303,32 +306,34 @@ def filter_partition(kind: str, count: int, last_key) -> Callable:
     return run
 
 
-def bounded_collect(frame, kind: str, limit: int | None) -> Reduced:
-    """The :class:`Reduced` of a :func:`reduced_frame`, its table cut to the ``limit`` most frequent entries (ties
-    by key) on the executors before it is collected; its ``bound`` says what was dropped
+def bounded_collect(frame, kind: str, limit) -> Reduced:
+    """The :class:`Reduced` of a :func:`reduced_frame`, its table cut to the most frequent entries (ties by key)
+    within ``limit`` (entries, or ``(entries, key bytes)``: :func:`tokenizer.trainers.table_bound.limits`) on the
+    executors before it is collected; its ``bound`` says what was dropped
     (:func:`tokenizer.trainers.table_bound.report`). ``limit`` ``None``: everything is collected."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     frame = frame.where(F.col("bucket") != SET_ASIDE_BUCKET)
-    if limit is None:
+    if B.limits(limit) == (None, None):
         reduced = collect(frame, kind)
-        reduced.bound = B.report(B.histogram(reduced.table[-1]), 0, None) | {"limit": None}
+        reduced.bound = B.report(histogram(kind, reduced.table), None, None)
         return reduced
     persisted = frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         rows = frame.where(F.col("bucket") == HISTOGRAM_BUCKET).select("blob").collect()
-        entries_by_count = B.add_histograms(*({int(c): int(n) for c, n in json.loads(bytes(row["blob"]))}
-                                              for row in rows))
-        decision = B.cut(entries_by_count, limit)
+        by_count = B.add_histograms(*(json.loads(bytes(row["blob"])) for row in rows))
+        decision = B.cut(by_count, limit)
+        kept_at_cut = None
         if decision is not None:
-            count, keep = decision
-            smallest = frame.mapInArrow(smallest_keys_partition(kind, count, keep),
+            count, entries_room, bytes_room = decision
+            smallest = frame.mapInArrow(smallest_keys_partition(kind, count, entries_room, bytes_room),
                                         "key long" if kind == "int64" else "key binary").collect()
             keys = sorted(row["key"] if kind == "int64" else bytes(row["key"]) for row in smallest)
-            frame = frame.mapInArrow(filter_partition(kind, count, keys[keep - 1]), SCHEMA)
+            kept_at_cut = count, B.fitting(keys, entries_room, bytes_room)
+            frame = frame.mapInArrow(filter_partition(kind, count, last_kept(kept_at_cut[1])), SCHEMA)
         reduced = collect(frame, kind)
     finally:
         persisted.unpersist()
-    reduced.bound = B.report(entries_by_count, limit, decision)
+    reduced.bound = B.report(by_count, limit, kept_at_cut)
     return reduced

@@ -49,9 +49,11 @@ class Source:
         return float(self.options["holdout_fraction"])
 
     @property
-    def limit(self) -> int | None:
-        """The driver's memory bound in table entries (``None``: no bound)."""
-        return int(self.options["max_table_entries"]) or None
+    def limit(self) -> tuple[int | None, int | None] | None:
+        """The driver's memory bound: ``(table entries, key bytes)``, either None when unbounded (``None``: no
+        bound; :func:`tokenizer.trainers.table_bound.limits`)."""
+        bound = (int(self.options["max_table_entries"]) or None, int(self.options.get("max_table_bytes") or 0) or None)
+        return None if bound == (None, None) else bound
 
 
 @dataclass

@@ -176,6 +176,7 @@ def run(options: dict[str, Any], config_text: str, *, progress: Callable[[str], 
             "input": fingerprint["digest"], "input_format": options.get("input_format"),
             "text_column": options["text_column"], "holdout_fraction": float(options["holdout_fraction"]),
             "max_table_entries": options["max_table_entries"], "on_bad_row": options.get("on_bad_row", "error"),
+            **({"max_table_bytes": options["max_table_bytes"]} if options.get("max_table_bytes") else {}),
             **({"table": table.key()} if table is not None else {}),  # the version and --where
         }, resume=options.get("resume", True) is not False, progress=progress)
         lease = Lease(os.path.join(work.path, "lease.json"), f"work directory {work.path} (this run's key)",

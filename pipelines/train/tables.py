@@ -211,7 +211,12 @@ def reduce_table(kind: str, tables: list, keep: Callable[[tuple], np.ndarray] | 
         if set_aside:
             aside = select(kind, merged, ~mask)
         merged = select(kind, merged, mask)
-    return merged, aside, distinct, B.histogram(merged[-1])
+    return merged, aside, distinct, histogram(kind, merged)
+
+
+def histogram(kind: str, table: tuple) -> dict:
+    """The table's :func:`tokenizer.trainers.table_bound.histogram`: ``{count: (entries, key bytes)}``."""
+    return B.histogram(table[-1], None if kind == "int64" else np.diff(table[1]))
 
 
 def keys_at(kind: str, table: tuple, count: int) -> list:
@@ -223,21 +228,31 @@ def keys_at(kind: str, table: tuple, count: int) -> list:
     return sorted(data[offsets[i]:offsets[i + 1]].tobytes() for i in at.tolist())
 
 
-def bounded_table(kind: str, table: tuple, limit: int | None) -> tuple[tuple, dict]:
-    """``(table, report)``: a table this process holds (the in-process engine) cut to the ``limit`` most frequent
-    entries, ties by key: the cut :func:`bounded_collect` makes on the executors."""
-    histogram = B.histogram(table[-1])
-    decision = B.cut(histogram, limit) if limit else None
+def bounded_table(kind: str, table: tuple, limit) -> tuple[tuple, dict]:
+    """``(table, report)``: a table this process holds (the in-process engine) cut to the most frequent entries
+    within ``limit`` (entries, or ``(entries, key bytes)``: :func:`tokenizer.trainers.table_bound.limits`), ties
+    by key: the cut :func:`pipelines.spark.reduce.bounded_collect` makes on the executors."""
+    by_count = histogram(kind, table)
+    decision = B.cut(by_count, limit)
+    kept_at_cut = None
     if decision is not None:
-        count, keep = decision
-        table = select(kind, table, kept_mask(kind, table, count, keys_at(kind, table, count)[keep - 1]))
-    return table, B.report(histogram, limit or 0, decision) | {"limit": limit}
+        count, entries_room, bytes_room = decision
+        kept_at_cut = count, B.fitting(keys_at(kind, table, count), entries_room, bytes_room)
+        table = select(kind, table, kept_mask(kind, table, count, last_kept(kept_at_cut[1])))
+    return table, B.report(by_count, limit, kept_at_cut)
+
+
+def last_kept(keys: list):
+    """The largest key kept at the cut count (None: none is)."""
+    return keys[-1] if keys else None
 
 
 def kept_mask(kind: str, table: tuple, count: int, last_key) -> np.ndarray:
-    """Entries above ``count``, and those at ``count`` whose key is at most ``last_key``."""
+    """Entries above ``count``, and those at ``count`` whose key is at most ``last_key`` (None: none of them)."""
     counts = table[-1]
     mask = counts > count
+    if last_key is None:
+        return mask
     at = np.flatnonzero(counts == count)
     if kind == "int64":
         mask[at] = table[0][at] <= last_key

@@ -132,7 +132,7 @@ def test_beam_options_pass_through_and_need_the_beam_engine():
             resolve_options(build_parser().parse_args(base + extra))
 
 
-@pytest.mark.parametrize("limit", [None, 3, 5, 9])
+@pytest.mark.parametrize("limit", [None, 3, 5, 9, (None, 40), (6, 28)])
 def test_the_bound_over_bucket_files_equals_the_in_process_bound(tmp_path, limit):
     """The memory bound applied bucket by bucket (:func:`bounded_buckets`) keeps the entries, and reports the cut,
     that :func:`pipelines.train.tables.bounded_table` gives over the one joined table (ties at the cut by key)."""
@@ -153,3 +153,29 @@ def test_the_bound_over_bucket_files_equals_the_in_process_bound(tmp_path, limit
     expected, expected_report = bounded_table("int64", (keys, counts), limit)
     assert table[0].tolist() == expected[0].tolist() and table[1].tolist() == expected[1].tolist()
     assert report == expected_report
+
+
+@pytest.mark.parametrize("limit", [(None, 9), (None, 14), (3, 30), 4])
+def test_the_byte_bound_over_bucket_files_of_byte_keys_equals_the_in_process_bound(tmp_path, limit):
+    """The same with byte keys of several lengths and a key-byte limit (``--max-table-bytes``): each bucket sends
+    its candidate keys at the cut count, and the keys kept there are the smallest that fit."""
+    import numpy as np
+
+    from pipelines.beam import exchange as X
+    from pipelines.beam.train_engine import bounded_buckets
+    from pipelines.train.tables import bounded_table, by_bucket, encode, histogram
+    from tokenizer.packed import pack
+
+    keys = [b"a", b"bcd", b"ce", b"d", b"efgh", b"f", b"gg", b"hij"]
+    counts = np.array([3, 2, 2, 3, 2, 1, 2, 2], np.int64)
+    data, offsets = pack(keys)
+    whole = (np.asarray(data, np.uint8), np.asarray(offsets, np.int64), counts)
+    paths = []
+    for bucket, part in by_bucket("bytes", whole, 3):
+        paths.append(str(tmp_path / f"kept-{bucket:05d}.bin"))
+        X.write_file(paths[-1], encode("bytes", part))
+    table, report = bounded_buckets("bytes", paths, histogram("bytes", whole), limit)
+    expected, expected_report = bounded_table("bytes", whole, limit)
+    assert sorted(bytes(table[0][table[1][i]:table[1][i + 1]]) for i in range(len(table[2]))) == \
+           sorted(bytes(expected[0][expected[1][i]:expected[1][i + 1]]) for i in range(len(expected[2])))
+    assert report == expected_report and report["dropped_entries"] > 0

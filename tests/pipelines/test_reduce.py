@@ -71,7 +71,7 @@ def test_bucketed_reduce_equals_a_plain_dict_sum(data, buckets, kind, keep, thre
     histogram = {}
     for bucket, blob in rows:
         if bucket == reduce.HISTOGRAM_BUCKET:
-            for count, entries in json.loads(blob):
+            for count, (entries, _) in json.loads(blob):
                 histogram[count] = histogram.get(count, 0) + entries
     stats = [json.loads(blob) for bucket, blob in rows if bucket == reduce.STATS_BUCKET]
     merged = T.merge(kind, tables_out)

@@ -16,6 +16,20 @@ Pre-tokenizer patterns (``pattern=``), as ``tiktoken_ext/openai_public.py`` defi
   never on lines read without their newline;
 - ``"o200k"`` (o200k_base): shardpiece's ``o200k`` pre-tokenizer, which implements tiktoken's regex exactly
   (letters split by case, :mod:`tokenizer.kernels.pretokenize_o200k`; it has no ``\\s++$`` alternative).
+- ``"superword"`` and ``"superbpe"``: superword BPE's coarse splits (:mod:`tokenizer.kernels.superword_split`),
+  names of shardpiece's own, not tiktoken's. Their chunks are the regex's matches and the stretches between them,
+  while tiktoken keeps only matches, so the ``pat_str`` tiktoken is given is the regex followed by a last
+  alternative for a stretch: ``A|(?:(?!A)[\\s\\S])+`` (:func:`matches_and_gaps`). tiktoken's regex engine
+  (fancy-regex) accepts both; it stops with ``BacktrackLimitExceeded`` on a stretch without a cut of a few hundred
+  thousand characters, where shardpiece's split has no limit.
+
+Writing a model (:func:`tiktoken_ranked_ids`): tiktoken merges the adjacent pair whose concatenation has the lowest
+rank, even a pair that is not the piece's merge; merge replay only merges listed pairs. The two agree on every text
+when each written piece is one that merge replay makes of its own bytes (then, at the first step where they would
+part, replay would leave that piece's bytes as the two parts tiktoken joins). A piece replay never makes is never
+emitted by a model that replays merges, so it is left out of the file (the ranks after it move down by one); a model
+whose pre-tokens equal to a piece are emitted whole (``ignore_merges``, as an imported Llama-3 tokenizer.json) does
+emit it, so such a model with such a piece is refused.
 
 Example (hand-checkable): the file ``YQ== 0``, ``Yg== 1``, ... (the 256 single bytes), then ``YWI= 256``
 (``b"ab"``) gives a 257-piece model with ``pieces[256] == b"ab"``, made by merging ``b"a"`` and ``b"b"``.
@@ -36,14 +50,25 @@ from tokenizer.pretokenize_patterns import PATTERN_TEXT
 #: the file name ending of a tiktoken file; its pre-tokenizer pattern follows a colon (``FILE.tiktoken:gpt2``)
 TIKTOKEN_SUFFIX = ".tiktoken"
 #: tiktoken's pattern name -> shardpiece's byte_level pre-tokenizer pattern
-PATTERNS = {"gpt2": "gpt2", "cl100k": "llama3", "o200k": "o200k"}
-#: the pattern text of each name as tiktoken_ext/openai_public.py spells it (r50k_pat_str, cl100k_base's and
-#: o200k_base's pat_str)
+PATTERNS = {"gpt2": "gpt2", "cl100k": "llama3", "o200k": "o200k", "superword": "superword", "superbpe": "superbpe"}
+
+
+def matches_and_gaps(pattern_text: str) -> str:
+    """A regex whose matches (tiktoken keeps only matches) are ``pattern_text``'s matches and the stretches between
+    them, as a Hugging Face ``Split`` with behavior ``Isolated`` cuts: ``matches_and_gaps("1")`` ->
+    ``"1|(?:(?!1)[\\s\\S])+"``, whose matches in ``"ab1c"`` are ``"ab"``, ``"1"``, ``"c"``."""
+    return rf"{pattern_text}|(?:(?!{pattern_text})[\s\S])+"
+
+
+#: the ``pat_str`` of each name: for gpt2, cl100k and o200k as tiktoken_ext/openai_public.py spells it
+#: (r50k_pat_str, cl100k_base's and o200k_base's pat_str), for the coarse splits :func:`matches_and_gaps`
 TIKTOKEN_PATTERN_TEXT = {
     "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s""",
     "cl100k": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|"""
               r"""\s*[\r\n]|\s+(?!\S)|\s""",
     "o200k": PATTERN_TEXT["o200k"],
+    "superword": matches_and_gaps(PATTERN_TEXT["superword"]),
+    "superbpe": matches_and_gaps(PATTERN_TEXT["superbpe"]),
 }
 
 
@@ -92,8 +117,9 @@ def merge_split(ranks: dict[bytes, int], token: bytes) -> int | None:
 
 def model_from_tiktoken_ranks(ranks: dict[bytes, int], pattern: str, source: str = "<.tiktoken>") -> Model:
     """A byte-level BPE :class:`Model` whose ids are the ranks (see the module docstring); ``pattern`` is
-    ``"gpt2"``, ``"cl100k"`` or ``"o200k"``. Raises :class:`ConfigError` for another pattern,
-    :class:`ModelFileError` when the ranks leave gaps, repeat or lack a single byte."""
+    one of :data:`PATTERNS` (``"gpt2"``, ``"cl100k"``, ``"o200k"``, ``"superword"``, ``"superbpe"``). Raises
+    :class:`ConfigError` for another pattern, :class:`ModelFileError` when the ranks leave gaps, repeat or lack a
+    single byte."""
     if pattern not in PATTERNS:
         raise ConfigError(f"unknown tiktoken pattern {pattern!r}: use one of {', '.join(PATTERNS)}")
     size = len(ranks)
@@ -140,16 +166,41 @@ def load_tiktoken(path: str | os.PathLike, pattern: str) -> Model:
     return model_from_tiktoken_ranks(read_tiktoken_ranks(path), pattern, os.fspath(path))
 
 
-def tiktoken_file_text(model: Model) -> bytes:
-    """A byte-level BPE model's vocabulary as a ``.tiktoken`` file: each NORMAL piece with its rank, in merge order
-    (the 256 single bytes first, by byte, then the merged pieces as the model merges them), so that tiktoken's
-    rank merging replays the model's merges: a model whose first merge makes ``b"ab"`` has the line ``b"YWI= 256"``
-    (``base64(b"ab")``, rank 256). Raises :class:`ConfigError` for any other kind of model."""
+def tiktoken_ranked_ids(model: Model) -> tuple[list[int], list[int]]:
+    """``(written, left_out)``: the model ids of a byte-level BPE model's pieces in ``.tiktoken`` rank order (the
+    256 single bytes by byte, then the merged pieces in merge order) and of the merged pieces left out because
+    merge replay never makes them (see the module docstring). Merges ``b``+``c`` -> ``bc``, ``a``+``b`` ->
+    ``ab``, ``ab``+``c`` -> ``abc``: replay makes ``a`` ``bc`` of ``abc``, so ``abc`` is left out (tiktoken
+    would join ``a`` and ``bc``). Raises :class:`ConfigError` for another kind of model, or for a model that
+    emits whole pre-tokens (``ignore_merges``) holding such a piece."""
+    import dataclasses
+
     from tokenizer.compiled import CompiledModel
 
     byte_level = CompiledModel(model).byte_level
     if byte_level is None or not byte_level.is_bpe:
         raise ConfigError("only byte-level BPE models (train --algorithm bpe) can be written as a .tiktoken file: "
                           "export this one --to huggingface or --to sentencepiece")
-    order = [model.piece_to_id(bytes([b])) for b in range(256)] + byte_level.merges[2].tolist()
+    merged = byte_level.merges[2].tolist()
+    replay = dataclasses.replace(model, pretokenizer={"name": "byte_level", "pattern": None},  # merges alone
+                                 normalizer={"name": "identity"}, charsmap=b"")
+    encode = CompiledModel(replay).one_text_encoder()
+    made = [encode(model.pieces[i], -1, -1) for i in merged]
+    left_out = [i for i, ids in zip(merged, made) if ids != [i]]
+    if left_out and model.pretokenizer.get("ignore_merges"):
+        raise ConfigError(f"{len(left_out)} pieces (the first: {left_out[0]}, {model.pieces[left_out[0]]!r}) are "
+                          "not what replaying the merges makes of their bytes, yet this model emits one for a "
+                          "pre-token equal to it (ignore_merges), and tiktoken would also join other parts into "
+                          "it: a .tiktoken file cannot give this model's ids; export it --to huggingface")
+    dropped = set(left_out)
+    bytes_first = [model.piece_to_id(bytes([b])) for b in range(256)]
+    return bytes_first + [i for i in merged if i not in dropped], left_out
+
+
+def tiktoken_file_text(model: Model, ranked_ids: list[int] | None = None) -> bytes:
+    """A byte-level BPE model's vocabulary as a ``.tiktoken`` file: the pieces of ``ranked_ids`` (default
+    :func:`tiktoken_ranked_ids`'s first list) with their ranks, so that tiktoken's rank merging gives the model's
+    pieces: a model whose first merge makes ``b"ab"`` has the line ``b"YWI= 256"`` (``base64(b"ab")``, rank 256).
+    Raises :class:`ConfigError` for a model :func:`tiktoken_ranked_ids` refuses."""
+    order = tiktoken_ranked_ids(model)[0] if ranked_ids is None else ranked_ids
     return b"".join(base64.b64encode(model.pieces[i]) + b" %d\n" % rank for rank, i in enumerate(order))

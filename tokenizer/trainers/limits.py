@@ -6,3 +6,5 @@ train --help`` imports neither)."""
 BYTE_LEVEL_MAX_PIECE_BYTES = 256
 #: the smallest ``--max-table-entries``: a bound below this would not leave room for a useful vocabulary
 MIN_TABLE_ENTRIES = 1 << 16
+#: the smallest ``--max-table-bytes`` (key bytes), for the same reason
+MIN_TABLE_BYTES = 1 << 16
