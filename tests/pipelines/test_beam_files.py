@@ -7,7 +7,6 @@ import it too): no network. Skipped without Apache Beam."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 
@@ -16,7 +15,7 @@ import pytest
 pytest.importorskip("apache_beam")
 
 from tests.pipelines.beam_tempfs import ROOT_ENV  # noqa: E402
-from tests.pipelines.test_beam_engine import ALGORITHMS  # noqa: E402
+from tests.pipelines.test_beam_engine import ALGORITHMS, train  # noqa: E402
 from tests.pipelines.test_engines import corpus_lines  # noqa: E402
 from tests.pipelines.test_tokenize_job import PIECES, make_documents, write_parquet, write_text  # noqa: E402
 
@@ -52,18 +51,6 @@ def tempfs(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(ROOT_ENV, str(root))  # the direct runner's worker processes inherit it
         yield root, local / "corpus"
-
-
-def train(flags: list[str], sources: list[str], out, *extra: str) -> tuple[int, str | None, dict | None]:
-    from jobs.train import main
-
-    model = out / "m.model"
-    code = main(["train", *flags, "--input", *sources, "--output", str(model), "--holdout-fraction", "0.1",
-                 "--quiet", "--work-dir", str(out / "work"), *extra])
-    if code:
-        return code, None, None
-    manifest = json.loads((out / "m.model.manifest.json").read_text())
-    return code, hashlib.sha256(model.read_bytes()).hexdigest(), manifest
 
 
 @pytest.mark.slow
