@@ -48,6 +48,10 @@ class CompiledModel:
     ``max_piece_length``.
     """
 
+    #: encode a superword model's chunks from its words' ids (:mod:`tokenizer.kernels.bpe_superword`); False:
+    #: replay each chunk whole, the path that defines the ids (tests compare the two)
+    superword = True
+
     def __init__(self, model: Model):
         from tokenizer.added_tokens import added_tokens_of
 
@@ -132,16 +136,24 @@ class CompiledModel:
         # doc_end, bos, eos, *work_arrays(longest), out_ids, out_offsets) -> (total, failed)
         if self.byte_level is not None and self.is_bpe:
             from tokenizer.kernels.bpe_match import build_match_tables
+            from tokenizer.kernels.bpe_superword import superword_tables
 
             encoder = self.byte_level
             left, right, merged = encoder.merges
             match = build_match_tables(self.units, model.pieces, merged, left, right, encoder.byte_to_id,
                                        encoder.pair_table, encoder.bits)
+            # a superword model's chunks from their words' ids (needs matching's rule: no merge takes a later part)
+            none = np.zeros(0, np.int64)
+            word_table, word_bits, phrase_table, phrase_bits, meeting, word_match = (
+                match is not None and self.superword and superword_tables(encoder, model.pieces, self.units)
+                or (none, 0, none, 0, none, None))
+            empty = [np.zeros(0, np.int32)] * 5
             self.rule, self.record = RANKED_BPE, pack_record(
-                units=[self.units], ints=[encoder.byte_to_id, *(match or [np.zeros(0, np.int32)] * 5)],
+                units=[self.units], ints=[encoder.byte_to_id, *(match or empty), *(word_match or empty)],
                 small=[encoder.char_class],
                 longs=[encoder.pair_table, flags(encoder.pattern, encoder.bits, encoder.ignore_merges,
-                                                 match is not None)])
+                                                 match is not None, word_bits, phrase_bits),
+                       word_table, phrase_table, meeting])
             self.segments = (encoder.char_class, encoder.pattern, False, False)
         elif self.byte_level is not None:
             pattern, char_class = max(self.byte_level.pattern, 0), self.byte_level.char_class

@@ -35,7 +35,7 @@ def encode_sampled(compiled, parts: list, alpha, dropout, seed) -> list[int]:
         model, _ = piece_bpe_model(*compiled.record)
 
         def sample(array, n, rng, out):
-            sym, nxt, prv, starts, cand, heap, steps, _, _, memo = bpe_work(*compiled.work_arrays(n))
+            sym, nxt, prv, starts, cand, heap, steps, _, _, memo, _, _ = bpe_work(*compiled.work_arrays(n))
             return piece_bpe_into(*model, p, rng, array, 0, n, sym, nxt, prv, starts, cand, heap, memo, steps, out,
                                   0)
     else:

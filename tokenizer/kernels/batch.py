@@ -42,6 +42,7 @@ from tokenizer.kernels import kernel
 from tokenizer.kernels.bpe import piece_bpe_into
 from tokenizer.kernels.bpe_match import GIVE_WAY_AFTER, MATCH_ABOVE, MEMO_WORDS, matched_bpe_into
 from tokenizer.kernels.bpe_ranked import CACHE_WORDS, cache_ids, cached_ids, ranked_bpe_into
+from tokenizer.kernels.bpe_superword import superword_document_into
 from tokenizer.kernels.claims import next_claim
 from tokenizer.kernels.double_array import exact_match
 from tokenizer.kernels.pretokenize import next_pretoken_end
@@ -49,14 +50,15 @@ from tokenizer.kernels.tables import part
 from tokenizer.kernels.unigram import NEWLINE, viterbi_bytes_into, viterbi_chars_into
 
 VITERBI, PIECE_BPE, RANKED_BPE = 0, 1, 2
-ZEROED_WORDS = CACHE_WORDS + MEMO_WORDS  # the end of a BPE ``wide`` array that starts zeroed
+ZEROED_WORDS = 2 * (CACHE_WORDS + MEMO_WORDS)  # the end of a BPE ``wide`` array that starts zeroed
 
 
 def work_sizes(rule: int, longest: int) -> tuple[int, int]:
     """``(wide, narrow)`` item counts of the work arrays for segments (:func:`segment_end`) of up to
     ``longest`` bytes (``n = longest + 1`` positions): Viterbi one score and two int32 per position; BPE three
     int64 (pending merge, two heap slots) and four int32, plus an int64 step counter and a random state, the
-    pre-token cache and the memo of compatible pairs (:data:`ZEROED_WORDS` int64 at the end, zeroed by the
+    pre-token cache and the memo of compatible pairs, and a second cache and memo for the words of a superword
+    model (:mod:`tokenizer.kernels.bpe_superword`) (:data:`ZEROED_WORDS` int64 at the end, zeroed by the
     caller)."""
     n = longest + 1
     if rule == VITERBI:
@@ -205,13 +207,14 @@ def viterbi_documents(units, scores, ints, small, longs, data, offsets, valid, d
 @kernel(inline="always")
 def bpe_work(wide, narrow):
     """The BPE work arrays carved from ``wide`` (int64) and ``narrow`` (int32), as :func:`work_sizes` sizes them:
-    ``(sym, nxt, prv, starts, cand, heap, steps, rng_state, cache, memo)`` (``rng_state`` a uint64 view of one
-    word). Compiled into its caller, as :func:`tokenizer.kernels.tables.part` is."""
+    ``(sym, nxt, prv, starts, cand, heap, steps, rng_state, cache, memo, word_cache, word_memo)`` (``rng_state``
+    a uint64 view of one word). Compiled into its caller, as :func:`tokenizer.kernels.tables.part` is."""
     n = narrow.shape[0] // 4
     tail = 3 * n + 2 + CACHE_WORDS
+    words = tail + MEMO_WORDS + CACHE_WORDS
     return (narrow[:n], narrow[n:2 * n], narrow[2 * n:3 * n], narrow[3 * n:4 * n], wide[:n], wide[n:3 * n],
             wide[3 * n:3 * n + 1], wide[3 * n + 1:3 * n + 2].view(np.uint64), wide[3 * n + 2:tail],
-            wide[tail:tail + MEMO_WORDS])
+            wide[tail:tail + MEMO_WORDS], wide[tail + MEMO_WORDS:words], wide[words:words + MEMO_WORDS])
 
 
 @kernel(inline="always")
@@ -243,7 +246,7 @@ def piece_bpe_documents(units, scores, ints, small, longs, data, offsets, valid,
     pre-token cache of :func:`tokenizer.kernels.bpe_ranked.cached_ids`: the same ids, most words looked up."""
     model, words = piece_bpe_model(units, scores, ints, small, longs)
     # rng_state: never drawn from (no dropout here)
-    sym, nxt, prv, starts, cand, heap, steps, rng_state, cache, memo = bpe_work(wide, narrow)
+    sym, nxt, prv, starts, cand, heap, steps, rng_state, cache, memo, _, _ = bpe_work(wide, narrow)
     capacity = sym.shape[0]
     pos = base
     out_offsets[0] = base
@@ -292,21 +295,30 @@ def ranked_bpe_documents(units, scores, ints, small, longs, data, offsets, valid
     """Regex pre-split (pattern 0: none) plus merge replay (:func:`tokenizer.kernels.bpe_ranked.ranked_bpe_into`;
     with ``matching``, a pre-token of more than :data:`~tokenizer.kernels.bpe_match.MATCH_ABOVE` bytes by
     :func:`tokenizer.kernels.bpe_match.matched_bpe_into`: the same ids); with ``ignore_merges`` a pre-token that
-    is itself a piece is emitted whole, as ``tokenizers`` does. Tables: 0 units; 1 byte_to_id, 2 created,
-    3 split_left, 4 split_right, 5 prefix_of, 6 piece_length (int32, empty without ``matching``); 7 char_class
-    (uint8); 8 pair_table, 9 flags (int64: pattern, bits, ignore_merges, matching). ``cuts`` is read from
-    ``pattern`` (it takes the argument for the entries' one signature)."""
+    is itself a piece is emitted whole, as ``tokenizers`` does. A superword model's documents go to
+    :func:`tokenizer.kernels.bpe_superword.superword_document_into` instead (the same ids). Tables: 0 units;
+    1 byte_to_id, 2 created, 3 split_left, 4 split_right, 5 prefix_of, 6 piece_length (int32, empty without
+    ``matching``), 7-11 the same for the word table (empty but for a superword model); 12 char_class (uint8);
+    13 pair_table, 14 flags (int64: pattern, bits, ignore_merges, matching, word_bits, phrase_bits), 15
+    word_table, 16 phrase_table, 17 meeting (empty but for a superword model: :func:`tokenizer.kernels.
+    bpe_superword.superword_tables`). ``cuts`` is read from ``pattern`` (it takes the argument for the entries'
+    one signature)."""
     piece_units = part(units, longs, 0)
     byte_to_id = part(ints, longs, 1)
     match = (part(ints, longs, 2), part(ints, longs, 3), part(ints, longs, 4), part(ints, longs, 5),
              part(ints, longs, 6))
-    char_class = part(small, longs, 7)
-    pair_table = part(longs, longs, 8)
-    flags = part(longs, longs, 9)
+    char_class = part(small, longs, 12)
+    pair_table = part(longs, longs, 13)
+    flags = part(longs, longs, 14)
     pattern, bits, ignore_merges, matching = flags[0], flags[1], flags[2] != 0, flags[3] != 0
     # rng_state: never drawn from (no dropout here)
-    sym, nxt, prv, starts, cand, heap, steps, rng_state, cache, memo = bpe_work(wide, narrow)
+    sym, nxt, prv, starts, cand, heap, steps, rng_state, cache, memo, word_cache, word_memo = bpe_work(wide, narrow)
     capacity = sym.shape[0]
+    word_table, phrase_table, meeting = part(longs, longs, 15), part(longs, longs, 16), part(longs, longs, 17)
+    superword = meeting.shape[0] > 0
+    words = (word_table, flags[4], byte_to_id, piece_units, part(ints, longs, 7), part(ints, longs, 8),
+             part(ints, longs, 9), part(ints, longs, 10), part(ints, longs, 11), word_cache, word_memo)
+    work = (sym, nxt, prv, cand, heap, steps, rng_state)
     pos = base
     out_offsets[0] = base
     check_valid = valid.shape[0] > 0
@@ -323,6 +335,12 @@ def ranked_bpe_documents(units, scores, ints, small, longs, data, offsets, valid
             out_ids[pos] = bos_id
             pos += 1
         stop = offsets[i + 1]
+        if superword:
+            pos, p, q = superword_document_into(words, meeting, phrase_table, flags[5], cache, char_class, data, p,
+                                                stop, known_end, capacity, work, out_ids, pos)
+            if p >= 0:
+                return pos, i, p, q
+            p = stop
         while p < stop:
             # (inlined, not segment_end's call: this rule cuts at pre-tokens, pattern 0 aside, so every ranked
             # model compiles the pre-tokenizer anyway, and a call per pre-token would cost)
