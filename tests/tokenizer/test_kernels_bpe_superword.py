@@ -15,8 +15,7 @@ from tokenizer.compiled import WORK_START, CompiledModel
 from tokenizer.kernels.bpe_superword import meeting_bytes, superword_tables, word_level_merges
 from tokenizer.model import Model, PieceType
 from tokenizer.trainers import bpe, superword as sw
-from tokenizer.twins.bpe import ref_ranked_bpe
-from tokenizer.twins.pretokenize import ref_superword_chunks
+from tokenizer.twins.bpe_superword import ref_superword_bpe
 
 from tests.tokenizer.test_trainer_superword import sample_lines
 
@@ -36,7 +35,7 @@ def models(monkeypatch, model: Model) -> tuple[Tokenizer, Tokenizer]:
 
 
 def twin_ids(model: Model, text: bytes) -> list[int]:
-    """The coarse split's twin, then merge replay's twin on each chunk."""
+    """The twin's ids (the coarse split's twin, then merge replay's on each chunk) for a model's merges."""
     merges, byte_to_id = {}, [model.pieces.index(bytes([b])) for b in range(256)]
     lengths = model.provenance["bpe_merges"]["left_lengths"]
     merged = sorted((i for i, piece in enumerate(model.pieces)
@@ -45,7 +44,7 @@ def twin_ids(model: Model, text: bytes) -> list[int]:
         piece = model.pieces[piece_id]
         pair = (model.pieces.index(piece[:split]), model.pieces.index(piece[split:]))
         merges.setdefault(pair, (piece_id, rank))
-    return [i for chunk in ref_superword_chunks(text) for i in ref_ranked_bpe(merges, byte_to_id, chunk)]
+    return ref_superword_bpe(merges, byte_to_id, text)
 
 
 def random_texts(seed: int, count: int) -> list[bytes]:

@@ -78,7 +78,7 @@ def word_into(words, data, start, end, work, out, pos):
     return stop
 
 
-@kernel
+@kernel(borrows=True)
 def words_into(words, meeting, data, start, end, work, out, pos):
     """The word table's ids of ``data[start:end]``, word by word: cut wherever the meeting table lets the bytes
     apart (:func:`meet_in_a_merge`); returns the new ``pos``."""
@@ -90,7 +90,7 @@ def words_into(words, meeting, data, start, end, work, out, pos):
     return pos
 
 
-@kernel
+@kernel(borrows=True)
 def phrases_into(phrase_table, phrase_bits, work, out, first, stop):
     """Replay the phrase table's merges over the ids ``out[first:stop]`` (a chunk's word-table ids) in place;
     returns the new end."""
@@ -124,7 +124,7 @@ def phrases_into(phrase_table, phrase_bits, work, out, first, stop):
     return pos
 
 
-@kernel
+@kernel(borrows=True)
 def chunk_into(words, meeting, phrase_table, phrase_bits, cache, data, start, end, work, out, pos):
     """The ids of the coarse chunk ``data[start:end]`` (through the pre-token ``cache`` of whole chunks); returns
     the new ``pos``."""
@@ -162,7 +162,7 @@ def inside_a_stretch(char_class, data, start, end):
     return byte == 39 and first == start and data[start + 1] < 0x80 and char_class[data[start + 1]] == LETTER
 
 
-@kernel
+@kernel(borrows=True)
 def stretch_end(char_class, data, pos, end):
     """Where the ``superword`` split's next match starts at or after ``pos`` (``end`` for none)."""
     while pos < end and superword_match_end(char_class, data, pos, end, PATTERN_SUPERWORD) < 0:
@@ -171,7 +171,7 @@ def stretch_end(char_class, data, pos, end):
     return pos
 
 
-@kernel
+@kernel(borrows=True)
 def superword_document_into(words, meeting, phrase_table, phrase_bits, cache, char_class, data, start, stop,
                             known_end, capacity, work, out, pos):
     """Encode ``data[start:stop]`` (the rest of one document) as the ``superword`` split and merge replay would
