@@ -2,7 +2,7 @@
 (:func:`tokenizer.twins.pretokenize.ref_superword_chunks`) and merge replay
 (:func:`tokenizer.twins.bpe.ref_ranked_bpe`) on each chunk.
 
-    >>> ref_superword_bpe({(1, 0): (2, 0), (0, 2): (3, 1)}, [0, 1], bytes([0, 1, 0]))   # one chunk: 1+0 -> 2, then 0+2 -> 3
+    >>> ref_superword_bpe({(1, 0): (2, 0), (0, 2): (3, 1)}, [0, 1], bytes([0, 1, 0]))  # 1+0, then 0+2
     [3]
 """
 
